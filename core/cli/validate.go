@@ -1,0 +1,135 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"toolhost/core/definition"
+)
+
+// Report is the JSON form of a checked group, as `toolhost validate --json`
+// prints it.
+type Report struct {
+	Name     string                  `json:"name"`
+	Status   definition.Status       `json:"status"`
+	Missing  []string                `json:"missing"`
+	Errors   []definition.Diagnostic `json:"errors"`
+	Warnings []definition.Diagnostic `json:"warnings"`
+	Tools    []ToolRef               `json:"tools"`
+	Skills   []SkillRef              `json:"skills"`
+}
+
+// ToolRef names a tool in a report.
+type ToolRef struct {
+	ObjectName string `json:"object_name"`
+	Name       string `json:"name"`
+}
+
+// SkillRef names a skill in a report.
+type SkillRef struct {
+	Name string `json:"name"`
+}
+
+// NewReport builds the report of a checked group; every list is non-nil so
+// that it marshals as [] rather than null.
+func NewReport(c *definition.Check) *Report {
+	r := &Report{
+		Name:     c.Group.Name,
+		Status:   c.Status,
+		Missing:  append([]string{}, c.Missing...),
+		Errors:   append([]definition.Diagnostic{}, c.Errors...),
+		Warnings: append([]definition.Diagnostic{}, c.Warnings...),
+		Tools:    []ToolRef{},
+		Skills:   []SkillRef{},
+	}
+	for _, t := range c.Group.Tools {
+		r.Tools = append(r.Tools, ToolRef{t.ObjectName, t.Name})
+	}
+	for _, s := range c.Group.Skills {
+		r.Skills = append(r.Skills, SkillRef{s.Name})
+	}
+	return r
+}
+
+func runValidate(env *Env, args []string) int {
+	fs := newFlags(env, "validate")
+	files := fs.String("files", "", "`DIR` that plays the shared file storage (default: the YAML's folder)")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	pos, code, ok := parse(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) != 1 {
+		fmt.Fprintf(env.Stderr, "toolhost validate: want one GROUP.yaml, got %d arguments\n", len(pos))
+		fs.Usage()
+		return ExitUsage
+	}
+	file := pos[0]
+	src, err := os.ReadFile(file)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "toolhost validate: %v\n", err)
+		return ExitUsage
+	}
+	dir := *files
+	if dir == "" {
+		dir = filepath.Dir(file)
+	}
+	c, err := definition.CheckFiles(src, dir)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "toolhost validate: %v\n", err)
+		return ExitUsage
+	}
+	rep := NewReport(c)
+	if *asJSON {
+		out, _ := json.MarshalIndent(rep, "", "  ")
+		fmt.Fprintf(env.Stdout, "%s\n", out)
+	} else {
+		printReport(env, file, rep)
+	}
+	switch c.Status {
+	case definition.Ready:
+		return ExitOK
+	case definition.Incomplete:
+		return ExitIncomplete
+	}
+	return ExitFailure
+}
+
+func printReport(env *Env, file string, rep *Report) {
+	printDiagnostics(env.Stdout, file, rep.Errors, rep.Warnings)
+	name := rep.Name
+	if name == "" {
+		name = "(unnamed group)"
+	}
+	switch rep.Status {
+	case definition.Invalid:
+		fmt.Fprintf(env.Stdout, "%s: %s: Invalid (%s)\n", file, name, plural(len(rep.Errors), "error"))
+	case definition.Incomplete:
+		fmt.Fprintf(env.Stdout, "%s: %s: Incomplete: missing %s\n", file, name, strings.Join(rep.Missing, ", "))
+	default:
+		fmt.Fprintf(env.Stdout, "%s: %s: %s (%s, %s)\n", file, name, rep.Status,
+			plural(len(rep.Tools), "tool"), plural(len(rep.Skills), "skill"))
+	}
+}
+
+// printDiagnostics prints errors as FILE:LINE:COL: message and warnings as
+// FILE:LINE:COL: warning: message.
+func printDiagnostics(w io.Writer, file string, errs, warns []definition.Diagnostic) {
+	for _, d := range errs {
+		fmt.Fprintf(w, "%s:%d:%d: %s\n", file, d.Line, d.Column, d.Message)
+	}
+	for _, d := range warns {
+		fmt.Fprintf(w, "%s:%d:%d: warning: %s\n", file, d.Line, d.Column, d.Message)
+	}
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}

@@ -1,0 +1,113 @@
+// Package definition reads tool group definitions (YAML, kind: Plugin, spec
+// 004), checks every rule of the format, and reports all defects at once,
+// each with its line and column. It also tells a group's status against a
+// folder that plays the shared file storage.
+package definition
+
+import (
+	"fmt"
+
+	"toolhost/core/typeexpr"
+)
+
+// Pos is a 1-based line and column in the definition file.
+type Pos struct {
+	Line   int `json:"line"`
+	Column int `json:"column"`
+}
+
+// Diagnostic is an error or a warning about a definition.
+type Diagnostic struct {
+	Pos
+	Message string `json:"message"`
+}
+
+// String formats d as "LINE:COL: message".
+func (d Diagnostic) String() string {
+	return fmt.Sprintf("%d:%d: %s", d.Line, d.Column, d.Message)
+}
+
+// Group is a parsed tool group. A group loaded with errors holds as much as
+// could be read.
+type Group struct {
+	Name         string
+	Description  string
+	Dependencies []Dependency
+	Tools        []*Tool
+	Skills       []*Skill
+}
+
+// Dependency is one path listed under dependencies.
+type Dependency struct {
+	Path string
+	Pos  Pos
+}
+
+// Tool is one entry under tools.
+type Tool struct {
+	ObjectName     string
+	Name           string
+	Description    string
+	Implementation Implementation
+	Parameters     []*Parameter
+	// Builtin is true for the tools built into toolhost (FinishSession, ...),
+	// which no definition file declares.
+	Builtin bool
+	Pos     Pos
+}
+
+// Parameter is one argument of a tool.
+type Parameter struct {
+	Name        string
+	Type        *typeexpr.Type
+	Description string
+	Optional    bool
+	Pos         Pos
+}
+
+// Skill is one entry under skills.
+type Skill struct {
+	Name           string
+	Description    string
+	Implementation Implementation
+	SessionInit    bool
+	SessionFinish  bool
+	Inputs         []*Input
+	Pos            Pos
+}
+
+// Input is one value a skill takes from the session's variables.
+type Input struct {
+	Name        string
+	Description string
+	DType       *typeexpr.Type
+	Pos         Pos
+}
+
+// Implementation is a "module.callable" binding, resolved to the listed
+// dependency that holds the module.
+type Implementation struct {
+	Module   string
+	Callable string
+	// File is the dependency path of the module's .py file; empty when it
+	// could not be resolved.
+	File string
+}
+
+// String returns "module.callable".
+func (i Implementation) String() string {
+	if i.Module == "" && i.Callable == "" {
+		return ""
+	}
+	return i.Module + "." + i.Callable
+}
+
+// Tool returns the tool with the given object_name, or nil.
+func (g *Group) Tool(objectName string) *Tool {
+	for _, t := range g.Tools {
+		if t.ObjectName == objectName {
+			return t
+		}
+	}
+	return nil
+}
