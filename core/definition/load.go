@@ -93,10 +93,22 @@ func Load(src []byte) *Result {
 		root = root.Content[0]
 	}
 	r.group(root, res.Group)
-	sortDiagnostics(r.errs)
-	sortDiagnostics(r.warns)
-	res.Errors, res.Warnings = r.errs, r.warns
+	res.Errors, res.Warnings = capDiagnostics(r.errs, "errors"), capDiagnostics(r.warns, "warnings")
 	return res
+}
+
+// MaxDiagnostics is how many errors (and, apart, warnings) Load reports at
+// most; past it, one more diagnostic says how many were left out.
+const MaxDiagnostics = 500
+
+func capDiagnostics(ds []Diagnostic, what string) []Diagnostic {
+	sortDiagnostics(ds)
+	if len(ds) <= MaxDiagnostics {
+		return ds
+	}
+	more := ds[MaxDiagnostics]
+	more.Message = fmt.Sprintf("too many %s: %d more not shown", what, len(ds)-MaxDiagnostics)
+	return append(ds[:MaxDiagnostics:MaxDiagnostics], more)
 }
 
 func (r *reader) group(n *yaml.Node, g *Group) {

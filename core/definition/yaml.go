@@ -313,7 +313,7 @@ func firstColumn(src []byte, line int) int {
 		return 1
 	}
 	l := lines[line-1]
-	return len(l) - len(bytes.TrimLeft(l, " \t")) + 1
+	return len(l) - len(bytes.TrimLeft(l, " ")) + 1
 }
 
 // sortDiagnostics orders diagnostics by position, keeping the order of
