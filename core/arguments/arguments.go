@@ -358,7 +358,7 @@ func CheckDate(s string) error {
 // second (:60) is accepted only where it falls at 23:59 UTC.
 func CheckDateTime(s string) error {
 	const form = "not in the form YYYY-MM-DDThh:mm:ss[.frac](Z|±hh:mm)"
-	if len(s) < 20 || (s[10] != 'T' && s[10] != 't') {
+	if len(s) < 19 || (s[10] != 'T' && s[10] != 't') {
 		return fmt.Errorf(form)
 	}
 	if err := CheckDate(s[:10]); err != nil {
@@ -375,6 +375,9 @@ func CheckDateTime(s string) error {
 		return fmt.Errorf("hour, minute or second out of range")
 	}
 	rest := t[8:]
+	if rest == "" {
+		return fmt.Errorf("the time needs a zone: Z or an offset such as +03:00")
+	}
 	if strings.HasPrefix(rest, ".") {
 		n := 1
 		for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {

@@ -18,6 +18,9 @@ func decode(data []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	v, err := value(dec, 0)
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil, errors.New("unexpected end of JSON input")
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -33,9 +36,6 @@ func value(dec *json.Decoder, depth int) (any, error) {
 	}
 	tok, err := dec.Token()
 	if err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, errors.New("unexpected end of JSON input")
-		}
 		return nil, err
 	}
 	switch d := tok.(type) {

@@ -1,0 +1,192 @@
+package arguments
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"toolhost/core/definition"
+	"toolhost/core/schema"
+	"toolhost/core/typeexpr"
+	"toolhost/core/typeexpr/typetest"
+)
+
+func params(t *testing.T, specs ...string) []*definition.Parameter {
+	t.Helper()
+	var ps []*definition.Parameter
+	for _, s := range specs {
+		// "name:type" or "name?:type" for an optional parameter.
+		name, typ, _ := strings.Cut(s, ":")
+		opt := strings.HasSuffix(name, "?")
+		ty, err := typeexpr.Parse(typ)
+		if err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+		ps = append(ps, &definition.Parameter{Name: strings.TrimSuffix(name, "?"), Type: ty, Optional: opt})
+	}
+	return ps
+}
+
+func TestCheck(t *testing.T) {
+	ps := params(t, "client_name:str", "client_email:str | None", "age?:int", "level?:Literal[\"low\", \"high\"]",
+		"tags?:list[str]", "when?:datetime.date", "at?:datetime.datetime", "scores?:dict[str, int]", "note?:str | None")
+	tests := []struct {
+		args string
+		want string // the cleaned arguments as JSON, or "!" and the error messages joined by "; "
+	}{
+		{`{"client_name":"Ann","client_email":null}`, `{"client_email":null,"client_name":"Ann"}`},
+		{`{"client_name":"Ann","client_email":"a@b.c","age":30,"tags":["x"],"when":"2024-02-29","at":"2024-01-15T10:30:00Z"}`,
+			`{"age":30,"at":"2024-01-15T10:30:00Z","client_email":"a@b.c","client_name":"Ann","tags":["x"],"when":"2024-02-29"}`},
+		// Integral numbers given to an int become plain integers.
+		{`{"client_name":"Ann","client_email":null,"age":3.0,"scores":{"a":1e2}}`, `{"age":3,"client_email":null,"client_name":"Ann","scores":{"a":100}}`},
+		// null for an optional, non-nullable parameter means "not given"; for a nullable one it is kept.
+		{`{"client_name":"Ann","client_email":null,"age":null,"note":null}`, `{"client_email":null,"client_name":"Ann","note":null}`},
+		{``, `!missing required parameter "client_name" (str); missing required parameter "client_email" (str | None)`},
+		{`{"client_name":"Ann"}`, `!missing required parameter "client_email" (str | None)`},
+		{`{"client_name":5,"client_email":true}`,
+			`!parameter "client_name": expected str, got the integer 5; parameter "client_email": expected str | None, got true`},
+		{`{"client_name":"A","client_email":null,"client_emial":"x"}`, `!unknown parameter "client_emial" (did you mean "client_email"?); parameters: client_name, client_email, age, level, tags, when, at, scores, note`},
+		{`{"client_name":"A","client_email":null,"age":1.5}`, `!parameter "age": expected int, got the number 1.5`},
+		{`{"client_name":"A","client_email":null,"age":"3"}`, `!parameter "age": expected int, got the string "3"`},
+		{`{"client_name":"A","client_email":null,"level":"urgent"}`, `!parameter "level": expected one of "low", "high", got the string "urgent"`},
+		{`{"client_name":"A","client_email":null,"tags":["a",2]}`, `!parameter "tags" at tags[1]: expected str, got the integer 2`},
+		{`{"client_name":"A","client_email":null,"when":"2024-02-30"}`, `!parameter "when": expected a date (YYYY-MM-DD), got the string "2024-02-30" (no such day)`},
+		{`{"client_name":"A","client_email":null,"when":"15.01.2024"}`, `!parameter "when": expected a date (YYYY-MM-DD), got the string "15.01.2024" (not in the form YYYY-MM-DD)`},
+		{`{"client_name":"A","client_email":null,"at":"2024-01-15T10:30:00"}`, `!parameter "at": expected a date-time (RFC 3339, e.g. 2024-01-15T10:30:00Z), got the string "2024-01-15T10:30:00" (the time needs a zone: Z or an offset such as +03:00)`},
+		{`{"client_name":"A","client_email":null,"scores":{"a":"x"}}`, `!parameter "scores" at scores.a: expected int, got the string "x"`},
+		{`[1,2]`, `!arguments must be a JSON object of parameter names to values, got a list of 2 items`},
+		{`{"client_name":"A",`, `!arguments are not valid JSON: unexpected end of JSON input`},
+		{`{"client_name":"A","client_name":"B","client_email":null}`, `!arguments are not valid JSON: the key "client_name" appears twice in one object`},
+		{`{"client_name":"A","client_email":null} {}`, `!arguments are not valid JSON: unexpected data after the JSON value`},
+		{`{"client_name":"` + strings.Repeat("x", 100) + `","client_email":0}`, `!parameter "client_email": expected str | None, got the integer 0`},
+		{strings.Repeat("[", 100) + strings.Repeat("]", 100), `!nested more than 64 deep`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.args, func(t *testing.T) {
+			got, err := Check(ps, []byte(tt.args))
+			if strings.HasPrefix(tt.want, "!") {
+				if err == nil {
+					t.Fatalf("accepted: %v", got)
+				}
+				if !strings.Contains(err.Error(), tt.want[1:]) {
+					t.Errorf("error:\n got  %v\n want %s", err, tt.want[1:])
+				}
+				var es Errors
+				if !errors.As(err, &es) || len(es) == 0 {
+					t.Errorf("error %T is not Errors", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			b, _ := json.Marshal(got)
+			if string(b) != tt.want {
+				t.Errorf("cleaned:\n got  %s\n want %s", b, tt.want)
+			}
+		})
+	}
+}
+
+func TestErrorFields(t *testing.T) {
+	_, err := Check(params(t, "tags:list[int]"), []byte(`{"tags":[1,"x"]}`))
+	var es Errors
+	if !errors.As(err, &es) || len(es) != 1 {
+		t.Fatalf("err = %v", err)
+	}
+	e := es[0]
+	if e.Param != "tags" || e.Path != "tags[1]" || e.Expected != "int" || e.Got != `the string "x"` {
+		t.Errorf("error = %+v", e)
+	}
+	_, err = Check(nil, []byte(`{"x":1}`))
+	if err == nil || !strings.Contains(err.Error(), "this tool takes no parameters") {
+		t.Errorf("no-parameter tool: %v", err)
+	}
+}
+
+func TestCheckDateTime(t *testing.T) {
+	tests := map[string]bool{
+		"2024-01-15T10:30:00Z":        true,
+		"2024-01-15t10:30:00z":        true,
+		"2024-01-15T10:30:00.5-05:30": true,
+		"2016-12-31T23:59:60Z":        true,
+		"2017-01-01T02:59:60+03:00":   true,
+		"2024-01-15T10:30:60Z":        false,
+		"2024-01-15T10:30:00":         false,
+		"2024-01-15 10:30:00Z":        false,
+		"2024-01-15T24:00:00Z":        false,
+		"2024-01-15T10:30:00+24:00":   false,
+		"2024-02-30T10:30:00Z":        false,
+		"2024-01-15T10:30:00.Z":       false,
+		"2024-01-15T1a:30:00Z":        false,
+		"2024-01-15T10:30:00+0300":    false,
+	}
+	for s, ok := range tests {
+		if err := CheckDateTime(s); (err == nil) != ok {
+			t.Errorf("CheckDateTime(%q) = %v, want ok=%v", s, err, ok)
+		}
+	}
+}
+
+// TestAgreesWithSchema checks, over the shared corpus, that Check accepts a
+// value exactly when the parameter's plain JSON Schema does (with format
+// assertions on): the gate and the schema the model sees never disagree.
+func TestAgreesWithSchema(t *testing.T) {
+	n := 0
+	for i, src := range typetest.Types {
+		ty, err := typeexpr.Parse(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, _ := json.Marshal(schema.JSONSchemaType(ty))
+		v, _ := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+		c := jsonschema.NewCompiler()
+		c.DefaultDraft(jsonschema.Draft2020)
+		c.AssertFormat()
+		url := fmt.Sprintf("mem:///t%d.json", i)
+		if err := c.AddResource(url, v); err != nil {
+			t.Fatal(err)
+		}
+		sch, err := c.Compile(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps := []*definition.Parameter{{Name: "p", Type: ty}}
+		for _, val := range typetest.Values {
+			inst, _ := jsonschema.UnmarshalJSON(strings.NewReader(val))
+			want := sch.Validate(inst) == nil
+			_, err := Check(ps, []byte(`{"p":`+val+`}`))
+			if got := err == nil; got != want {
+				t.Errorf("type %s, value %s: Check accepts=%v (%v), schema accepts=%v", src, val, got, err, want)
+			}
+			n++
+		}
+	}
+	t.Logf("%d type/value pairs agree", n)
+}
+
+func FuzzCheck(f *testing.F) {
+	for _, s := range []string{`{"a":"x","b":[1,2],"c":{"k":1.0}}`, `{}`, `[]`, `{"a":null}`, `{"b":["2024-01-01"]}`, `{"a":1e400}`} {
+		f.Add(s)
+	}
+	ps := []*definition.Parameter{}
+	for _, spec := range []string{"a:str | None", "b:list[int | datetime.date]", "c:dict[str, float]", "d:Literal[1, \"x\", None]"} {
+		name, typ, _ := strings.Cut(spec, ":")
+		ty, _ := typeexpr.Parse(typ)
+		ps = append(ps, &definition.Parameter{Name: name, Type: ty, Optional: true})
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		got, err := Check(ps, []byte(raw))
+		if err == nil && got == nil {
+			t.Fatal("nil arguments without an error")
+		}
+		if err != nil && err.Error() == "" {
+			t.Fatal("empty error message")
+		}
+	})
+}
