@@ -1,0 +1,65 @@
+# toolhost — build, run, test and measure.
+#
+#   make run    build, then check and print the schemas of the sample groups
+#   make test   gofmt, go vet, every test, and a short fuzz run of each parser
+#   make bench  the benchmarks, with their figures
+#   make fuzz   a longer fuzz run (FUZZTIME=1m per target by default)
+
+GO       ?= go
+BIN      := bin/toolhost
+SAMPLES  := $(sort $(wildcard sample_groups/*/*.yaml))
+FUZZTIME ?= 1m
+
+# Fuzz targets: package and function, one per parser of outside input.
+FUZZ_TARGETS := ./core/typeexpr:FuzzParse ./core/definition:FuzzLoad ./core/arguments:FuzzCheck ./core/schema:FuzzAppendString
+
+.PHONY: all build run test lint unit fuzz fuzz-short bench tools clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./core/cmd/toolhost
+
+# Until the server exists, "run" validates every sample group and prints its
+# tools in the OpenAI dialect.
+run: build
+	@set -e; for g in $(SAMPLES); do \
+		echo "== $$g"; \
+		$(BIN) validate $$g; \
+		$(BIN) schema --dialect openai $$g; \
+	done
+
+test: tools lint unit fuzz-short
+
+# What the tests need besides Go: python3 with Pydantic v2 (the oracle of
+# the schema test). The machine image ships it; PyPI is not reachable, so
+# it cannot be installed here.
+tools:
+	@command -v python3 >/dev/null || { echo "make: python3 is needed; installing it"; apt-get update && apt-get install -y python3; }
+	@python3 -c 'import pydantic, sys; sys.exit(0 if pydantic.VERSION.startswith("2.") else 1)' || \
+		{ echo "make: the schema tests need Pydantic v2 for python3 (found none)"; exit 1; }
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+		if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+unit:
+	$(GO) test -count=1 ./...
+
+fuzz-short:
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=5s
+
+fuzz:
+	@set -e; log=$$(mktemp); trap "rm -f $$log" EXIT; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; fn=$${t##*:}; \
+		echo "fuzz $$pkg $$fn for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$pkg > $$log 2>&1 || { cat $$log; exit 1; }; \
+		tail -n 1 $$log; \
+	done
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./...
+
+clean:
+	rm -rf bin

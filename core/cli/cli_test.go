@@ -1,0 +1,211 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+const crmYAML = "../../sample_groups/crm_integration/crm_integration.yaml"
+const showcaseYAML = "../../sample_groups/type_showcase/type_showcase.yaml"
+
+func run(args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	code = Main(&Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb}, args)
+	return code, out.String(), errb.String()
+}
+
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const badYAML = `kind: Plugin
+name: Broken
+description: d
+dependencies: [m.py]
+tools:
+  - kind: Tool
+    object_name: O
+    name: bad name
+    description: d
+    implementation: m.f
+    parameters:
+      - {name: p, type: strng, description: d}
+`
+
+func TestValidate(t *testing.T) {
+	dir := t.TempDir()
+	bad := writeFile(t, dir, "bad.yaml", badYAML)
+	empty := t.TempDir()
+	tests := []struct {
+		name       string
+		args       []string
+		code       int
+		stdout     []string // parts the output must contain
+		stderrPart string
+	}{
+		{"ready", []string{"validate", crmYAML}, ExitOK, []string{crmYAML + ": CRM Integration: Ready (2 tools, 1 skill)"}, ""},
+		{"incomplete", []string{"validate", "--files", empty, crmYAML}, ExitIncomplete,
+			[]string{"Incomplete: missing submodules/crm_logic.py, transfer_to_operator.py, collector_campaign_init.py, requirements.txt"}, ""},
+		{"flags after the file", []string{"validate", crmYAML, "--files", empty}, ExitIncomplete, []string{"Incomplete"}, ""},
+		{"invalid", []string{"validate", bad}, ExitFailure, []string{
+			bad + `:8:11: tool name "bad name" is not accepted by model APIs`,
+			bad + `:12:25: type "strng": unknown type "strng" (did you mean "string"?)`,
+			bad + ": Broken: Invalid (2 errors)"}, ""},
+		{"no file", []string{"validate"}, ExitUsage, nil, "want one GROUP.yaml"},
+		{"two files", []string{"validate", crmYAML, bad}, ExitUsage, nil, "want one GROUP.yaml, got 2"},
+		{"unreadable", []string{"validate", filepath.Join(dir, "nope.yaml")}, ExitUsage, nil, "no such file"},
+		{"unknown flag", []string{"validate", "--jsn", crmYAML}, ExitUsage, nil, "flag provided but not defined: -jsn"},
+		{"help", []string{"validate", "--help"}, ExitOK, nil, "Usage: toolhost validate"},
+		{"unknown command", []string{"valdate"}, ExitUsage, nil, `unknown command "valdate" (did you mean "validate"?)`},
+		{"no command", nil, ExitUsage, nil, "Usage:"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errs := run(tt.args...)
+			if code != tt.code {
+				t.Errorf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tt.code, out, errs)
+			}
+			for _, part := range tt.stdout {
+				if !strings.Contains(out, part) {
+					t.Errorf("stdout lacks %q:\n%s", part, out)
+				}
+			}
+			if !strings.Contains(errs, tt.stderrPart) {
+				t.Errorf("stderr lacks %q:\n%s", tt.stderrPart, errs)
+			}
+		})
+	}
+}
+
+func TestValidateJSON(t *testing.T) {
+	dir := t.TempDir()
+	bad := writeFile(t, dir, "bad.yaml", badYAML)
+	code, out, _ := run("validate", "--json", crmYAML)
+	if code != ExitOK {
+		t.Fatalf("exit %d", code)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var keys []string
+	for k := range m {
+		keys = append(keys, k)
+	}
+	want := []string{"errors", "missing", "name", "skills", "status", "tools", "warnings"}
+	if !sameSet(keys, want) {
+		t.Errorf("keys = %v, want %v", keys, want)
+	}
+	var rep Report
+	json.Unmarshal([]byte(out), &rep)
+	if rep.Name != "CRM Integration" || rep.Status != "Ready" || len(rep.Missing) != 0 ||
+		!reflect.DeepEqual(rep.Tools, []ToolRef{{"PostLeadToCRM", "post_lead"}, {"TransferToTheOperator", "transfer_to_operator"}}) ||
+		!reflect.DeepEqual(rep.Skills, []SkillRef{{"SessionInit"}}) {
+		t.Errorf("report = %+v", rep)
+	}
+	if string(m["missing"]) != "[]" || string(m["errors"]) != "[]" || string(m["warnings"]) != "[]" {
+		t.Errorf("empty lists must be [], got %s %s %s", m["missing"], m["errors"], m["warnings"])
+	}
+
+	code, out, _ = run("validate", bad, "--json")
+	if code != ExitFailure {
+		t.Fatalf("exit %d", code)
+	}
+	json.Unmarshal([]byte(out), &rep)
+	if rep.Status != "Invalid" || len(rep.Errors) != 2 || rep.Errors[0].Line != 8 || rep.Errors[0].Column != 11 ||
+		rep.Errors[1].Line != 12 || rep.Errors[1].Column != 25 {
+		t.Errorf("report = %+v", rep)
+	}
+	if !strings.Contains(out, `"line": 8`) || !strings.Contains(out, `"column": 11`) || !strings.Contains(out, `"message": "tool name`) {
+		t.Errorf("error objects must have line, column, message:\n%s", out)
+	}
+}
+
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	seen := map[string]bool{}
+	for _, x := range a {
+		seen[x] = true
+	}
+	for _, x := range b {
+		if !seen[x] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestSchema(t *testing.T) {
+	dir := t.TempDir()
+	bad := writeFile(t, dir, "bad.yaml", badYAML)
+	names := func(out string, key string) []string {
+		var arr []map[string]any
+		if err := json.Unmarshal([]byte(out), &arr); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		var ns []string
+		for _, o := range arr {
+			if f, ok := o["function"].(map[string]any); ok {
+				ns = append(ns, f["name"].(string))
+			} else {
+				ns = append(ns, o[key].(string))
+			}
+		}
+		return ns
+	}
+	code, out, errs := run("schema", crmYAML)
+	if code != ExitOK || !reflect.DeepEqual(names(out, "name"), []string{"post_lead", "transfer_to_operator"}) {
+		t.Fatalf("all tools: exit %d %s %s", code, out, errs)
+	}
+	if !strings.Contains(out, `"parameters": {`) {
+		t.Errorf("the jsonschema dialect has parameters:\n%s", out)
+	}
+	// By object_name, by name, and a built-in, in the order asked.
+	code, out, errs = run("schema", "--dialect", "openai", crmYAML, "TransferToTheOperator", "post_lead", "FinishSession")
+	if code != ExitOK || !reflect.DeepEqual(names(out, "name"), []string{"transfer_to_operator", "post_lead", "finish_session"}) {
+		t.Fatalf("named tools: exit %d %s %s", code, out, errs)
+	}
+	code, out, _ = run("schema", crmYAML, "--dialect=anthropic")
+	if code != ExitOK || !strings.Contains(out, `"input_schema"`) {
+		t.Errorf("anthropic: exit %d %s", code, out)
+	}
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string
+	}{
+		{"unknown tool", []string{"schema", crmYAML, "PostLeadToCMR"}, ExitFailure, `no tool "PostLeadToCMR" in ` + crmYAML + ` (did you mean "PostLeadToCRM"?)`},
+		{"refused type", []string{"schema", "--dialect", "gemini", showcaseYAML}, ExitFailure,
+			`group "Type Showcase", tool "echo_every_type" (EchoEveryType), parameter "scores": the gemini dialect cannot express the type dict[str, int]`},
+		{"invalid group", []string{"schema", bad}, ExitFailure, bad + ":8:11: tool name"},
+		{"unknown dialect", []string{"schema", "--dialect", "claude", crmYAML}, ExitUsage, `unknown dialect "claude"`},
+		{"no file", []string{"schema"}, ExitUsage, "want GROUP.yaml"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errs := run(tt.args...)
+			if code != tt.code || !strings.Contains(errs, tt.stderr) {
+				t.Errorf("exit %d (want %d), stderr:\n%s\nwant it to contain %q", code, tt.code, errs, tt.stderr)
+			}
+			if out != "" {
+				t.Errorf("stdout must stay empty on failure: %s", out)
+			}
+		})
+	}
+}
