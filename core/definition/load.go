@@ -121,7 +121,7 @@ func (r *reader) group(n *yaml.Node, g *Group) {
 		g.Name, _ = r.text(e, "name")
 	}
 	if e, ok := obj["description"]; ok {
-		g.Description, _ = r.str(e, "description")
+		g.Description, _ = r.text(e, "description")
 	}
 	if e, ok := obj["dependencies"]; ok {
 		r.dependencies(e, g)
