@@ -6,6 +6,7 @@ import (
 	"path"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -227,17 +228,10 @@ func (r *reader) tool(n *yaml.Node, modules map[string][]string) *Tool {
 		items, _ := r.list(e, "parameters (use [] for a tool without parameters)")
 		seen := map[string]int{}
 		for _, it := range items {
-			p := r.parameter(it)
-			if p == nil {
-				continue
+			if p := r.parameter(it); p != nil {
+				r.once(seen, p.Name, p.Pos, "parameter", "tool "+strconv.Quote(t.Name))
+				t.Parameters = append(t.Parameters, p)
 			}
-			if p.Name != "" {
-				if line, dup := seen[p.Name]; dup {
-					r.errorAt(p.Pos, "parameter %q is declared twice in tool %q (first at line %d)", p.Name, t.Name, line)
-				}
-				seen[p.Name] = p.Pos.Line
-			}
-			t.Parameters = append(t.Parameters, p)
 		}
 	}
 	return t
@@ -298,17 +292,10 @@ func (r *reader) skill(n *yaml.Node, modules map[string][]string) *Skill {
 		items, _ := r.list(e, "inputs")
 		seen := map[string]int{}
 		for _, it := range items {
-			in := r.input(it)
-			if in == nil {
-				continue
+			if in := r.input(it); in != nil {
+				r.once(seen, in.Name, in.Pos, "input", "skill "+strconv.Quote(s.Name))
+				s.Inputs = append(s.Inputs, in)
 			}
-			if in.Name != "" {
-				if line, dup := seen[in.Name]; dup {
-					r.errorAt(in.Pos, "input %q is declared twice in skill %q (first at line %d)", in.Name, s.Name, line)
-				}
-				seen[in.Name] = in.Pos.Line
-			}
-			s.Inputs = append(s.Inputs, in)
 		}
 	}
 	if !s.SessionInit && !s.SessionFinish {
@@ -336,6 +323,19 @@ func (r *reader) input(n *yaml.Node) *Input {
 		in.DType = r.typeExpr(e, "dtype")
 	}
 	return in
+}
+
+// once reports a name declared twice in one list; seen maps the names met
+// so far to their lines.
+func (r *reader) once(seen map[string]int, name string, p Pos, what, owner string) {
+	if name == "" {
+		return
+	}
+	if line, dup := seen[name]; dup {
+		r.errorAt(p, "%s %q is declared twice in %s (first at line %d)", what, name, owner, line)
+		return
+	}
+	seen[name] = p.Line
 }
 
 // identifier reads a name that becomes a Python keyword argument.
