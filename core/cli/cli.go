@@ -41,6 +41,10 @@ func init() {
 			"toolhost validate [--files DIR] [--json] GROUP.yaml", runValidate},
 		"schema": {"print the tool schemas of a group in a model API's dialect",
 			"toolhost schema [--dialect D] GROUP.yaml [NAME ...]", runSchema},
+		"call": {"run one tool or skill of a group and print its result",
+			"toolhost call [--files DIR] [--runtime R] [--timeout SEC] [--network allow|deny] GROUP.yaml NAME [ARGS_JSON]", runCall},
+		"doctor": {"report which sandbox mechanisms this machine allows",
+			"toolhost doctor [--json]", runDoctor},
 		"help": {"show help for a command", "toolhost help [COMMAND]", runHelp},
 	}
 }

@@ -1,14 +1,30 @@
 // Command toolhost hosts Python tool groups for LLM agents: it checks tool
 // group definitions, translates their parameter types into model APIs' tool
-// schemas, and runs their tools. Run "toolhost help" for the commands.
+// schemas, and runs their tools in sandboxed plugin processes. Run
+// "toolhost help" for the commands.
 package main
 
 import (
 	"os"
 
 	"toolhost/core/cli"
+	"toolhost/pyhost"
+	"toolhost/pyhost/sandbox"
 )
 
 func main() {
+	// The same binary is the plugin process; these entry points are not
+	// commands a person runs.
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "pyhost":
+			pyhost.Serve(sandbox.Sweep)
+			return
+		case "sandbox-init":
+			sandbox.Init()
+		case "sandbox-probe":
+			sandbox.Probe()
+		}
+	}
 	os.Exit(cli.Main(&cli.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}, os.Args[1:]))
 }

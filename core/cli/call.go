@@ -1,0 +1,210 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"toolhost/core/arguments"
+	"toolhost/core/definition"
+	"toolhost/core/runner"
+	"toolhost/core/suggest"
+	"toolhost/plugins"
+)
+
+// CallResult is what `toolhost call` prints.
+type CallResult struct {
+	Success    bool               `json:"success"`
+	Content    json.RawMessage    `json:"content"`
+	Error      *plugins.ToolError `json:"error"`
+	Logs       []string           `json:"logs"`
+	DurationMs float64            `json:"duration_ms"`
+	Runtime    string             `json:"runtime,omitempty"`
+}
+
+// NewCallResult turns a plugin's answer into the result object.
+func NewCallResult(resp *plugins.CallResponse) *CallResult {
+	r := &CallResult{Success: resp.OK, Error: resp.Error, Logs: []string{}, Runtime: resp.Runtime,
+		DurationMs: float64(resp.DurationUs) / 1000, Content: json.RawMessage("null")}
+	if resp.OK && len(resp.Result) > 0 {
+		r.Content = resp.Result
+	}
+	if out := strings.TrimRight(resp.Output, "\n"); out != "" {
+		r.Logs = strings.Split(out, "\n")
+	}
+	if resp.OutputTruncated {
+		r.Logs = append(r.Logs, "[output truncated]")
+	}
+	return r
+}
+
+// callTarget is what NAME names: a tool or a skill.
+type callTarget struct {
+	what   string
+	impl   definition.Implementation
+	params []*definition.Parameter
+}
+
+func findCallTarget(g *definition.Group, name string) (*callTarget, error) {
+	for _, t := range g.Tools {
+		if t.Name == name || t.ObjectName == name {
+			return &callTarget{fmt.Sprintf("tool %q", t.Name), t.Implementation, t.Parameters}, nil
+		}
+	}
+	for _, s := range g.Skills {
+		if s.Name == name {
+			params := make([]*definition.Parameter, len(s.Inputs))
+			for i, in := range s.Inputs {
+				params[i] = &definition.Parameter{Name: in.Name, Type: in.DType, Description: in.Description}
+			}
+			return &callTarget{fmt.Sprintf("skill %q", s.Name), s.Implementation, params}, nil
+		}
+	}
+	var names []string
+	for _, t := range g.Tools {
+		names = append(names, t.Name, t.ObjectName)
+	}
+	for _, s := range g.Skills {
+		names = append(names, s.Name)
+	}
+	if definition.IsBuiltin(name) {
+		return nil, fmt.Errorf("%s is a built-in tool; it runs inside a session, not from a group", name)
+	}
+	return nil, fmt.Errorf("no tool or skill %q in the group%s", name, suggest.DidYouMean(name, names))
+}
+
+// runFlags are the flags of commands that run a group.
+type runFlags struct {
+	files   *string
+	runtime *string
+	timeout *float64
+	network *string
+}
+
+func addRunFlags(fs interface {
+	String(string, string, string) *string
+	Float64(string, float64, string) *float64
+}) runFlags {
+	return runFlags{
+		files:   fs.String("files", "", "`DIR` that plays the shared file storage (default: the YAML's folder)"),
+		runtime: fs.String("runtime", "auto", "auto, cpython or gpython"),
+		timeout: fs.Float64("timeout", runner.DefaultTimeout.Seconds(), "per-call timeout in `SEC`onds"),
+		network: fs.String("network", "allow", "network policy of tool code: allow or deny"),
+	}
+}
+
+// openGroup loads, checks and starts a group for the run commands. It
+// prints what went wrong and returns the exit code when it fails.
+func openGroup(env *Env, cmd, file string, rf runFlags) (*definition.Group, *runner.Group, int) {
+	src, err := os.ReadFile(file)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "toolhost %s: %v\n", cmd, err)
+		return nil, nil, ExitUsage
+	}
+	dir := *rf.files
+	if dir == "" {
+		dir = filepath.Dir(file)
+	}
+	c, err := definition.CheckFiles(src, dir)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "toolhost %s: %v\n", cmd, err)
+		return nil, nil, ExitUsage
+	}
+	switch c.Status {
+	case definition.Invalid:
+		printDiagnostics(env.Stderr, file, c.Errors, nil)
+		fmt.Fprintf(env.Stderr, "toolhost %s: %s is invalid\n", cmd, file)
+		return nil, nil, ExitUsage
+	case definition.Incomplete:
+		fmt.Fprintf(env.Stderr, "toolhost %s: %s is Incomplete: missing %s under %s\n", cmd, file, strings.Join(c.Missing, ", "), dir)
+		return nil, nil, ExitUsage
+	}
+	if *rf.timeout <= 0 {
+		fmt.Fprintf(env.Stderr, "toolhost %s: --timeout must be positive\n", cmd)
+		return nil, nil, ExitUsage
+	}
+	opts := runner.Options{Runtime: *rf.runtime, Network: *rf.network,
+		Timeout: time.Duration(*rf.timeout * float64(time.Second))}
+	opts.Sandbox, err = runner.DefaultSandbox(opts.Network)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "toolhost %s: %v\n", cmd, err)
+		return nil, nil, ExitFailure
+	}
+	for _, w := range opts.Sandbox.Warnings() {
+		fmt.Fprintf(env.Stderr, "toolhost %s: WARNING: %s\n", cmd, w)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	g, err := runner.Open(ctx, c.Group, dir, opts)
+	if err != nil {
+		var le *runner.LoadError
+		if errors.As(err, &le) || strings.Contains(err.Error(), "runtime must be") || strings.Contains(err.Error(), "network policy") {
+			fmt.Fprintf(env.Stderr, "toolhost %s: %v\n", cmd, err)
+			if le == nil {
+				return nil, nil, ExitUsage
+			}
+		} else {
+			fmt.Fprintf(env.Stderr, "toolhost %s: %v\n", cmd, err)
+		}
+		return nil, nil, ExitFailure
+	}
+	return c.Group, g, ExitOK
+}
+
+func runCall(env *Env, args []string) int {
+	fs := newFlags(env, "call")
+	rf := addRunFlags(fs)
+	pos, code, ok := parse(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) < 2 || len(pos) > 3 {
+		fmt.Fprintln(env.Stderr, "toolhost call: want GROUP.yaml NAME [ARGS_JSON]")
+		fs.Usage()
+		return ExitUsage
+	}
+	file, name := pos[0], pos[1]
+	raw := "{}"
+	if len(pos) == 3 {
+		raw = pos[2]
+	}
+	src, err := os.ReadFile(file)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "toolhost call: %v\n", err)
+		return ExitUsage
+	}
+	res := definition.Load(src)
+	if !res.OK() {
+		printDiagnostics(env.Stderr, file, res.Errors, nil)
+		return ExitUsage
+	}
+	target, err := findCallTarget(res.Group, name)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "toolhost call: %v\n", err)
+		return ExitUsage
+	}
+	// Arguments are checked before any process starts.
+	clean, err := arguments.Check(target.params, []byte(raw))
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "toolhost call: invalid arguments for %s: %v\n", target.what, err)
+		return ExitUsage
+	}
+	_, g, code := openGroup(env, "call", file, rf)
+	if g == nil {
+		return code
+	}
+	defer g.Close()
+	argJSON, _ := json.Marshal(clean)
+	resp := g.Call(context.Background(), target.impl, argJSON, nil)
+	out, _ := json.MarshalIndent(NewCallResult(resp), "", "  ")
+	fmt.Fprintf(env.Stdout, "%s\n", out)
+	if !resp.OK {
+		return ExitFailure
+	}
+	return ExitOK
+}

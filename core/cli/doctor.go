@@ -1,0 +1,55 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"toolhost/core/runner"
+)
+
+func runDoctor(env *Env, args []string) int {
+	fs := newFlags(env, "doctor")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	if _, code, ok := parse(fs, args); !ok {
+		return code
+	}
+	sb, err := runner.DefaultSandbox("deny")
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "toolhost doctor: %v\n", err)
+		return ExitFailure
+	}
+	py, pyErr := runner.FindPython()
+	if *asJSON {
+		out := map[string]any{"sandbox": sb.Mechanisms}
+		if pyErr == nil {
+			out["python"] = py
+		} else {
+			out["python_error"] = pyErr.Error()
+		}
+		b, _ := json.MarshalIndent(out, "", "  ")
+		fmt.Fprintf(env.Stdout, "%s\n", b)
+	} else {
+		fmt.Fprintln(env.Stdout, "Sandbox mechanisms of this machine:")
+		for _, m := range sb.Mechanisms {
+			state := "active"
+			if !m.Active {
+				state = "MISSING"
+			}
+			fmt.Fprintf(env.Stdout, "  %-16s %-8s %s\n", m.Name, state, m.Detail)
+		}
+		if pyErr == nil {
+			fmt.Fprintf(env.Stdout, "Python: %s (%s) — the cpython runtime is available\n", py.Executable, py.Version)
+		} else {
+			fmt.Fprintf(env.Stdout, "Python: none (%v) — groups run on gpython\n", pyErr)
+		}
+	}
+	missing := 0
+	for _, w := range sb.Warnings() {
+		fmt.Fprintf(env.Stderr, "WARNING: %s\n", w)
+		missing++
+	}
+	if missing > 0 {
+		return ExitFailure
+	}
+	return ExitOK
+}

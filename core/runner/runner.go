@@ -1,0 +1,435 @@
+// Package runner runs a tool group's Python callables in the plugin
+// process (toolhost pyhost) through go-plugin: it starts the process, loads
+// the group, checks each implementation's signature against the
+// definition, calls, and replaces the process when it crashes or a gpython
+// call overruns.
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"toolhost/core/definition"
+	"toolhost/plugins"
+)
+
+// DefaultTimeout is the timeout of one call when none is given.
+const DefaultTimeout = 30 * time.Second
+
+// Options configure how a group runs.
+type Options struct {
+	// Runtime is auto (cpython when a python3 is found, else gpython),
+	// cpython or gpython.
+	Runtime string
+	// Network is allow (the default) or deny.
+	Network string
+	// Timeout bounds each call (default 30 s).
+	Timeout time.Duration
+	// Limits bound tool code; zero fields take the defaults.
+	Limits plugins.Limits
+	// Sandbox is how the plugin process is confined; nil runs it without
+	// confinement (tests of the runner alone, and machines that allow
+	// nothing).
+	Sandbox *Sandbox
+	// Executable is the toolhost binary re-run as the plugin; default: this
+	// process's own binary.
+	Executable string
+	// Python is the interpreter of the cpython runtime; default:
+	// FindPython.
+	Python *Python
+	// Scratch is the folder tool code may write to; default: a fresh
+	// temporary folder, removed on Close.
+	Scratch string
+}
+
+// LoadError is a group whose code could not be loaded, or whose
+// signatures do not match the definition.
+type LoadError struct {
+	Group    string
+	Problems []string
+}
+
+// Error implements error.
+func (e *LoadError) Error() string {
+	return fmt.Sprintf("group %q cannot run:\n  %s", e.Group, strings.Join(e.Problems, "\n  "))
+}
+
+// Group is a loaded group, ready for calls.
+type Group struct {
+	def     *definition.Group
+	root    string
+	opts    Options
+	load    *plugins.LoadRequest
+	scratch string
+	ownsScr bool
+	// sockets is the folder where the plugin process makes its go-plugin
+	// socket (the sandbox lets it write there and nowhere else but scratch).
+	sockets string
+
+	mu      sync.Mutex
+	proc    *process
+	runtime string
+	closed  bool
+}
+
+// process is one running plugin process.
+type process struct {
+	client  *plugin.Client
+	host    plugins.Host
+	stderr  *tail
+	cleanup func()
+}
+
+// kill stops the process and removes what was made for it.
+func (p *process) kill() {
+	p.client.Kill()
+	p.cleanup()
+}
+
+// Open starts the plugin process of a group whose files are under root,
+// loads the group and checks every tool's and skill's signature.
+func Open(ctx context.Context, def *definition.Group, root string, opts Options) (*Group, error) {
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.Network == "" {
+		opts.Network = "allow"
+	}
+	if opts.Network != "allow" && opts.Network != "deny" {
+		return nil, fmt.Errorf("network policy must be allow or deny, got %q", opts.Network)
+	}
+	if opts.Executable == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		opts.Executable = exe
+	}
+	absRoot, err := filepath.Abs(root)
+	if err != nil {
+		return nil, err
+	}
+	runtime, err := resolveRuntime(opts)
+	if err != nil {
+		return nil, err
+	}
+	if runtime == plugins.RuntimeCPython && opts.Python == nil {
+		if opts.Python, err = FindPython(); err != nil {
+			return nil, err
+		}
+	}
+	g := &Group{def: def, root: absRoot, opts: opts, runtime: runtime}
+	g.scratch = opts.Scratch
+	if g.scratch == "" {
+		if g.scratch, err = os.MkdirTemp("", "toolhost-scratch-"); err != nil {
+			return nil, err
+		}
+		g.ownsScr = true
+	}
+	if g.sockets, err = os.MkdirTemp("", "toolhost-sock-"); err != nil {
+		return nil, err
+	}
+	g.load = g.loadRequest()
+	if err := g.start(ctx, true); err != nil {
+		g.Close()
+		return nil, err
+	}
+	return g, nil
+}
+
+func resolveRuntime(opts Options) (string, error) {
+	switch opts.Runtime {
+	case "", plugins.RuntimeAuto:
+		if opts.Python != nil {
+			return plugins.RuntimeCPython, nil
+		}
+		if _, err := FindPython(); err == nil {
+			return plugins.RuntimeCPython, nil
+		}
+		return plugins.RuntimeGPython, nil
+	case plugins.RuntimeCPython, plugins.RuntimeGPython:
+		return opts.Runtime, nil
+	}
+	return "", fmt.Errorf("runtime must be auto, cpython or gpython, got %q", opts.Runtime)
+}
+
+// Runtime is the runtime the group runs on.
+func (g *Group) Runtime() string { return g.runtime }
+
+func (g *Group) loadRequest() *plugins.LoadRequest {
+	req := &plugins.LoadRequest{Group: g.def.Name, Root: g.root, Modules: map[string]string{},
+		Runtime: g.runtime, Scratch: g.scratch, Limits: g.opts.Limits.WithDefaults()}
+	for _, d := range g.def.Dependencies {
+		if strings.HasSuffix(d.Path, ".py") {
+			mod := strings.TrimSuffix(filepath.Base(d.Path), ".py")
+			req.Modules[mod] = d.Path
+		}
+	}
+	seen := map[plugins.Callable]bool{}
+	add := func(impl definition.Implementation) {
+		c := plugins.Callable{Module: impl.Module, Func: impl.Callable}
+		if impl.Module != "" && !seen[c] {
+			seen[c] = true
+			req.Callables = append(req.Callables, c)
+		}
+	}
+	for _, t := range g.def.Tools {
+		add(t.Implementation)
+	}
+	for _, s := range g.def.Skills {
+		add(s.Implementation)
+	}
+	if g.opts.Python != nil {
+		req.Python = g.opts.Python.Executable
+	}
+	return req
+}
+
+// start launches the plugin process and loads the group; with check, the
+// signatures are compared with the definition.
+func (g *Group) start(ctx context.Context, check bool) error {
+	cmd, cleanup, err := g.command()
+	if err != nil {
+		return err
+	}
+	stderr := newTail(8192)
+	client := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig:  plugins.Handshake,
+		Plugins:          plugins.PluginMap(nil),
+		Cmd:              cmd,
+		SkipHostEnv:      true,
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		AutoMTLS:         true,
+		Stderr:           stderr,
+		StartTimeout:     30 * time.Second,
+		Logger:           hclog.New(&hclog.LoggerOptions{Output: io.Discard, Level: hclog.Off}),
+	})
+	p := &process{client: client, stderr: stderr, cleanup: cleanup}
+	rpc, err := client.Client()
+	if err != nil {
+		p.kill()
+		return fmt.Errorf("start the plugin process: %w%s", err, stderrNote(stderr))
+	}
+	raw, err := rpc.Dispense(plugins.PluginName)
+	if err != nil {
+		p.kill()
+		return fmt.Errorf("start the plugin process: %w", err)
+	}
+	p.host = raw.(plugins.Host)
+	resp, err := p.host.Load(ctx, g.load)
+	if err != nil {
+		p.kill()
+		return fmt.Errorf("load group %q: %s%s", g.def.Name, grpcMessage(err), stderrNote(stderr))
+	}
+	if check {
+		if problems := g.checkSignatures(resp); len(problems) > 0 {
+			p.kill()
+			return &LoadError{Group: g.def.Name, Problems: problems}
+		}
+	}
+	g.proc = p
+	return nil
+}
+
+func (g *Group) checkSignatures(resp *plugins.LoadResponse) []string {
+	sigs := map[plugins.Callable]plugins.Signature{}
+	for _, s := range resp.Signatures {
+		sigs[s.Callable] = s
+	}
+	var problems []string
+	check := func(what string, impl definition.Implementation, declared []Declared) {
+		c := plugins.Callable{Module: impl.Module, Func: impl.Callable}
+		sig, ok := sigs[c]
+		if !ok {
+			problems = append(problems, fmt.Sprintf("%s: %s was not described by the plugin", what, c))
+			return
+		}
+		problems = append(problems, CheckSignature(what, declared, sig)...)
+	}
+	for _, t := range g.def.Tools {
+		check(fmt.Sprintf("tool %q", t.Name), t.Implementation, DeclaredOfTool(t))
+	}
+	for _, s := range g.def.Skills {
+		check(fmt.Sprintf("skill %q", s.Name), s.Implementation, DeclaredOfSkill(s))
+	}
+	return problems
+}
+
+// command is the plugin process's command line: the toolhost binary re-run
+// as "pyhost", inside the sandbox when one is configured.
+func (g *Group) command() (*exec.Cmd, func(), error) {
+	if g.opts.Sandbox == nil {
+		cmd := exec.Command(g.opts.Executable, "pyhost")
+		cmd.Env = baseEnv()
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+		return cmd, func() {}, nil
+	}
+	return g.opts.Sandbox.command(g)
+}
+
+// baseEnv is all the environment the plugin process gets.
+func baseEnv() []string {
+	return []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"}
+}
+
+// Call runs one implementation with already validated arguments. It never
+// returns a Go error: every failure is in the response's Error.
+func (g *Group) Call(ctx context.Context, impl definition.Implementation, args json.RawMessage, callCtx json.RawMessage) *plugins.CallResponse {
+	start := time.Now()
+	fail := func(kind, msg string) *plugins.CallResponse {
+		return &plugins.CallResponse{Runtime: g.runtime, Error: &plugins.ToolError{Kind: kind, Message: msg},
+			DurationUs: time.Since(start).Microseconds()}
+	}
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return fail(plugins.ErrRuntime, "the group is closed")
+	}
+	if g.proc == nil {
+		if err := g.start(ctx, false); err != nil {
+			g.mu.Unlock()
+			return fail(plugins.ErrRuntime, err.Error())
+		}
+	}
+	p := g.proc
+	g.mu.Unlock()
+
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	req := &plugins.CallRequest{Callable: plugins.Callable{Module: impl.Module, Func: impl.Callable},
+		Args: args, TimeoutMs: g.opts.Timeout.Milliseconds(), Context: callCtx}
+	// The plugin enforces the timeout; the grace period covers a plugin
+	// that cannot (a stuck gpython interpreter, a hung process).
+	cctx, cancel := context.WithTimeout(ctx, g.opts.Timeout+5*time.Second)
+	defer cancel()
+	resp, err := p.host.Call(cctx, req)
+	if err != nil {
+		g.replace(p)
+		if status.Code(err) == codes.DeadlineExceeded || errors.Is(cctx.Err(), context.DeadlineExceeded) {
+			return fail(plugins.ErrTimeout, fmt.Sprintf("%s did not finish within %s; the plugin process was replaced", req.Callable, g.opts.Timeout))
+		}
+		return fail(plugins.ErrCrash, fmt.Sprintf("the plugin process failed during the call to %s: %s%s; it will be restarted for the next call",
+			req.Callable, processExit(p), stderrNote(p.stderr)))
+	}
+	if resp.Error != nil && resp.Error.Kind == plugins.ErrTimeout && resp.Runtime == plugins.RuntimeGPython {
+		g.replace(p) // its interpreter is stuck in the overrunning code
+	}
+	return resp
+}
+
+// replace stops a failed plugin process; the next call starts a new one.
+func (g *Group) replace(p *process) {
+	g.mu.Lock()
+	if g.proc == p {
+		g.proc = nil
+	}
+	g.mu.Unlock()
+	p.kill()
+}
+
+// PluginPID is the process id of the running plugin process, or 0.
+func (g *Group) PluginPID() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.proc == nil {
+		return 0
+	}
+	if rc := g.proc.client.ReattachConfig(); rc != nil {
+		return rc.Pid
+	}
+	return 0
+}
+
+// Close stops the plugin process and removes the scratch folder it owns.
+func (g *Group) Close() {
+	g.mu.Lock()
+	p := g.proc
+	g.proc, g.closed = nil, true
+	g.mu.Unlock()
+	if p != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		p.host.Shutdown(ctx, &plugins.Empty{})
+		cancel()
+		p.kill()
+	}
+	if g.ownsScr && g.scratch != "" {
+		os.RemoveAll(g.scratch)
+	}
+	if g.sockets != "" {
+		os.RemoveAll(g.sockets)
+	}
+}
+
+func processExit(p *process) string {
+	if p.client.Exited() {
+		return "the process exited"
+	}
+	return "the connection broke"
+}
+
+func stderrNote(t *tail) string {
+	s := strings.TrimSpace(t.String())
+	if s == "" {
+		return ""
+	}
+	// A Go crash ends in a register dump; its first lines say why.
+	for _, marker := range []string{"fatal error:", "panic:", "runtime:"} {
+		if i := strings.Index(s, marker); i >= 0 {
+			line, _, _ := strings.Cut(s[i:], "\n")
+			return "; the plugin process crashed: " + line
+		}
+	}
+	lines := strings.Split(s, "\n")
+	if len(lines) > 10 {
+		lines = lines[len(lines)-10:]
+	}
+	return "; last output of the plugin process:\n" + strings.Join(lines, "\n")
+}
+
+func grpcMessage(err error) string {
+	if s, ok := status.FromError(err); ok {
+		return s.Message()
+	}
+	return err.Error()
+}
+
+// tail keeps the last n bytes written to it.
+type tail struct {
+	mu  sync.Mutex
+	buf []byte
+	n   int
+}
+
+func newTail(n int) *tail { return &tail{n: n} }
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > t.n {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.n:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}

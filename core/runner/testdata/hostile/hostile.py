@@ -1,0 +1,140 @@
+"""Tools that attack their host. Each must be contained."""
+import os
+import socket
+import sys
+
+
+def ok(x=1):
+    return {"ok": True, "x": x, "pid": os.getpid()}
+
+
+def read_file(path):
+    with open(path) as f:
+        return f.read()
+
+
+def write_file(path, text="pwned"):
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def write_scratch(name="note.txt"):
+    with open(name, "w") as f:
+        f.write("scratch is writable")
+    return os.path.abspath(name)
+
+
+def spin():
+    while True:
+        pass
+
+
+def eat_memory():
+    chunks = []
+    while True:
+        chunks.append(bytearray(64 << 20))
+
+
+def fork_bomb():
+    n = 0
+    while True:
+        pid = os.fork()
+        if pid == 0:
+            while True:
+                try:
+                    os.fork()
+                except OSError:
+                    pass
+        n += 1
+
+
+def flood(lines=200000):
+    for i in range(lines):
+        print("line %d of a flood of printed output" % i)
+    return "done"
+
+
+def huge_result(mb=8):
+    return "x" * (mb << 20)
+
+
+def not_json():
+    return {"when": object()}
+
+
+def kill_parent():
+    os.kill(os.getppid(), 9)
+    return "still here"
+
+
+def processes():
+    return sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
+
+
+def hostname():
+    return socket.gethostname()
+
+
+def connect(host, port):
+    s = socket.create_connection((host, port), timeout=3)
+    s.sendall(b"hello")
+    s.close()
+    return "connected"
+
+
+def exit_now():
+    os._exit(3)
+
+
+def segfault():
+    import ctypes
+    return ctypes.string_at(0)
+
+
+def daemon():
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            import time
+            time.sleep(3600)
+        os._exit(0)
+    return "spawned"
+
+
+def sleep(seconds):
+    import time
+    time.sleep(seconds)
+    return seconds
+
+
+def echo_context():
+    import toolhost
+    return toolhost.context()
+
+
+def fails():
+    helper_that_fails()
+
+
+def helper_that_fails():
+    raise KeyError("missing thing")
+
+
+def fork_count(n=300):
+    """Forks up to n sleeping children; returns how many forks succeeded."""
+    import resource
+    import time
+    made = 0
+    err = None
+    for _ in range(n):
+        try:
+            pid = os.fork()
+        except OSError as e:
+            err = str(e)
+            break
+        if pid == 0:
+            time.sleep(30)
+            os._exit(0)
+        made += 1
+    return {"made": made, "error": err, "nproc": resource.getrlimit(resource.RLIMIT_NPROC)}

@@ -1,0 +1,292 @@
+# The CPython worker of toolhost's plugin process. It is started as
+# "python3 -I -c <this file>" and speaks framed JSON (a 4-byte big-endian
+# length, then UTF-8 JSON) on two dedicated pipes: requests on fd 3, answers
+# on fd 4. Standard output and error are never part of the protocol, so
+# print() in tool code cannot corrupt it: during a call they go to a bounded
+# buffer that is returned with the answer.
+import importlib.util
+import inspect
+import io
+import json
+import os
+import resource
+import struct
+import sys
+import time
+import traceback
+import types
+
+REQ = os.fdopen(3, "rb", buffering=0)
+RESP = os.fdopen(4, "wb", buffering=0)
+RUNNER_FILE = "<string>"  # the file name python3 -c gives the runner's frames
+
+
+def read_frame():
+    head = _read_exact(4)
+    if head is None:
+        return None
+    (n,) = struct.unpack(">I", head)
+    body = _read_exact(n)
+    if body is None:
+        return None
+    return json.loads(body)
+
+
+def _read_exact(n):
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = REQ.read(n - len(buf))
+        if not chunk:
+            return None
+        buf += chunk
+    return bytes(buf)
+
+
+def write_frame(obj):
+    body = json.dumps(obj, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    RESP.write(struct.pack(">I", len(body)) + body)
+
+
+class BoundedOutput(io.TextIOBase):
+    """A text stream that keeps the first `limit` characters written."""
+
+    def __init__(self, limit):
+        self.limit = limit
+        self.parts = []
+        self.size = 0
+        self.truncated = False
+
+    def writable(self):
+        return True
+
+    def write(self, s):
+        if not isinstance(s, str):
+            raise TypeError("write() argument must be str, not %s" % type(s).__name__)
+        room = self.limit - self.size
+        if room > 0:
+            self.parts.append(s[:room])
+            self.size += min(len(s), room)
+        if len(s) > room:
+            self.truncated = True
+        return len(s)
+
+    def getvalue(self):
+        return "".join(self.parts)
+
+
+def error_of(exc, kind="exception"):
+    """The {"kind","type","message","traceback"} of an exception, with the
+    runner's own frames left out so that the user's file and lines show."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename == RUNNER_FILE:
+        tb = tb.tb_next
+    lines = traceback.format_exception(type(exc), exc, tb)
+    return {
+        "kind": kind,
+        "type": type(exc).__name__,
+        "message": str(exc),
+        "traceback": "".join(lines),
+    }
+
+
+def apply_limits(limits):
+    def setlimit(which, value):
+        if value and value > 0:
+            try:
+                resource.setrlimit(which, (value, value))
+            except (ValueError, OSError):
+                pass
+
+    setlimit(resource.RLIMIT_AS, limits.get("memory_bytes"))
+    setlimit(resource.RLIMIT_NOFILE, limits.get("open_files"))
+    setlimit(resource.RLIMIT_FSIZE, limits.get("file_size_bytes"))
+    # The process limit counts every process and thread of the sandbox;
+    # workers get less of it than the whole, so that a fork bomb leaves room
+    # for the plugin process's own threads.
+    nproc = limits.get("processes")
+    if nproc:
+        setlimit(resource.RLIMIT_NPROC, max(8, nproc - 48))
+    cpu = limits.get("cpu_seconds")
+    if cpu:
+        # The hard limit bounds the worker's whole life; each call lowers the
+        # soft limit to what it has used plus one call's worth.
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu * 60))
+
+
+def cpu_used():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def arm_cpu(limits):
+    cpu = limits.get("cpu_seconds")
+    if cpu:
+        soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+        want = int(cpu_used()) + cpu + 1
+        if hard != resource.RLIM_INFINITY:
+            want = min(want, hard)
+        resource.setrlimit(resource.RLIMIT_CPU, (want, hard))
+
+
+def to_json(value, limit):
+    """Serialises a result; anything but dicts, lists, tuples, str, numbers,
+    bools and None is an error naming the type."""
+
+    def refuse(o):
+        raise TypeError(
+            "the result is not JSON-serialisable: a value of type %s (return dicts, "
+            "lists, str, numbers, bools or None)" % type(o).__name__
+        )
+
+    try:
+        text = json.dumps(value, default=refuse, ensure_ascii=False, allow_nan=False)
+    except ValueError as e:
+        raise TypeError("the result is not JSON-serialisable: %s" % e)
+    if len(text.encode("utf-8")) > limit:
+        raise OverflowError("the result is %d bytes of JSON, more than the limit of %d" % (len(text.encode("utf-8")), limit))
+    return text
+
+
+class Worker:
+    def __init__(self, init):
+        self.root = init["root"]
+        self.modules = init.get("modules") or {}
+        self.limits = init.get("limits") or {}
+        self.loaded = {}
+        self.import_errors = {}
+        self.context = None
+        self.install_helper(init.get("helper", ""))
+        paths = []
+        for rel in self.modules.values():
+            d = os.path.dirname(os.path.join(self.root, rel))
+            if d not in paths:
+                paths.append(d)
+        sys.path[:0] = paths
+        scratch = init.get("scratch")
+        if scratch:
+            os.chdir(scratch)
+            os.environ["TMPDIR"] = scratch
+            os.environ["HOME"] = scratch
+
+    def install_helper(self, source):
+        mod = types.ModuleType("toolhost")
+        mod.__file__ = "<toolhost>"
+        exec(compile(source, "<toolhost>", "exec"), mod.__dict__)
+        mod._context_getter = lambda: self.context
+        sys.modules["toolhost"] = mod
+
+    def module(self, name):
+        if name in self.loaded:
+            return self.loaded[name]
+        if name in self.import_errors:
+            raise self.import_errors[name]
+        rel = self.modules.get(name)
+        if rel is None:
+            raise ImportError("module %r is not a listed dependency of the group" % name)
+        path = os.path.join(self.root, rel)
+        spec = importlib.util.spec_from_file_location(name, path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        try:
+            spec.loader.exec_module(mod)
+        except BaseException as e:
+            del sys.modules[name]
+            self.import_errors[name] = e
+            raise
+        self.loaded[name] = mod
+        return mod
+
+    def describe(self, callables):
+        out = []
+        for c in callables:
+            item = {"module": c["module"], "func": c["func"]}
+            try:
+                fn = getattr(self.module(c["module"]), c["func"], None)
+                if fn is None:
+                    raise AttributeError("module %r has no attribute %r" % (c["module"], c["func"]))
+                if not callable(fn):
+                    raise TypeError("%s.%s is a %s, not a function" % (c["module"], c["func"], type(fn).__name__))
+                sig = inspect.signature(fn)
+                item["params"] = [
+                    {"name": p.name, "kind": p.kind.name, "has_default": p.default is not inspect.Parameter.empty}
+                    for p in sig.parameters.values()
+                ]
+            except BaseException as e:
+                item["error"] = error_of(e, "load")
+            out.append(item)
+        return {"signatures": out}
+
+    def call(self, req):
+        out = BoundedOutput(self.limits.get("output_bytes") or 65536)
+        self.context = req.get("context")
+        old = sys.stdout, sys.stderr
+        sys.stdout = sys.stderr = out
+        start = time.perf_counter()
+        answer = {}
+        try:
+            arm_cpu(self.limits)
+            fn = getattr(self.module(req["module"]), req["func"])
+            result = fn(**(req.get("args") or {}))
+        except BaseException as e:
+            if isinstance(e, SystemExit):
+                e = RuntimeError("the tool called sys.exit(%r)" % (e.code,))
+            answer = {"ok": False, "error": error_of(e)}
+        else:
+            try:
+                answer = {"ok": True, "result_json": to_json(result, self.limits.get("result_bytes") or (1 << 20))}
+            except BaseException as e:
+                answer = {"ok": False, "error": {"kind": "result", "type": type(e).__name__, "message": str(e)}}
+        finally:
+            sys.stdout, sys.stderr = old
+            self.context = None
+        answer["duration_us"] = int((time.perf_counter() - start) * 1e6)
+        answer["output"] = out.getvalue()
+        answer["output_truncated"] = out.truncated
+        return answer
+
+
+def _close_quietly(fd):
+    try:
+        os.close(fd)
+    except OSError:
+        pass
+
+
+def main():
+    main_pid = os.getpid()
+    # A process forked by tool code must never speak the protocol: it
+    # inherits the pipes, so it loses them, and it ends where the worker
+    # would answer.
+    os.register_at_fork(after_in_child=lambda: (_close_quietly(3), _close_quietly(4)))
+    init = read_frame()
+    if init is None:
+        return
+    apply_limits(init.get("limits") or {})
+    worker = Worker(init)
+    # Import every module now, so that warm calls do not pay for it; errors
+    # are kept and reported by describe and call.
+    for name in worker.modules:
+        try:
+            worker.module(name)
+        except BaseException:
+            pass
+    write_frame({"ready": True, "pid": os.getpid()})
+    while True:
+        req = read_frame()
+        if req is None:
+            return
+        op = req.get("op")
+        if op == "call":
+            answer = worker.call(req)
+            if os.getpid() != main_pid:
+                os._exit(0)
+            write_frame(answer)
+        elif op == "describe":
+            write_frame(worker.describe(req.get("callables") or []))
+        elif op == "exit":
+            return
+        else:
+            write_frame({"ok": False, "error": {"kind": "runtime", "message": "unknown op %r" % op}})
+
+
+main()

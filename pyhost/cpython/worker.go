@@ -1,0 +1,241 @@
+// Package cpython runs tool code in a pool of "python3 -I" worker
+// processes that speak framed JSON over dedicated pipes (fd 3 for requests,
+// fd 4 for answers), never over stdout.
+package cpython
+
+import (
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"toolhost/plugins"
+	"toolhost/pyhost/frame"
+)
+
+//go:embed runner.py
+var runnerSource string
+
+//go:embed toolhost.py
+var helperSource string
+
+// initFrame is the first frame a worker reads.
+type initFrame struct {
+	Root    string            `json:"root"`
+	Modules map[string]string `json:"modules"`
+	Scratch string            `json:"scratch"`
+	Limits  plugins.Limits    `json:"limits"`
+	Helper  string            `json:"helper"`
+}
+
+// worker is one python3 process.
+type worker struct {
+	cmd     *exec.Cmd
+	req     *os.File // our end of the worker's fd 3
+	resp    *os.File // our end of the worker's fd 4
+	tail    *tailBuffer
+	pid     int
+	exited  chan struct{}
+	waitErr error
+	calls   int
+}
+
+// errTimeout is a worker that did not answer in time; it has been killed.
+var errTimeout = errors.New("timeout")
+
+// startWorker starts a worker and waits for it to be ready (its modules
+// imported) until the deadline.
+func startWorker(python string, env []string, init initFrame, deadline time.Time) (*worker, error) {
+	reqR, reqW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	respR, respW, err := os.Pipe()
+	if err != nil {
+		reqR.Close()
+		reqW.Close()
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		reqR.Close()
+		reqW.Close()
+		respR.Close()
+		respW.Close()
+		return nil, err
+	}
+	cmd := exec.Command(python, "-I", "-c", runnerSource)
+	cmd.Env = env
+	cmd.Dir = init.Scratch
+	cmd.ExtraFiles = []*os.File{reqR, respW}
+	cmd.Stdout, cmd.Stderr = outW, outW
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	err = cmd.Start()
+	reqR.Close()
+	respW.Close()
+	outW.Close()
+	if err != nil {
+		reqW.Close()
+		respR.Close()
+		outR.Close()
+		return nil, fmt.Errorf("start %s: %w", python, err)
+	}
+	w := &worker{cmd: cmd, req: reqW, resp: respR, tail: newTail(4096), pid: cmd.Process.Pid, exited: make(chan struct{})}
+	// In the sandbox, the worker joins the workers' cgroup before it runs
+	// any tool code (it waits for its first frame).
+	if cg := os.Getenv(plugins.EnvWorkerCgroup); cg != "" {
+		if err := os.WriteFile(filepath.Join(cg, "cgroup.procs"), []byte(strconv.Itoa(w.pid)), 0); err != nil {
+			reqW.Close()
+			respR.Close()
+			outR.Close()
+			syscall.Kill(-w.pid, syscall.SIGKILL)
+			cmd.Wait()
+			return nil, fmt.Errorf("move the worker into its cgroup: %w", err)
+		}
+	}
+	go func() {
+		io.Copy(w.tail, outR)
+		outR.Close()
+	}()
+	go func() {
+		w.waitErr = cmd.Wait()
+		close(w.exited)
+	}()
+	init.Helper = helperSource
+	var ready struct {
+		Ready bool `json:"ready"`
+	}
+	if err := w.roundtrip(init, &ready, deadline); err != nil {
+		w.kill()
+		return nil, w.describeFailure("start", err)
+	}
+	return w, nil
+}
+
+// roundtrip writes one frame and reads the answer before the deadline. On
+// any failure the worker is killed: a worker is never reused after an
+// incomplete exchange.
+func (w *worker) roundtrip(req, resp any, deadline time.Time) error {
+	w.req.SetWriteDeadline(deadline)
+	w.resp.SetReadDeadline(deadline)
+	err := frame.Write(w.req, req)
+	if err == nil {
+		err = frame.Read(w.resp, resp)
+	}
+	if err != nil {
+		w.kill()
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return errTimeout
+		}
+		return err
+	}
+	return nil
+}
+
+// kill kills the worker's whole process group and waits for the worker.
+func (w *worker) kill() {
+	syscall.Kill(-w.pid, syscall.SIGKILL)
+	w.cmd.Process.Kill()
+	select {
+	case <-w.exited:
+	case <-time.After(5 * time.Second):
+	}
+	w.req.Close()
+	w.resp.Close()
+}
+
+// alive reports whether the worker process is still running.
+func (w *worker) alive() bool {
+	select {
+	case <-w.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// describeFailure explains why a worker stopped answering: its exit
+// status and the last lines it wrote to stderr.
+func (w *worker) describeFailure(during string, err error) *plugins.ToolError {
+	if errors.Is(err, errTimeout) {
+		return &plugins.ToolError{Kind: plugins.ErrTimeout, Message: "the worker did not answer in time during " + during + "; it was killed"}
+	}
+	select {
+	case <-w.exited:
+	case <-time.After(2 * time.Second):
+	}
+	status := "is still running"
+	if ps := w.cmd.ProcessState; ps != nil {
+		status = exitStatus(ps)
+	}
+	msg := fmt.Sprintf("the python worker (pid %d) %s during %s", w.pid, status, during)
+	if last := strings.TrimSpace(w.tail.String()); last != "" {
+		msg += "; its last output:\n" + last
+	}
+	return &plugins.ToolError{Kind: plugins.ErrCrash, Message: msg}
+}
+
+// exitStatus says how a process ended.
+func exitStatus(ps *os.ProcessState) string {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return fmt.Sprintf("was killed by signal %d (%s)", int(ws.Signal()), ws.Signal())
+	}
+	return fmt.Sprintf("exited with status %d", ps.ExitCode())
+}
+
+// callAnswer is a worker's answer to a call.
+type callAnswer struct {
+	OK              bool               `json:"ok"`
+	ResultJSON      string             `json:"result_json"`
+	Error           *plugins.ToolError `json:"error"`
+	Output          string             `json:"output"`
+	OutputTruncated bool               `json:"output_truncated"`
+	DurationUs      int64              `json:"duration_us"`
+}
+
+type callFrame struct {
+	Op      string          `json:"op"`
+	Module  string          `json:"module"`
+	Func    string          `json:"func"`
+	Args    json.RawMessage `json:"args"`
+	Context json.RawMessage `json:"context,omitempty"`
+}
+
+type describeFrame struct {
+	Op        string             `json:"op"`
+	Callables []plugins.Callable `json:"callables"`
+}
+
+// tailBuffer keeps the last n bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+	n   int
+}
+
+func newTail(n int) *tailBuffer { return &tailBuffer{n: n} }
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > t.n {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.n:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}

@@ -1,0 +1,123 @@
+package gpython
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/go-python/gpython/py"
+	"github.com/go-python/gpython/vm"
+
+	// The safe parts of gpython's standard library. Its os, glob and
+	// tempfile modules are deliberately not imported, so they are never
+	// registered.
+	_ "github.com/go-python/gpython/stdlib/binascii"
+	_ "github.com/go-python/gpython/stdlib/builtin"
+	_ "github.com/go-python/gpython/stdlib/math"
+	_ "github.com/go-python/gpython/stdlib/string"
+	_ "github.com/go-python/gpython/stdlib/sys"
+	_ "github.com/go-python/gpython/stdlib/time"
+)
+
+// context implements py.Context for one group. Unlike gpython's own
+// context, imports resolve only to the group's listed modules (and the
+// registered safe modules): nothing else on the file system can be
+// imported.
+type context struct {
+	store   *py.ModuleStore
+	root    string
+	modules map[string]string // module name → file relative to root
+	// callContext is the context JSON of the call in progress.
+	callContext json.RawMessage
+
+	closeOnce sync.Once
+	running   sync.WaitGroup
+	done      chan struct{}
+}
+
+func newContext(root string, modules map[string]string) (*context, error) {
+	ctx := &context{store: py.NewModuleStore(), root: root, modules: modules, done: make(chan struct{})}
+	if err := py.Import(ctx, "builtins", "sys"); err != nil {
+		return nil, err
+	}
+	sys := ctx.store.MustGetModule("sys")
+	sys.Globals["argv"] = py.NewList()
+	sys.Globals["path"] = py.NewList()
+	// open() reads and writes any file in gpython; tool code that needs
+	// files runs on cpython.
+	builtins := ctx.store.MustGetModule("builtins")
+	builtins.Globals["open"] = py.MustNewMethod("open", func(py.Object, py.Tuple, py.StringDict) (py.Object, error) {
+		return nil, py.ExceptionNewf(py.OSError, "open() is not available on the gpython runtime; run the group on cpython to use files")
+	}, 0, "open() is not available on the gpython runtime")
+	return ctx, nil
+}
+
+// ModuleInit implements py.Context.
+func (ctx *context) ModuleInit(impl *py.ModuleImpl) (*py.Module, error) {
+	ctx.running.Add(1)
+	defer ctx.running.Done()
+	if impl.Code == nil && len(impl.CodeSrc) > 0 {
+		code, err := py.Compile(impl.CodeSrc, impl.Info.FileDesc, py.ExecMode, 0, true)
+		if err != nil {
+			return nil, err
+		}
+		impl.Code = code
+	}
+	module, err := ctx.store.NewModule(ctx, impl)
+	if err != nil {
+		return nil, err
+	}
+	if impl.Code != nil {
+		if _, err := ctx.RunCode(impl.Code, module.Globals, module.Globals, nil); err != nil {
+			return nil, err
+		}
+	}
+	return module, nil
+}
+
+// ResolveAndCompile implements py.Context: only the group's modules
+// resolve.
+func (ctx *context) ResolveAndCompile(pathname string, _ py.CompileOpts) (py.CompileOut, error) {
+	rel, ok := ctx.modules[pathname]
+	if !ok {
+		return py.CompileOut{}, py.ExceptionNewf(py.ImportError,
+			"No module named %q on the gpython runtime (it has only a small part of the standard library: math, string, time, binascii, json, toolhost); run the group on cpython", pathname)
+	}
+	file := filepath.Join(ctx.root, rel)
+	src, err := os.ReadFile(file)
+	if err != nil {
+		return py.CompileOut{}, py.ExceptionNewf(py.ImportError, "cannot read %s: %v", rel, err)
+	}
+	code, err := py.Compile(string(src), rel, py.ExecMode, 0, true)
+	if err != nil {
+		return py.CompileOut{}, err
+	}
+	return py.CompileOut{SrcPathname: file, FileDesc: rel, Code: code}, nil
+}
+
+// RunCode implements py.Context.
+func (ctx *context) RunCode(code *py.Code, globals, locals py.StringDict, closure py.Tuple) (py.Object, error) {
+	ctx.running.Add(1)
+	defer ctx.running.Done()
+	return vm.EvalCode(ctx, code, globals, locals, nil, nil, nil, nil, closure)
+}
+
+// GetModule implements py.Context.
+func (ctx *context) GetModule(name string) (*py.Module, error) { return ctx.store.GetModule(name) }
+
+// Store implements py.Context.
+func (ctx *context) Store() *py.ModuleStore { return ctx.store }
+
+// Close implements py.Context.
+func (ctx *context) Close() error {
+	ctx.closeOnce.Do(func() {
+		ctx.running.Wait()
+		ctx.store.OnContextClosed()
+		close(ctx.done)
+	})
+	return nil
+}
+
+// Done implements py.Context.
+func (ctx *context) Done() <-chan struct{} { return ctx.done }

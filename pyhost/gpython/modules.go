@@ -1,0 +1,98 @@
+package gpython
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/go-python/gpython/py"
+)
+
+// The modules the host provides to gpython code: json (gpython has none)
+// and toolhost (the call's context).
+func init() {
+	py.RegisterModule(&py.ModuleImpl{
+		Info: py.ModuleInfo{Name: "json", Doc: "JSON encoding and decoding, provided by toolhost."},
+		Methods: []*py.Method{
+			py.MustNewMethod("dumps", jsonDumps, 0, "dumps(obj) -> str: serialise dicts, lists, str, numbers, bools and None."),
+			py.MustNewMethod("loads", jsonLoads, 0, "loads(s) -> object: parse a JSON document."),
+		},
+		Globals: py.StringDict{},
+	})
+	py.RegisterModule(&py.ModuleImpl{
+		Info: py.ModuleInfo{Name: "toolhost", Doc: "What tool code can ask its host."},
+		Methods: []*py.Method{
+			py.MustNewMethod("context", toolhostContext, 0, "context() -> dict: the context of the call in progress."),
+			py.MustNewMethod("session_id", toolhostSessionID, 0, "session_id() -> str or None."),
+			py.MustNewMethod("variables", toolhostVariables, 0, "variables() -> dict: the session's variables."),
+		},
+		Globals: py.StringDict{},
+	})
+}
+
+func jsonDumps(self py.Object, args py.Tuple) (py.Object, error) {
+	var obj py.Object
+	if err := py.ParseTuple(args, "O:dumps", &obj); err != nil {
+		return nil, err
+	}
+	b, err := toJSON(obj)
+	if err != nil {
+		return nil, py.ExceptionNewf(py.TypeError, "%s", strings.Replace(err.Error(), "the result is", "the value is", 1))
+	}
+	return py.String(b), nil
+}
+
+func jsonLoads(self py.Object, args py.Tuple) (py.Object, error) {
+	var s py.Object
+	if err := py.ParseTuple(args, "s:loads", &s); err != nil {
+		return nil, err
+	}
+	o, err := fromJSON([]byte(string(s.(py.String))))
+	if err != nil {
+		return nil, py.ExceptionNewf(py.ValueError, "invalid JSON: %v", err)
+	}
+	return o, nil
+}
+
+// callContext returns the context JSON of the call running in the module's
+// interpreter.
+func callContext(self py.Object) (map[string]any, error) {
+	mod, ok := self.(*py.Module)
+	if !ok {
+		return nil, nil
+	}
+	c, ok := mod.Context.(*context)
+	if !ok || len(c.callContext) == 0 {
+		return nil, nil
+	}
+	var m map[string]any
+	dec := json.NewDecoder(strings.NewReader(string(c.callContext)))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil {
+		return nil, nil
+	}
+	return m, nil
+}
+
+func toolhostContext(self py.Object, args py.Tuple) (py.Object, error) {
+	m, _ := callContext(self)
+	if m == nil {
+		return py.NewStringDict(), nil
+	}
+	return toPy(m)
+}
+
+func toolhostSessionID(self py.Object, args py.Tuple) (py.Object, error) {
+	m, _ := callContext(self)
+	if s, ok := m["session_id"].(string); ok {
+		return py.String(s), nil
+	}
+	return py.None, nil
+}
+
+func toolhostVariables(self py.Object, args py.Tuple) (py.Object, error) {
+	m, _ := callContext(self)
+	if v, ok := m["variables"].(map[string]any); ok {
+		return toPy(v)
+	}
+	return py.NewStringDict(), nil
+}

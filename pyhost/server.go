@@ -1,0 +1,127 @@
+// Package pyhost is toolhost's plugin process ("toolhost pyhost", started
+// by go-plugin inside the sandbox): it holds one group and runs its
+// callables on the cpython worker pool or the embedded gpython runtime.
+package pyhost
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+
+	"toolhost/plugins"
+	"toolhost/pyhost/cpython"
+	"toolhost/pyhost/gpython"
+)
+
+// runtime is what a group runs on.
+type runtime interface {
+	Load(ctx context.Context, callables []plugins.Callable) (*plugins.LoadResponse, error)
+	Call(ctx context.Context, req *plugins.CallRequest) *plugins.CallResponse
+	Close()
+}
+
+// Server implements plugins.Host.
+type Server struct {
+	mu   sync.Mutex
+	rt   runtime
+	last *plugins.LoadResponse
+	// AfterCall runs after every call with the pid of the worker that served
+	// it, or 0 (the sandbox kills what the call left behind).
+	AfterCall func(worker int)
+}
+
+// Load implements plugins.Host.
+func (s *Server) Load(ctx context.Context, req *plugins.LoadRequest) (*plugins.LoadResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rt != nil {
+		s.rt.Close()
+		s.rt = nil
+	}
+	var rt runtime
+	switch req.Runtime {
+	case plugins.RuntimeCPython:
+		if req.Python == "" {
+			return nil, &plugins.ToolError{Kind: plugins.ErrLoad, Message: "the cpython runtime needs a python3 interpreter, and none was given"}
+		}
+		p := cpython.New(req, workerEnv(req.Scratch))
+		p.AfterCall = s.AfterCall
+		rt = p
+	case plugins.RuntimeGPython:
+		rt = gpython.New(req)
+	default:
+		return nil, fmt.Errorf("unknown runtime %q", req.Runtime)
+	}
+	out, err := rt.Load(ctx, req.Callables)
+	if err != nil {
+		rt.Close()
+		return nil, err
+	}
+	s.rt, s.last = rt, out
+	return out, nil
+}
+
+// workerEnv is the whole environment of a worker: nothing of the host's.
+func workerEnv(scratch string) []string {
+	return []string{
+		"PATH=/usr/local/bin:/usr/bin:/bin",
+		"LANG=C.UTF-8",
+		"HOME=" + scratch,
+		"TMPDIR=" + scratch,
+		"PYTHONDONTWRITEBYTECODE=1",
+		"PYTHONUNBUFFERED=1",
+	}
+}
+
+// Describe implements plugins.Host.
+func (s *Server) Describe(context.Context, *plugins.Empty) (*plugins.LoadResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.last == nil {
+		return nil, fmt.Errorf("no group is loaded")
+	}
+	return s.last, nil
+}
+
+// Call implements plugins.Host.
+func (s *Server) Call(ctx context.Context, req *plugins.CallRequest) (*plugins.CallResponse, error) {
+	s.mu.Lock()
+	rt := s.rt
+	s.mu.Unlock()
+	if rt == nil {
+		return nil, fmt.Errorf("no group is loaded")
+	}
+	resp := rt.Call(ctx, req)
+	if _, ok := rt.(*gpython.Runtime); ok && s.AfterCall != nil {
+		s.AfterCall(0)
+	}
+	return resp, nil
+}
+
+// Shutdown implements plugins.Host.
+func (s *Server) Shutdown(context.Context, *plugins.Empty) (*plugins.Empty, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rt != nil {
+		s.rt.Close()
+		s.rt = nil
+	}
+	return &plugins.Empty{}, nil
+}
+
+// Serve runs the plugin process: it answers go-plugin's handshake on
+// stdout and serves until the core goes away.
+func Serve(afterCall func(worker int)) {
+	srv := &Server{AfterCall: afterCall}
+	plugin.Serve(&plugin.ServeConfig{
+		HandshakeConfig: plugins.Handshake,
+		Plugins:         plugins.PluginMap(srv),
+		GRPCServer:      plugin.DefaultGRPCServer,
+		Logger:          hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr, JSONFormat: true}),
+	})
+	srv.Shutdown(context.Background(), nil)
+}
