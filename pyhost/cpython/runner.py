@@ -245,6 +245,18 @@ class Worker:
         return answer
 
 
+def reap():
+    """Collects children that earlier calls left (the host kills them after
+    each call), so that they do not stay as zombies."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
 def _close_quietly(fd):
     try:
         os.close(fd)
@@ -275,6 +287,7 @@ def main():
         req = read_frame()
         if req is None:
             return
+        reap()
         op = req.get("op")
         if op == "call":
             answer = worker.call(req)

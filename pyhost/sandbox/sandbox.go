@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	seccomp "github.com/elastic/go-seccomp-bpf"
 	"github.com/landlock-lsm/go-landlock/landlock"
@@ -300,6 +301,7 @@ func Sweep(worker int) {
 	if err != nil {
 		return
 	}
+	var killed []int
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || pid == 1 || pid == self || pid == worker {
@@ -310,9 +312,30 @@ func Sweep(worker int) {
 			continue
 		}
 		if ppid == 1 || worker > 0 && (pgid == worker || ppid == worker) {
-			syscall.Kill(pid, syscall.SIGKILL)
+			if syscall.Kill(pid, syscall.SIGKILL) == nil {
+				killed = append(killed, pid)
+			}
 		}
 	}
+	// Wait (briefly) until they are dead, so that the worker can reap them
+	// before the next call.
+	deadline := time.Now().Add(500 * time.Millisecond)
+	for _, pid := range killed {
+		for !dead(pid) && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
+// dead reports whether a process is gone or a zombie.
+func dead(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] == 'Z' || s[i+2] == 'X'
 }
 
 // stat reads the parent and process group of a process from /proc.

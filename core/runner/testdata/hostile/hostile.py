@@ -33,7 +33,7 @@ def spin():
 def eat_memory():
     chunks = []
     while True:
-        chunks.append(bytearray(64 << 20))
+        chunks.append(bytearray(256 << 20))
 
 
 def fork_bomb():
@@ -138,3 +138,18 @@ def fork_count(n=300):
             os._exit(0)
         made += 1
     return {"made": made, "error": err, "nproc": resource.getrlimit(resource.RLIMIT_NPROC)}
+
+
+def proc_table():
+    """Every process the sandbox shows: pid, ppid, pgid."""
+    out = []
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                with open("/proc/%s/stat" % p) as f:
+                    s = f.read()
+                fields = s[s.rindex(")") + 2:].split()
+                out.append([int(p), int(fields[1]), int(fields[2])])
+            except OSError:
+                pass
+    return sorted(out)

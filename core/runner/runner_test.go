@@ -1,0 +1,570 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"toolhost/core/definition"
+	"toolhost/plugins"
+)
+
+// toolhostBin is the toolhost binary, built once: the plugin process is
+// that binary re-run, so the tests need the real thing.
+var toolhostBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "toolhost-runner-test")
+	if err != nil {
+		panic(err)
+	}
+	toolhostBin = filepath.Join(dir, "toolhost")
+	if out, err := exec.Command("go", "build", "-o", toolhostBin, "../cmd/toolhost").CombinedOutput(); err != nil {
+		panic(fmt.Sprintf("build toolhost: %v\n%s", err, out))
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func loadDef(t *testing.T, path string) *definition.Group {
+	t.Helper()
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := definition.Load(src)
+	if !res.OK() {
+		t.Fatalf("%s: %v", path, res.Err())
+	}
+	return res.Group
+}
+
+func sandbox(t *testing.T, network string) *Sandbox {
+	t.Helper()
+	sb, err := NewSandbox(toolhostBin, network)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sb
+}
+
+func open(t *testing.T, yamlPath string, opts Options) *Group {
+	t.Helper()
+	def := loadDef(t, yamlPath)
+	opts.Executable = toolhostBin
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	g, err := Open(ctx, def, filepath.Dir(yamlPath), opts)
+	if err != nil {
+		t.Fatalf("open %s: %v", yamlPath, err)
+	}
+	t.Cleanup(g.Close)
+	return g
+}
+
+func impl(g *definition.Group, name string) definition.Implementation {
+	for _, t := range g.Tools {
+		if t.Name == name {
+			return t.Implementation
+		}
+	}
+	for _, s := range g.Skills {
+		if s.Name == name {
+			return s.Implementation
+		}
+	}
+	panic("no tool " + name)
+}
+
+func call(t *testing.T, g *Group, name, args string) *plugins.CallResponse {
+	t.Helper()
+	return g.Call(context.Background(), impl(g.def, name), json.RawMessage(args), nil)
+}
+
+const crmYAML = "../../sample_groups/crm_integration/crm_integration.yaml"
+const showcaseYAML = "../../sample_groups/type_showcase/type_showcase.yaml"
+const hostileYAML = "testdata/hostile/hostile.yaml"
+
+func TestSampleGroupsBothRuntimes(t *testing.T) {
+	showcaseArgs := `{"a_string":"s","a_int":1,"a_float":2.5,"a_bool":true,"tags":["x"],"a_none":null,"scores":{"a":1}}`
+	tests := []struct {
+		yaml, runtime, tool, args string
+		want                      string // a part of the result JSON
+	}{
+		{crmYAML, plugins.RuntimeCPython, "post_lead", `{"client_name":"Ann Lee","client_email":"ann@example.com"}`, `"status":"accepted"`},
+		{crmYAML, plugins.RuntimeCPython, "transfer_to_operator", `{}`, `"transferred":true`},
+		{crmYAML, plugins.RuntimeCPython, "SessionInit", `{"HumanFullName":"Ann Lee","HumanEmail":"ann@x.org"}`, `"HumanEmailMasked":"a***@x.org"`},
+		{showcaseYAML, plugins.RuntimeCPython, "echo_every_type", showcaseArgs, `"a_float":{"type":"float","value":2.5}`},
+		{showcaseYAML, plugins.RuntimeGPython, "echo_every_type", showcaseArgs, `"a_int":{"type":"int","value":1}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.runtime+"/"+tt.tool, func(t *testing.T) {
+			g := open(t, tt.yaml, Options{Runtime: tt.runtime, Sandbox: sandbox(t, "allow")})
+			resp := call(t, g, tt.tool, tt.args)
+			if !resp.OK {
+				t.Fatalf("call failed: %+v", resp.Error)
+			}
+			if resp.Runtime != tt.runtime {
+				t.Errorf("runtime %q, want %q", resp.Runtime, tt.runtime)
+			}
+			var v any
+			json.Unmarshal(resp.Result, &v)
+			canon, _ := json.Marshal(v) // sorted keys
+			if !strings.Contains(string(canon), tt.want) {
+				t.Errorf("result %s lacks %s", resp.Result, tt.want)
+			}
+		})
+	}
+}
+
+func TestGPythonRefusesWhatItCannotRun(t *testing.T) {
+	// crm_logic imports re, which gpython lacks: a clear load error that
+	// names the module and suggests cpython.
+	def := loadDef(t, crmYAML)
+	_, err := Open(context.Background(), def, filepath.Dir(crmYAML), Options{Runtime: plugins.RuntimeGPython, Executable: toolhostBin, Sandbox: sandbox(t, "allow")})
+	if err == nil || !strings.Contains(err.Error(), `No module named "re" on the gpython runtime`) || !strings.Contains(err.Error(), "cpython") {
+		t.Fatalf("err = %v", err)
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "g.py"), []byte(`import json
+import toolhost
+
+def reads():
+    return open("/etc/hostname").read()
+
+def uses_json(x):
+    return json.loads(json.dumps({"x": x, "l": [1, 2.5, None, True]}))
+
+def ctx():
+    return toolhost.context()
+
+def boom():
+    raise ValueError("bad value " + str(41 + 1))
+
+def chatty():
+    print("hello", "world")
+    return (1, 2)
+
+def bad_result():
+    return {"f": print}
+`), 0o644)
+	os.WriteFile(filepath.Join(dir, "g.yaml"), []byte(`kind: Plugin
+name: G
+description: gpython checks
+dependencies: [g.py]
+tools:
+  - {kind: Tool, object_name: Reads, name: reads, description: d, implementation: g.reads, parameters: []}
+  - {kind: Tool, object_name: UsesJSON, name: uses_json, description: d, implementation: g.uses_json, parameters: [{name: x, type: str, description: d}]}
+  - {kind: Tool, object_name: Ctx, name: ctx, description: d, implementation: g.ctx, parameters: []}
+  - {kind: Tool, object_name: Boom, name: boom, description: d, implementation: g.boom, parameters: []}
+  - {kind: Tool, object_name: Chatty, name: chatty, description: d, implementation: g.chatty, parameters: []}
+  - {kind: Tool, object_name: BadResult, name: bad_result, description: d, implementation: g.bad_result, parameters: []}
+`), 0o644)
+	g := open(t, filepath.Join(dir, "g.yaml"), Options{Runtime: plugins.RuntimeGPython, Sandbox: sandbox(t, "allow")})
+	if r := call(t, g, "reads", `{}`); r.OK || !strings.Contains(r.Error.Message, "open() is not available on the gpython runtime") {
+		t.Errorf("open: %+v", r.Error)
+	}
+	if r := call(t, g, "uses_json", `{"x":"é"}`); !r.OK || string(r.Result) != `{"l":[1,2.5,null,true],"x":"é"}` {
+		t.Errorf("json: %s %+v", r.Result, r.Error)
+	}
+	r := g.Call(context.Background(), impl(g.def, "ctx"), json.RawMessage(`{}`), json.RawMessage(`{"session_id":"s1","variables":{"a":1}}`))
+	if !r.OK || string(r.Result) != `{"session_id":"s1","variables":{"a":1}}` {
+		t.Errorf("context: %s %+v", r.Result, r.Error)
+	}
+	if r := call(t, g, "boom", `{}`); r.OK || r.Error.Type != "ValueError" || r.Error.Message != "bad value 42" || !strings.Contains(r.Error.Traceback, "g.py") {
+		t.Errorf("exception: %+v", r.Error)
+	}
+	if r := call(t, g, "chatty", `{}`); !r.OK || string(r.Result) != `[1,2]` || r.Output != "hello world\n" {
+		t.Errorf("print and tuple: %s %q %+v", r.Result, r.Output, r.Error)
+	}
+	if r := call(t, g, "bad_result", `{}`); r.OK || r.Error.Kind != plugins.ErrResult || !strings.Contains(r.Error.Message, "not JSON-serialisable") {
+		t.Errorf("bad result: %+v", r.Error)
+	}
+}
+
+func TestSignatureMismatch(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "m.py"), []byte(`
+def needs_more(a, b, c):
+    return a
+
+def no_default(a, b):
+    return a
+
+def positional(a, /):
+    return a
+
+def flexible(**kw):
+    return kw
+
+not_a_function = 3
+`), 0o644)
+	os.WriteFile(filepath.Join(dir, "g.yaml"), []byte(`kind: Plugin
+name: Sigs
+description: mismatches
+dependencies: [m.py]
+tools:
+  - {kind: Tool, object_name: A, name: needs_more, description: d, implementation: m.needs_more, parameters: [{name: a, type: str, description: d}, {name: z, type: str, description: d}]}
+  - {kind: Tool, object_name: B, name: no_default, description: d, implementation: m.no_default, parameters: [{name: a, type: str, description: d}, {name: b, type: str, description: d, optional: true}]}
+  - {kind: Tool, object_name: C, name: positional, description: d, implementation: m.positional, parameters: [{name: a, type: str, description: d}]}
+  - {kind: Tool, object_name: D, name: flexible, description: d, implementation: m.flexible, parameters: [{name: anything, type: str, description: d}]}
+  - {kind: Tool, object_name: E, name: missing, description: d, implementation: m.nowhere, parameters: []}
+  - {kind: Tool, object_name: F, name: not_callable, description: d, implementation: m.not_a_function, parameters: []}
+`), 0o644)
+	def := loadDef(t, filepath.Join(dir, "g.yaml"))
+	for _, rt := range []string{plugins.RuntimeCPython, plugins.RuntimeGPython} {
+		if rt == plugins.RuntimeGPython {
+			// gpython has no positional-only syntax: drop that function.
+			os.WriteFile(filepath.Join(dir, "m.py"), []byte(`
+def needs_more(a, b, c):
+    return a
+
+def no_default(a, b):
+    return a
+
+def positional(*a):
+    return a
+
+def flexible(**kw):
+    return kw
+
+not_a_function = 3
+`), 0o644)
+		}
+		_, err := Open(context.Background(), def, dir, Options{Runtime: rt, Executable: toolhostBin})
+		le, ok := err.(*LoadError)
+		if !ok {
+			t.Fatalf("%s: err = %v, want a LoadError", rt, err)
+		}
+		want := []string{
+			`tool "needs_more": the definition declares "z", but m.needs_more(a, b, c) does not accept it`,
+			`tool "needs_more": m.needs_more(a, b, c) requires "b", which the definition does not declare`,
+			`tool "needs_more": m.needs_more(a, b, c) requires "c", which the definition does not declare`,
+			`tool "no_default": "b" is optional in the definition, but has no default in m.no_default(a, b)`,
+			`tool "positional": the definition declares "a", but`,
+			`tool "missing": m.nowhere cannot be loaded`,
+			`tool "not_callable": m.not_a_function cannot be loaded`,
+		}
+		all := strings.Join(le.Problems, "\n")
+		for _, w := range want {
+			if !strings.Contains(all, w) {
+				t.Errorf("%s: problems lack %q:\n%s", rt, w, all)
+			}
+		}
+		if strings.Contains(all, `"flexible"`) {
+			t.Errorf("%s: **kw accepts anything, yet: %s", rt, all)
+		}
+	}
+}
+
+// hostileCase is one attack and how its failure must look.
+type hostileCase struct {
+	tool, args string
+	kind, part string // the error kind and a part of its message ("" kind: must succeed)
+	result     string // with success: a part of the result
+}
+
+func TestHostileToolsAreContained(t *testing.T) {
+	sb := sandbox(t, "allow")
+	for _, m := range sb.Mechanisms {
+		if !m.Active && m.Name != plugins.MechNetNS {
+			t.Fatalf("this test needs every sandbox mechanism; %s is missing: %s", m.Name, m.Detail)
+		}
+	}
+	outside := filepath.Join(t.TempDir(), "outside.txt")
+	os.WriteFile(outside, []byte("secret of the host"), 0o644)
+	target := filepath.Join(t.TempDir(), "pwned.txt")
+	g := open(t, hostileYAML, Options{Sandbox: sb, Timeout: 2 * time.Second})
+	cases := []hostileCase{
+		{"read_file", `{"path":"/etc/shadow"}`, plugins.ErrException, "Permission denied", ""},
+		{"read_file", fmt.Sprintf(`{"path":%q}`, outside), plugins.ErrException, "Permission denied", ""},
+		{"write_file", fmt.Sprintf(`{"path":%q}`, target), plugins.ErrException, "Permission denied", ""},
+		{"write_scratch", `{}`, "", "", "note.txt"},
+		{"spin", `{}`, plugins.ErrTimeout, "did not finish within 2s", ""},
+		{"eat_memory", `{}`, plugins.ErrException, "MemoryError", ""},
+		{"fork_bomb", `{}`, plugins.ErrException, "Resource temporarily unavailable", ""},
+		{"flood", `{}`, "", "", "done"},
+		{"huge_result", `{}`, plugins.ErrResult, "more than the limit of 1048576", ""},
+		{"not_json", `{}`, plugins.ErrResult, "a value of type object", ""},
+		{"kill_parent", `{}`, plugins.ErrCrash, "plugin process failed", ""},
+		{"exit_now", `{}`, plugins.ErrCrash, "exited with status 3", ""},
+		{"segfault", `{}`, plugins.ErrCrash, "signal 11", ""},
+		{"hostname", `{}`, "", "", "toolhost-sandbox"},
+	}
+	for _, c := range cases {
+		t.Run(c.tool, func(t *testing.T) {
+			r := call(t, g, c.tool, c.args)
+			checkCase(t, r, c)
+			// The host keeps working: the next call succeeds.
+			if ok := call(t, g, "ok", `{}`); !ok.OK {
+				t.Fatalf("after %s the host no longer works: %+v", c.tool, ok.Error)
+			}
+		})
+	}
+	if _, err := os.Stat(target); err == nil {
+		t.Error("a tool wrote outside its scratch folder")
+	}
+}
+
+func checkCase(t *testing.T, r *plugins.CallResponse, c hostileCase) {
+	t.Helper()
+	if c.kind == "" {
+		if !r.OK || !strings.Contains(string(r.Result), c.result) {
+			t.Fatalf("%s: want success with %q, got %s %+v", c.tool, c.result, r.Result, r.Error)
+		}
+		return
+	}
+	if r.OK {
+		t.Fatalf("%s succeeded: %.200s", c.tool, r.Result)
+	}
+	if r.Error.Kind != c.kind || !strings.Contains(r.Error.Type+": "+r.Error.Message, c.part) {
+		t.Fatalf("%s: error %+v, want kind %s containing %q", c.tool, r.Error, c.kind, c.part)
+	}
+}
+
+func TestFloodIsBounded(t *testing.T) {
+	g := open(t, hostileYAML, Options{Sandbox: sandbox(t, "allow"), Limits: plugins.Limits{OutputBytes: 4096}})
+	r := call(t, g, "flood", `{}`)
+	if !r.OK || !r.OutputTruncated || len(r.Output) > 4096 || !strings.HasPrefix(r.Output, "line 0 of a flood") {
+		t.Fatalf("flood: ok=%v truncated=%v len=%d", r.OK, r.OutputTruncated, len(r.Output))
+	}
+}
+
+func TestProcessesAreIsolatedAndSwept(t *testing.T) {
+	g := open(t, hostileYAML, Options{Sandbox: sandbox(t, "allow")})
+	if r := call(t, g, "daemon", `{}`); !r.OK {
+		t.Fatalf("daemon: %+v", r.Error)
+	}
+	if r := call(t, g, "fork_count", `{}`); !r.OK {
+		t.Fatalf("fork_count: %+v", r.Error)
+	}
+	r := call(t, g, "processes", `{}`)
+	var pids []int
+	if err := json.Unmarshal(r.Result, &pids); err != nil {
+		t.Fatalf("processes: %s %+v", r.Result, r.Error)
+	}
+	// init (pid 1), the plugin process and one worker: nothing of the host,
+	// nothing left behind by the daemon or the forks.
+	if len(pids) != 3 || pids[0] != 1 {
+		t.Errorf("processes visible in the sandbox: %v", pids)
+	}
+	for _, p := range pids {
+		if p == os.Getpid() && p != 1 {
+			t.Errorf("the host's pid %d is visible", p)
+		}
+	}
+}
+
+func TestNetworkPolicy(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	args := fmt.Sprintf(`{"host":"127.0.0.1","port":%d}`, port)
+	allow := open(t, hostileYAML, Options{Sandbox: sandbox(t, "allow"), Network: "allow"})
+	if r := call(t, allow, "connect", args); !r.OK {
+		t.Errorf("allow: %+v", r.Error)
+	}
+	deny := open(t, hostileYAML, Options{Sandbox: sandbox(t, "deny"), Network: "deny"})
+	r := call(t, deny, "connect", args)
+	if r.OK || r.Error.Kind != plugins.ErrException || !(strings.Contains(r.Error.Message, "unreachable") || strings.Contains(r.Error.Message, "refused")) {
+		t.Errorf("deny: %s %+v", r.Result, r.Error)
+	}
+}
+
+func TestTimeoutReplacesWorker(t *testing.T) {
+	g := open(t, hostileYAML, Options{Sandbox: sandbox(t, "allow"), Timeout: time.Second})
+	first := call(t, g, "ok", `{}`)
+	r := call(t, g, "sleep", `{"seconds": 30}`)
+	if r.OK || r.Error.Kind != plugins.ErrTimeout {
+		t.Fatalf("sleep: %+v", r.Error)
+	}
+	after := call(t, g, "ok", `{}`)
+	if !after.OK || after.Worker == first.Worker && first.Worker != 0 && after.Worker == r.Worker {
+		t.Fatalf("after a timeout: %+v (worker %d, before %d)", after.Error, after.Worker, first.Worker)
+	}
+}
+
+func TestGPythonTimeoutReplacesProcess(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "s.py"), []byte("def spin():\n    while True:\n        pass\n\ndef ok():\n    return 1\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "s.yaml"), []byte(`kind: Plugin
+name: S
+description: spins
+dependencies: [s.py]
+tools:
+  - {kind: Tool, object_name: Spin, name: spin, description: d, implementation: s.spin, parameters: []}
+  - {kind: Tool, object_name: Ok, name: ok, description: d, implementation: s.ok, parameters: []}
+`), 0o644)
+	g := open(t, filepath.Join(dir, "s.yaml"), Options{Runtime: plugins.RuntimeGPython, Sandbox: sandbox(t, "allow"), Timeout: time.Second})
+	pid := g.PluginPID()
+	r := call(t, g, "spin", `{}`)
+	if r.OK || r.Error.Kind != plugins.ErrTimeout || !strings.Contains(r.Error.Message, "cannot be interrupted") {
+		t.Fatalf("spin: %+v", r.Error)
+	}
+	if r := call(t, g, "ok", `{}`); !r.OK || string(r.Result) != "1" {
+		t.Fatalf("after the timeout: %+v", r.Error)
+	}
+	if g.PluginPID() == pid {
+		t.Error("the plugin process was not replaced")
+	}
+}
+
+// descendants lists the processes below pid, by reading /proc.
+func descendants(pid int) []int {
+	var out []int
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, f := range tasks {
+		b, _ := os.ReadFile(f)
+		for _, s := range strings.Fields(string(b)) {
+			if c, err := strconv.Atoi(s); err == nil {
+				out = append(out, c)
+				out = append(out, descendants(c)...)
+			}
+		}
+	}
+	return out
+}
+
+func pythonDescendant(pid int) int {
+	for _, c := range descendants(pid) {
+		cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", c))
+		if strings.Contains(string(cmd), "python") {
+			return c
+		}
+	}
+	return 0
+}
+
+func TestCrashMidCall(t *testing.T) {
+	g := open(t, hostileYAML, Options{Sandbox: sandbox(t, "allow")})
+	killDuringSleep := func(victim func() int) *plugins.CallResponse {
+		var wg sync.WaitGroup
+		var r *plugins.CallResponse
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r = call(t, g, "sleep", `{"seconds": 20}`)
+		}()
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			if pid := victim(); pid > 0 {
+				time.Sleep(100 * time.Millisecond)
+				syscall.Kill(pid, syscall.SIGKILL)
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		wg.Wait()
+		return r
+	}
+	call(t, g, "ok", `{}`)
+	// The worker dies mid-call.
+	r := killDuringSleep(func() int { return pythonDescendant(g.PluginPID()) })
+	if r.OK || r.Error.Kind != plugins.ErrCrash || !strings.Contains(r.Error.Message, "signal 9") {
+		t.Fatalf("worker killed: %+v", r.Error)
+	}
+	if r := call(t, g, "ok", `{}`); !r.OK {
+		t.Fatalf("after the worker crash: %+v", r.Error)
+	}
+	// The whole plugin process dies mid-call.
+	r = killDuringSleep(func() int {
+		if pythonDescendant(g.PluginPID()) > 0 {
+			return g.PluginPID()
+		}
+		return 0
+	})
+	if r.OK || r.Error.Kind != plugins.ErrCrash || !strings.Contains(r.Error.Message, "plugin process failed") {
+		t.Fatalf("plugin killed: %+v", r.Error)
+	}
+	if r := call(t, g, "ok", `{}`); !r.OK {
+		t.Fatalf("after the plugin crash: %+v", r.Error)
+	}
+}
+
+func TestNoProcessLeftBehind(t *testing.T) {
+	g := open(t, hostileYAML, Options{Sandbox: sandbox(t, "allow")})
+	call(t, g, "ok", `{}`)
+	pid := g.PluginPID()
+	if pid == 0 || len(descendants(pid)) == 0 {
+		t.Fatalf("plugin %d has no worker", pid)
+	}
+	all := append([]int{pid}, descendants(pid)...)
+	g.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for _, p := range all {
+		for syscall.Kill(p, 0) == nil && time.Now().Before(deadline) {
+			// A zombie still answers kill(0); it has no cmdline.
+			if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p)); len(b) == 0 {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p)); len(b) > 0 {
+			t.Errorf("process %d (%s) outlived Close", p, b)
+		}
+	}
+}
+
+func TestConcurrentCalls(t *testing.T) {
+	g := open(t, hostileYAML, Options{Sandbox: sandbox(t, "allow"), Limits: plugins.Limits{Workers: 3}})
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan string, 3)
+	for i := 0; i < 3; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if r := call(t, g, "sleep", `{"seconds": 1}`); !r.OK {
+				errs <- fmt.Sprint(r.Error)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	// Three one-second calls on three workers run side by side.
+	if d := time.Since(start); d > 2500*time.Millisecond {
+		t.Errorf("three parallel 1 s calls took %s", d)
+	}
+}
+
+func TestSandboxWarnings(t *testing.T) {
+	sb := &Sandbox{Network: "deny", Mechanisms: []plugins.Mechanism{
+		{Name: plugins.MechLandlock, Active: false, Detail: "not supported by this kernel"},
+		{Name: plugins.MechSeccomp, Active: true},
+		{Name: plugins.MechNetNS, Active: false, Detail: "no"},
+	}}
+	w := sb.Warnings()
+	if len(w) != 2 || !strings.Contains(w[0], "landlock is not available (not supported by this kernel)") {
+		t.Errorf("warnings = %v", w)
+	}
+	sb.Network = "allow"
+	if w := sb.Warnings(); len(w) != 1 {
+		t.Errorf("under allow the net namespace is not used: %v", w)
+	}
+}
