@@ -55,6 +55,8 @@ type Options struct {
 	// Scratch is the folder tool code may write to; default: a fresh
 	// temporary folder, removed on Close.
 	Scratch string
+	// Packages says where the packages of requirements.txt come from.
+	Packages Packages
 }
 
 // LoadError is a group whose code could not be loaded, or whose
@@ -133,6 +135,10 @@ func Open(ctx context.Context, def *definition.Group, root string, opts Options)
 			return nil, err
 		}
 	}
+	venvPython, err := requirementsVenv(ctx, def, absRoot, runtime, opts)
+	if err != nil {
+		return nil, err
+	}
 	g := &Group{def: def, root: absRoot, opts: opts, runtime: runtime}
 	g.scratch = opts.Scratch
 	if g.scratch == "" {
@@ -145,11 +151,43 @@ func Open(ctx context.Context, def *definition.Group, root string, opts Options)
 		return nil, err
 	}
 	g.load = g.loadRequest()
+	if venvPython != "" {
+		g.load.Python = venvPython
+	}
 	if err := g.start(ctx, true); err != nil {
 		g.Close()
 		return nil, err
 	}
 	return g, nil
+}
+
+// requirementsVenv installs what the group's requirements.txt files list
+// (all of them, in listed order) into a virtual environment and returns its
+// python, or "" when nothing is listed.
+func requirementsVenv(ctx context.Context, def *definition.Group, root, runtime string, opts Options) (string, error) {
+	var all []byte
+	var names []string
+	for _, d := range def.Dependencies {
+		if filepath.Base(d.Path) != "requirements.txt" {
+			continue
+		}
+		content, err := os.ReadFile(filepath.Join(root, d.Path))
+		if err != nil {
+			return "", fmt.Errorf("read %s: %w", d.Path, err)
+		}
+		if HasRequirements(content) {
+			all = append(append(all, content...), '\n')
+			names = append(names, d.Path)
+		}
+	}
+	if len(names) == 0 {
+		return "", nil
+	}
+	if runtime != plugins.RuntimeCPython {
+		return "", &LoadError{Group: def.Name, Problems: []string{
+			strings.Join(names, ", ") + " lists packages, which the gpython runtime cannot install; run the group on cpython"}}
+	}
+	return EnsureVenv(ctx, opts.Python, all, strings.Join(names, ", "), opts.Packages)
 }
 
 func resolveRuntime(opts Options) (string, error) {

@@ -1,0 +1,140 @@
+package runner
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// Packages says where requirements.txt packages come from.
+type Packages struct {
+	// Wheelhouse is a folder of wheels; when set, pip installs from it
+	// alone (--no-index --find-links), which works without a network.
+	Wheelhouse string
+	// IndexURL is a package index; empty means pip's own configuration.
+	IndexURL string
+	// CacheDir holds the virtual environments, one per requirements hash;
+	// default: the user's cache folder.
+	CacheDir string
+}
+
+// HasRequirements reports whether a requirements file lists anything (an
+// empty or comment-only file needs no install).
+func HasRequirements(content []byte) bool {
+	sc := bufio.NewScanner(bytes.NewReader(content))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line != "" && !strings.HasPrefix(line, "#") {
+			return true
+		}
+	}
+	return false
+}
+
+// InstallError is a failed pip install, with pip's last lines.
+type InstallError struct {
+	Requirements string
+	Output       string
+	Err          error
+}
+
+// Error implements error.
+func (e *InstallError) Error() string {
+	return fmt.Sprintf("installing %s failed (%v); pip said:\n%s", e.Requirements, e.Err, e.Output)
+}
+
+// EnsureVenv returns the python of a virtual environment with the
+// requirements installed, building it when no environment with the same
+// requirements, interpreter and package source exists yet. Environments
+// are keyed by that hash and reused; one is built in a temporary folder and
+// renamed into place, so a crash never leaves a half-built one behind.
+// Only wheels are installed (--only-binary :all:): building a source
+// distribution would run its setup code on the host, outside the sandbox.
+func EnsureVenv(ctx context.Context, py *Python, requirements []byte, reqName string, pk Packages) (string, error) {
+	cache := pk.CacheDir
+	if cache == "" {
+		base, err := os.UserCacheDir()
+		if err != nil {
+			base = os.TempDir()
+		}
+		cache = filepath.Join(base, "toolhost", "venvs")
+	}
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "python=%s %s\nwheelhouse=%s\nindex=%s\n", py.Executable, py.Version, pk.Wheelhouse, pk.IndexURL)
+	h.Write(requirements)
+	key := hex.EncodeToString(h.Sum(nil))[:24]
+	dir := filepath.Join(cache, "venv-"+key)
+	python := filepath.Join(dir, "bin", "python")
+
+	// One builder at a time per environment, across processes.
+	lock, err := os.OpenFile(dir+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return "", err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return "", err
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	if _, err := os.Stat(filepath.Join(dir, ".toolhost-complete")); err == nil {
+		return python, nil
+	}
+	os.RemoveAll(dir)
+	tmp, err := os.MkdirTemp(cache, ".building-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	reqFile := filepath.Join(tmp, "requirements.txt")
+	if err := os.WriteFile(reqFile, requirements, 0o644); err != nil {
+		return "", err
+	}
+	venv := filepath.Join(tmp, "venv")
+	if out, err := runQuiet(ctx, py.Executable, "-m", "venv", "--without-pip", venv); err != nil {
+		return "", &InstallError{Requirements: reqName, Output: out, Err: fmt.Errorf("python -m venv: %w", err)}
+	}
+	args := []string{"-m", "pip", "--python", filepath.Join(venv, "bin", "python"), "install",
+		"--no-input", "--disable-pip-version-check", "--no-cache-dir", "--only-binary", ":all:", "-r", reqFile}
+	if pk.Wheelhouse != "" {
+		args = append(args, "--no-index", "--find-links", pk.Wheelhouse)
+	} else if pk.IndexURL != "" {
+		args = append(args, "--index-url", pk.IndexURL)
+	}
+	if out, err := runQuiet(ctx, py.Executable, args...); err != nil {
+		return "", &InstallError{Requirements: reqName, Output: lastLines(out, 20), Err: err}
+	}
+	if err := os.WriteFile(filepath.Join(venv, ".toolhost-complete"), []byte(reqName+"\n"), 0o644); err != nil {
+		return "", err
+	}
+	if err := os.Rename(venv, dir); err != nil {
+		return "", err
+	}
+	return python, nil
+}
+
+func runQuiet(ctx context.Context, name string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, name, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,139 @@
+package runner
+
+import (
+	"archive/zip"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"toolhost/plugins"
+)
+
+// buildWheel writes a minimal pure-Python wheel into dir, by hand: PyPI
+// cannot be reached here, and building one needs nothing but a zip file.
+func buildWheel(t *testing.T, dir, name, version, source string) {
+	t.Helper()
+	files := map[string]string{
+		name + "/__init__.py": source,
+		fmt.Sprintf("%s-%s.dist-info/METADATA", name, version): fmt.Sprintf("Metadata-Version: 2.1\nName: %s\nVersion: %s\n", name, version),
+		fmt.Sprintf("%s-%s.dist-info/WHEEL", name, version):    "Wheel-Version: 1.0\nGenerator: toolhost-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+	}
+	var record strings.Builder
+	for path, content := range files {
+		sum := sha256.Sum256([]byte(content))
+		fmt.Fprintf(&record, "%s,sha256=%s,%d\n", path, base64.RawURLEncoding.EncodeToString(sum[:]), len(content))
+	}
+	recordPath := fmt.Sprintf("%s-%s.dist-info/RECORD", name, version)
+	fmt.Fprintf(&record, "%s,,\n", recordPath)
+	files[recordPath] = record.String()
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%s-py3-none-any.whl", name, version)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zw := zip.NewWriter(f)
+	for path, content := range files {
+		w, err := zw.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write([]byte(content))
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func writeGroup(t *testing.T, requirements string) string {
+	t.Helper()
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "uses_lib.py"), []byte("import tinylib\n\ndef shout(text):\n    return tinylib.shout(text)\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "requirements.txt"), []byte(requirements), 0o644)
+	os.WriteFile(filepath.Join(dir, "g.yaml"), []byte(`kind: Plugin
+name: Uses a package
+description: imports a package from requirements.txt
+dependencies: [uses_lib.py, requirements.txt]
+tools:
+  - {kind: Tool, object_name: Shout, name: shout, description: d, implementation: uses_lib.shout, parameters: [{name: text, type: str, description: d}]}
+`), 0o644)
+	return filepath.Join(dir, "g.yaml")
+}
+
+func TestRequirementsFromWheelhouse(t *testing.T) {
+	wheels := t.TempDir()
+	buildWheel(t, wheels, "tinylib", "1.0", "def shout(s):\n    return s.upper() + '!'\n")
+	cache := t.TempDir()
+	pk := Packages{Wheelhouse: wheels, CacheDir: cache}
+	yamlPath := writeGroup(t, "# the one package\ntinylib==1.0\n")
+
+	start := time.Now()
+	g := open(t, yamlPath, Options{Sandbox: sandbox(t, "allow"), Packages: pk})
+	cold := time.Since(start)
+	r := call(t, g, "shout", `{"text":"hi"}`)
+	if !r.OK || string(r.Result) != `"HI!"` {
+		t.Fatalf("shout: %s %+v", r.Result, r.Error)
+	}
+	venvs, _ := filepath.Glob(filepath.Join(cache, "venv-*[^k]"))
+	if len(venvs) != 1 {
+		t.Fatalf("venvs: %v", venvs)
+	}
+	// The same requirements reuse the environment.
+	start = time.Now()
+	g2 := open(t, writeGroup(t, "# the one package\ntinylib==1.0\n"), Options{Sandbox: sandbox(t, "allow"), Packages: pk})
+	warm := time.Since(start)
+	if r := call(t, g2, "shout", `{"text":"again"}`); !r.OK {
+		t.Fatalf("second group: %+v", r.Error)
+	}
+	again, _ := filepath.Glob(filepath.Join(cache, "venv-*[^k]"))
+	if len(again) != 1 || again[0] != venvs[0] {
+		t.Errorf("the environment was not reused: %v then %v", venvs, again)
+	}
+	t.Logf("first open (builds the venv) %s, second open (reuses it) %s", cold, warm)
+}
+
+func TestRequirementsFailures(t *testing.T) {
+	wheels := t.TempDir()
+	buildWheel(t, wheels, "tinylib", "1.0", "def shout(s):\n    return s\n")
+	pk := Packages{Wheelhouse: wheels, CacheDir: t.TempDir()}
+	def := loadDef(t, writeGroup(t, "nosuchpkg==9.9\n"))
+	_, err := Open(context.Background(), def, filepath.Dir(writeGroup(t, "nosuchpkg==9.9\n")), Options{Executable: toolhostBin, Packages: pk})
+	var ie *InstallError
+	if !errors.As(err, &ie) || !strings.Contains(ie.Output, "No matching distribution found for nosuchpkg==9.9") {
+		t.Fatalf("err = %v", err)
+	}
+	// No half-built environment is left.
+	if left, _ := filepath.Glob(filepath.Join(pk.CacheDir, "venv-*[^k]")); len(left) != 0 {
+		t.Errorf("left behind: %v", left)
+	}
+	// gpython cannot install packages.
+	yamlPath := writeGroup(t, "tinylib==1.0\n")
+	_, err = Open(context.Background(), loadDef(t, yamlPath), filepath.Dir(yamlPath), Options{Executable: toolhostBin, Packages: pk, Runtime: plugins.RuntimeGPython})
+	if err == nil || !strings.Contains(err.Error(), "gpython runtime cannot install") {
+		t.Errorf("gpython: %v", err)
+	}
+}
+
+func TestCommentOnlyRequirementsNeedNoInstall(t *testing.T) {
+	for _, content := range []string{"", "# nothing\n\n   # at all\n"} {
+		if HasRequirements([]byte(content)) {
+			t.Errorf("HasRequirements(%q) = true", content)
+		}
+	}
+	if !HasRequirements([]byte("# x\nrequests>=2\n")) {
+		t.Error("a listed package was missed")
+	}
+	// The CRM sample's requirements.txt is comment-only: it opens with no
+	// environment built, even with an empty cache folder.
+	cache := t.TempDir()
+	open(t, crmYAML, Options{Packages: Packages{CacheDir: cache}})
+	if entries, _ := os.ReadDir(cache); len(entries) != 0 {
+		t.Errorf("an install happened: %v", entries)
+	}
+}
