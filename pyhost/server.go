@@ -29,9 +29,11 @@ type Server struct {
 	mu   sync.Mutex
 	rt   runtime
 	last *plugins.LoadResponse
-	// AfterCall runs after every call with the pid of the worker that served
-	// it, or 0 (the sandbox kills what the call left behind).
-	AfterCall func(worker int)
+	// AfterCall runs after every cpython call with the pid of the worker
+	// that served it (or 0) and the number of live workers: the sandbox
+	// kills what the call left behind. (gpython code cannot start
+	// processes.)
+	AfterCall func(worker, workers int)
 }
 
 // Load implements plugins.Host.
@@ -95,11 +97,7 @@ func (s *Server) Call(ctx context.Context, req *plugins.CallRequest) (*plugins.C
 	if rt == nil {
 		return nil, fmt.Errorf("no group is loaded")
 	}
-	resp := rt.Call(ctx, req)
-	if _, ok := rt.(*gpython.Runtime); ok && s.AfterCall != nil {
-		s.AfterCall(0)
-	}
-	return resp, nil
+	return rt.Call(ctx, req), nil
 }
 
 // Shutdown implements plugins.Host.
@@ -115,7 +113,7 @@ func (s *Server) Shutdown(context.Context, *plugins.Empty) (*plugins.Empty, erro
 
 // Serve runs the plugin process: it answers go-plugin's handshake on
 // stdout and serves until the core goes away.
-func Serve(afterCall func(worker int)) {
+func Serve(afterCall func(worker, workers int)) {
 	srv := &Server{AfterCall: afterCall}
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: plugins.Handshake,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -80,22 +81,35 @@ func findCallTarget(g *definition.Group, name string) (*callTarget, error) {
 
 // runFlags are the flags of commands that run a group.
 type runFlags struct {
-	files   *string
-	runtime *string
-	timeout *float64
-	network *string
+	files, runtime, network, wheelhouse, indexURL *string
+	timeout                                       *float64
+	memoryMB, cpu, openFiles, processes, workers  *int
+	resultBytes, outputBytes                      *int
 }
 
-func addRunFlags(fs interface {
-	String(string, string, string) *string
-	Float64(string, float64, string) *float64
-}) runFlags {
+func addRunFlags(fs *flag.FlagSet) runFlags {
+	d := plugins.DefaultLimits
 	return runFlags{
-		files:   fs.String("files", "", "`DIR` that plays the shared file storage (default: the YAML's folder)"),
-		runtime: fs.String("runtime", "auto", "auto, cpython or gpython"),
-		timeout: fs.Float64("timeout", runner.DefaultTimeout.Seconds(), "per-call timeout in `SEC`onds"),
-		network: fs.String("network", "allow", "network policy of tool code: allow or deny"),
+		files:       fs.String("files", "", "`DIR` that plays the shared file storage (default: the YAML's folder)"),
+		runtime:     fs.String("runtime", "auto", "auto, cpython or gpython"),
+		timeout:     fs.Float64("timeout", runner.DefaultTimeout.Seconds(), "per-call timeout in `SEC`onds"),
+		network:     fs.String("network", "allow", "network policy of tool code: allow or deny"),
+		wheelhouse:  fs.String("wheelhouse", os.Getenv("TOOLHOST_WHEELHOUSE"), "`DIR` of wheels to install requirements.txt from, offline (default $TOOLHOST_WHEELHOUSE)"),
+		indexURL:    fs.String("index-url", os.Getenv("TOOLHOST_INDEX_URL"), "package index `URL` for requirements.txt (default $TOOLHOST_INDEX_URL, else pip's configuration)"),
+		memoryMB:    fs.Int("memory-mb", int(d.MemoryBytes>>20), "address space of one worker, in `MiB`"),
+		cpu:         fs.Int("cpu-seconds", d.CPUSeconds, "CPU time of one call, in `seconds`"),
+		openFiles:   fs.Int("open-files", d.OpenFiles, "open files of one worker"),
+		processes:   fs.Int("processes", d.Processes, "processes and threads tool code may have at once"),
+		resultBytes: fs.Int("result-bytes", d.ResultBytes, "largest JSON result of a call"),
+		outputBytes: fs.Int("output-bytes", d.OutputBytes, "printed output kept per call"),
+		workers:     fs.Int("workers", d.Workers, "calls of one group that run at once"),
 	}
+}
+
+// limits are the limits the flags set.
+func (rf runFlags) limits() plugins.Limits {
+	return plugins.Limits{MemoryBytes: int64(*rf.memoryMB) << 20, CPUSeconds: *rf.cpu, OpenFiles: *rf.openFiles,
+		Processes: *rf.processes, ResultBytes: *rf.resultBytes, OutputBytes: *rf.outputBytes, Workers: *rf.workers}
 }
 
 // openGroup loads, checks and starts a group for the run commands. It
@@ -128,8 +142,14 @@ func openGroup(env *Env, cmd, file string, rf runFlags) (*definition.Group, *run
 		fmt.Fprintf(env.Stderr, "toolhost %s: --timeout must be positive\n", cmd)
 		return nil, nil, ExitUsage
 	}
-	opts := runner.Options{Runtime: *rf.runtime, Network: *rf.network,
-		Timeout: time.Duration(*rf.timeout * float64(time.Second))}
+	lim := rf.limits()
+	if lim.MemoryBytes <= 0 || lim.CPUSeconds <= 0 || lim.OpenFiles <= 0 || lim.Processes <= 0 || lim.ResultBytes <= 0 || lim.OutputBytes <= 0 || lim.Workers <= 0 {
+		fmt.Fprintf(env.Stderr, "toolhost %s: every limit must be positive\n", cmd)
+		return nil, nil, ExitUsage
+	}
+	opts := runner.Options{Runtime: *rf.runtime, Network: *rf.network, Limits: lim,
+		Timeout:  time.Duration(*rf.timeout * float64(time.Second)),
+		Packages: runner.Packages{Wheelhouse: *rf.wheelhouse, IndexURL: *rf.indexURL}}
 	opts.Sandbox, err = runner.DefaultSandbox(opts.Network)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "toolhost %s: %v\n", cmd, err)

@@ -26,9 +26,9 @@ type Pool struct {
 	mu    sync.Mutex
 	all   map[*worker]bool
 	// AfterCall, if set, runs after every call with the pid of the worker
-	// that served it (0 when the worker is gone): the sandbox kills what the
-	// call left behind.
-	AfterCall func(worker int)
+	// that served it (0 when the worker is gone) and how many workers are
+	// alive: the sandbox kills what the call left behind.
+	AfterCall func(worker, workers int)
 }
 
 // New makes the pool of a group; no worker starts until Load or a call.
@@ -86,10 +86,13 @@ func (p *Pool) Call(ctx context.Context, req *plugins.CallRequest) *plugins.Call
 		&ans, deadline(ctx, timeout))
 	w.calls++
 	if p.AfterCall != nil {
+		p.mu.Lock()
+		live := len(p.all)
+		p.mu.Unlock()
 		if w.alive() {
-			p.AfterCall(w.pid)
+			p.AfterCall(w.pid, live)
 		} else {
-			p.AfterCall(0)
+			p.AfterCall(0, live)
 		}
 	}
 	p.release(w)

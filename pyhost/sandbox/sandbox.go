@@ -50,6 +50,7 @@ func Init() {
 	}
 	if cfg.WorkerCgroup != "" {
 		cfg.ReadWrite = append(cfg.ReadWrite, filepath.Join(cfg.WorkerCgroup, "cgroup.procs"))
+		cfg.ReadOnly = append(cfg.ReadOnly, filepath.Join(cfg.WorkerCgroup, "pids.current"))
 	}
 	if err := apply(&cfg); err != nil {
 		fail("%v", err)
@@ -288,13 +289,21 @@ func errText(err error) string {
 }
 
 // Sweep kills what tool code left behind once a call on the worker with
-// the given pid has ended (0 for a call that had no worker): every other
-// member of the worker's process group, every child of the worker, and
-// every orphan (a daemon re-parented to the sandbox's init). It works only
-// in the sandbox's own pid namespace and does nothing elsewhere.
-func Sweep(worker int) {
+// the given pid has ended: every other member of the worker's process
+// group, every child of the worker, and every orphan (a daemon re-parented
+// to the sandbox's init). workers is how many workers are alive: when the
+// workers' cgroup holds no more processes than that, nothing was left and
+// the scan of /proc is skipped. It works only in the sandbox's own pid
+// namespace and does nothing elsewhere.
+func Sweep(worker, workers int) {
 	if os.Getenv(plugins.EnvSandboxed) != "1" || os.Getppid() != 1 {
 		return
+	}
+	if cg := os.Getenv(plugins.EnvWorkerCgroup); cg != "" {
+		b, err := os.ReadFile(filepath.Join(cg, "pids.current"))
+		if n, perr := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && perr == nil && n <= workers {
+			return
+		}
 	}
 	self := os.Getpid()
 	entries, err := os.ReadDir("/proc")

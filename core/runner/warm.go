@@ -1,0 +1,169 @@
+package runner
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"time"
+
+	"toolhost/core/definition"
+)
+
+// Warm keeps groups' plugin processes running between calls: a group is
+// opened on first use, shared by concurrent callers, stopped after it has
+// been idle for a while, and, when more groups than the cap are warm, the
+// least recently used idle one is stopped first.
+type Warm struct {
+	max  int
+	idle time.Duration
+
+	mu     sync.Mutex
+	groups map[string]*warmEntry
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+type warmEntry struct {
+	key      string
+	g        *Group
+	ready    chan struct{} // closed when opening ended
+	err      error
+	refs     int
+	lastUsed time.Time
+}
+
+// NewWarm keeps at most max groups warm and stops a group idle for longer
+// than idle.
+func NewWarm(max int, idle time.Duration) *Warm {
+	if max < 1 {
+		max = 1
+	}
+	w := &Warm{max: max, idle: idle, groups: map[string]*warmEntry{}, stop: make(chan struct{}), done: make(chan struct{})}
+	go w.janitor()
+	return w
+}
+
+// Acquire returns the warm group for key, opening it with def, root and
+// opts when none is running. key must change whenever the definition or
+// its files change (a hash of both is a good key). Call release when the
+// call is done.
+func (w *Warm) Acquire(ctx context.Context, key string, def *definition.Group, root string, opts Options) (g *Group, release func(), err error) {
+	w.mu.Lock()
+	e, ok := w.groups[key]
+	if !ok {
+		e = &warmEntry{key: key, ready: make(chan struct{})}
+		w.groups[key] = e
+		e.refs++
+		w.mu.Unlock()
+		e.g, e.err = Open(ctx, def, root, opts)
+		close(e.ready)
+		w.mu.Lock()
+		if e.err != nil {
+			delete(w.groups, key)
+		}
+		w.evictLocked()
+	} else {
+		e.refs++
+	}
+	w.mu.Unlock()
+	<-e.ready
+	if e.err != nil {
+		w.mu.Lock()
+		e.refs--
+		w.mu.Unlock()
+		return nil, nil, e.err
+	}
+	var once sync.Once
+	return e.g, func() {
+		once.Do(func() {
+			w.mu.Lock()
+			e.refs--
+			e.lastUsed = time.Now()
+			w.evictLocked()
+			w.mu.Unlock()
+		})
+	}, nil
+}
+
+// Forget stops the group of key (its definition or files changed) once no
+// call uses it.
+func (w *Warm) Forget(key string) {
+	w.mu.Lock()
+	e, ok := w.groups[key]
+	if ok && e.refs == 0 {
+		delete(w.groups, key)
+	}
+	w.mu.Unlock()
+	if ok && e.refs == 0 && e.g != nil {
+		go e.g.Close()
+	}
+}
+
+// Len is how many groups are warm.
+func (w *Warm) Len() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.groups)
+}
+
+// evictLocked stops the least recently used idle groups beyond the cap.
+func (w *Warm) evictLocked() {
+	if len(w.groups) <= w.max {
+		return
+	}
+	var idle []*warmEntry
+	for _, e := range w.groups {
+		if e.refs == 0 && e.g != nil {
+			idle = append(idle, e)
+		}
+	}
+	sort.Slice(idle, func(i, j int) bool { return idle[i].lastUsed.Before(idle[j].lastUsed) })
+	for _, e := range idle {
+		if len(w.groups) <= w.max {
+			break
+		}
+		delete(w.groups, e.key)
+		go e.g.Close()
+	}
+}
+
+func (w *Warm) janitor() {
+	defer close(w.done)
+	period := w.idle / 4
+	if period < 10*time.Millisecond {
+		period = 10 * time.Millisecond
+	}
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.stop:
+			return
+		case now := <-t.C:
+			w.mu.Lock()
+			for k, e := range w.groups {
+				if e.refs == 0 && e.g != nil && now.Sub(e.lastUsed) > w.idle {
+					delete(w.groups, k)
+					go e.g.Close()
+				}
+			}
+			w.mu.Unlock()
+		}
+	}
+}
+
+// Close stops every warm group.
+func (w *Warm) Close() {
+	close(w.stop)
+	<-w.done
+	w.mu.Lock()
+	groups := w.groups
+	w.groups = map[string]*warmEntry{}
+	w.mu.Unlock()
+	for _, e := range groups {
+		<-e.ready
+		if e.g != nil {
+			e.g.Close()
+		}
+	}
+}
