@@ -58,8 +58,12 @@ fuzz:
 		tail -n 1 $$log; \
 	done
 
-bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./...
+# Go benchmarks of the parsers and schemas, then the end-to-end table: a
+# trivial tool on both runtimes, beside the two baselines (one python3
+# process per call, and the bare call inside one python3).
+bench: build
+	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./core/...
+	$(BIN) bench --runtime both --baselines --n 3000 --concurrency 4 sample_groups/bench/bench.yaml noop '{"x": 1}'
 
 clean:
 	rm -rf bin

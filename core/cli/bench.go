@@ -78,42 +78,19 @@ func runBench(env *Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "toolhost bench: %v\n", err)
 		return ExitFailure
 	}
-	if *rf.runtime == "auto" || *rf.runtime == plugins.RuntimeCPython {
-		runner.FindPython()
+	runtimes := []string{*rf.runtime}
+	if *rf.runtime == "both" {
+		runtimes = []string{plugins.RuntimeCPython, plugins.RuntimeGPython}
 	}
-	ctx := context.Background()
-	start := time.Now()
-	workers := *conc
-	*rf.workers = workers
-	_, g, code := openGroup(env, "bench", file, rf)
-	if g == nil {
-		return code
-	}
-	defer g.Close()
-	first := g.Call(ctx, target.impl, argJSON, nil)
-	cold := time.Since(start)
-	if !first.OK {
-		fmt.Fprintf(env.Stderr, "toolhost bench: the call failed: %v\n", first.Error)
-		return ExitFailure
-	}
-	// Warm the other workers before measuring.
-	parallel(workers, workers, func() { g.Call(ctx, target.impl, argJSON, nil) })
-
-	lat := make([]time.Duration, *n)
-	for i := range lat {
-		t0 := time.Now()
-		if r := g.Call(ctx, target.impl, argJSON, nil); !r.OK {
-			fmt.Fprintf(env.Stderr, "toolhost bench: call %d failed: %v\n", i, r.Error)
-			return ExitFailure
+	var results []BenchResult
+	for _, rt := range runtimes {
+		*rf.runtime = rt
+		r, code := benchOne(env, file, rf, target, argJSON, *n, *conc)
+		if code != ExitOK {
+			return code
 		}
-		lat[i] = time.Since(t0)
+		results = append(results, r)
 	}
-	t0 := time.Now()
-	parallel(*n, *conc, func() { g.Call(ctx, target.impl, argJSON, nil) })
-	throughput := float64(*n) / time.Since(t0).Seconds()
-
-	results := []BenchResult{{Name: "toolhost " + g.Runtime(), Runtime: g.Runtime(), ColdStartMs: ms(cold),
-		P50Us: us(percentile(lat, 50)), P99Us: us(percentile(lat, 99)), CallsPerS: round(throughput), N: *n, Concurrency: *conc}}
 	if *baselines {
 		dir := *rf.files
 		if dir == "" {
@@ -140,6 +117,45 @@ func runBench(env *Env, args []string) int {
 		fmt.Fprintf(env.Stdout, "%-28s %14s %10.1f %10.1f %12.0f\n", r.Name, cold, r.P50Us, r.P99Us, r.CallsPerS)
 	}
 	return ExitOK
+}
+
+// benchOne measures one runtime: cold start to the first result, then n
+// warm calls one after another (latency), then n calls from conc callers
+// (throughput).
+func benchOne(env *Env, file string, rf runFlags, target *callTarget, argJSON []byte, n, conc int) (BenchResult, int) {
+	ctx := context.Background()
+	if *rf.runtime == "auto" || *rf.runtime == plugins.RuntimeCPython {
+		runner.FindPython()
+	}
+	start := time.Now()
+	*rf.workers = conc
+	_, g, code := openGroup(env, "bench", file, rf)
+	if g == nil {
+		return BenchResult{}, code
+	}
+	defer g.Close()
+	first := g.Call(ctx, target.impl, argJSON, nil)
+	cold := time.Since(start)
+	if !first.OK {
+		fmt.Fprintf(env.Stderr, "toolhost bench: the call failed: %v\n", first.Error)
+		return BenchResult{}, ExitFailure
+	}
+	// Start the other workers before measuring.
+	parallel(conc, conc, func() { g.Call(ctx, target.impl, argJSON, nil) })
+	lat := make([]time.Duration, n)
+	for i := range lat {
+		t0 := time.Now()
+		if r := g.Call(ctx, target.impl, argJSON, nil); !r.OK {
+			fmt.Fprintf(env.Stderr, "toolhost bench: call %d failed: %v\n", i, r.Error)
+			return BenchResult{}, ExitFailure
+		}
+		lat[i] = time.Since(t0)
+	}
+	t0 := time.Now()
+	parallel(n, conc, func() { g.Call(ctx, target.impl, argJSON, nil) })
+	throughput := float64(n) / time.Since(t0).Seconds()
+	return BenchResult{Name: "toolhost " + g.Runtime(), Runtime: g.Runtime(), ColdStartMs: ms(cold),
+		P50Us: us(percentile(lat, 50)), P99Us: us(percentile(lat, 99)), CallsPerS: round(throughput), N: n, Concurrency: conc}, ExitOK
 }
 
 // parallel runs f total times on c goroutines.

@@ -91,7 +91,7 @@ func addRunFlags(fs *flag.FlagSet) runFlags {
 	d := plugins.DefaultLimits
 	return runFlags{
 		files:       fs.String("files", "", "`DIR` that plays the shared file storage (default: the YAML's folder)"),
-		runtime:     fs.String("runtime", "auto", "auto, cpython or gpython"),
+		runtime:     fs.String("runtime", "auto", "auto, cpython or gpython (bench: also both)"),
 		timeout:     fs.Float64("timeout", runner.DefaultTimeout.Seconds(), "per-call timeout in `SEC`onds"),
 		network:     fs.String("network", "allow", "network policy of tool code: allow or deny"),
 		wheelhouse:  fs.String("wheelhouse", os.Getenv("TOOLHOST_WHEELHOUSE"), "`DIR` of wheels to install requirements.txt from, offline (default $TOOLHOST_WHEELHOUSE)"),

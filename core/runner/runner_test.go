@@ -570,3 +570,25 @@ func TestSandboxWarnings(t *testing.T) {
 		t.Errorf("under allow the net namespace is not used: %v", w)
 	}
 }
+
+func TestExceptionCarriesUserTraceback(t *testing.T) {
+	g := open(t, hostileYAML, Options{Sandbox: sandbox(t, "allow")})
+	r := call(t, g, "fails", `{}`)
+	if r.OK || r.Error.Kind != plugins.ErrException || r.Error.Type != "KeyError" || r.Error.Message != "'missing thing'" {
+		t.Fatalf("error = %+v", r.Error)
+	}
+	tb := r.Error.Traceback
+	for _, want := range []string{`File "hostile.py", line`, "in fails", "in helper_that_fails", `raise KeyError("missing thing")`} {
+		if !strings.Contains(tb, want) {
+			t.Errorf("traceback lacks %q:\n%s", want, tb)
+		}
+	}
+	if strings.Contains(tb, "<string>") || strings.Contains(tb, "runner") {
+		t.Errorf("the runner's own frames show:\n%s", tb)
+	}
+	// Context reaches tool code through the toolhost module.
+	r = g.Call(context.Background(), impl(g.def, "echo_context"), nil, json.RawMessage(`{"session_id":"abc","variables":{"HumanEmail":"a@b.c"}}`))
+	if !r.OK || string(r.Result) != `{"session_id": "abc", "variables": {"HumanEmail": "a@b.c"}}` && string(r.Result) != `{"session_id":"abc","variables":{"HumanEmail":"a@b.c"}}` {
+		t.Errorf("context: %s %+v", r.Result, r.Error)
+	}
+}

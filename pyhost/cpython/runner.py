@@ -18,6 +18,7 @@ import types
 
 REQ = os.fdopen(3, "rb", buffering=0)
 RESP = os.fdopen(4, "wb", buffering=0)
+ROOT = [""]  # the group's folder, cut from file names in tracebacks
 RUNNER_FILE = "<string>"  # the file name python3 -c gives the runner's frames
 
 
@@ -80,12 +81,14 @@ def error_of(exc, kind="exception"):
     tb = exc.__traceback__
     while tb is not None and tb.tb_frame.f_code.co_filename == RUNNER_FILE:
         tb = tb.tb_next
-    lines = traceback.format_exception(type(exc), exc, tb)
+    text = "".join(traceback.format_exception(type(exc), exc, tb))
+    if ROOT[0]:
+        text = text.replace('File "' + ROOT[0] + os.sep, 'File "')
     return {
         "kind": kind,
         "type": type(exc).__name__,
         "message": str(exc),
-        "traceback": "".join(lines),
+        "traceback": text,
     }
 
 
@@ -150,6 +153,7 @@ def to_json(value, limit):
 class Worker:
     def __init__(self, init):
         self.root = init["root"]
+        ROOT[0] = self.root
         self.modules = init.get("modules") or {}
         self.limits = init.get("limits") or {}
         self.loaded = {}

@@ -84,3 +84,80 @@ func TestBinaryContract(t *testing.T) {
 		t.Errorf("json report = %+v, %v\n%s", rep, err, out)
 	}
 }
+
+// TestCallContract runs `toolhost call` as tests outside the project do:
+// exit 0 success, 1 the tool failed, 2 usage or invalid arguments (checked
+// before any process starts).
+func TestCallContract(t *testing.T) {
+	samples, _ := filepath.Abs("../../../sample_groups")
+	crm := filepath.Join(samples, "crm_integration", "crm_integration.yaml")
+	bench := filepath.Join(samples, "bench", "bench.yaml")
+	tests := []struct {
+		args []string
+		code int
+		out  string
+	}{
+		{[]string{"call", crm, "post_lead", `{"client_name":"Ann","client_email":null}`}, 0, `"success": true`},
+		{[]string{"call", crm, "PostLeadToCRM", `{"client_name":"  ","client_email":null}`}, 1, `"type": "ValueError"`},
+		{[]string{"call", crm, "post_lead", `{"client_name":"Ann"}`}, 2, `missing required parameter "client_email"`},
+		{[]string{"call", crm, "post_lead", `{"client_name":5,"client_email":null}`}, 2, `parameter "client_name": expected str, got the integer 5`},
+		{[]string{"call", crm, "post_led"}, 2, `did you mean "post_lead"`},
+		{[]string{"call", "--runtime", "gpython", bench, "noop", `{"x":7}`}, 0, `"x": 7`},
+		{[]string{"call", "--runtime", "pypy", bench, "noop"}, 2, "runtime must be auto, cpython or gpython"},
+		{[]string{"call", crm}, 2, "want GROUP.yaml NAME"},
+		{[]string{"call", "--files", t.TempDir(), crm, "post_lead", `{"client_name":"A","client_email":null}`}, 2, "Incomplete"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args[1:], " "), func(t *testing.T) {
+			out, err := exec.Command(bin, tt.args...).CombinedOutput()
+			if got := exitCode(err); got != tt.code {
+				t.Errorf("exit %d, want %d\n%s", got, tt.code, out)
+			}
+			if !strings.Contains(string(out), tt.out) {
+				t.Errorf("output lacks %q:\n%s", tt.out, out)
+			}
+		})
+	}
+}
+
+func TestDoctorAndBench(t *testing.T) {
+	out, err := exec.Command(bin, "doctor", "--json").Output()
+	if err != nil && exitCode(err) != 1 {
+		t.Fatalf("doctor: %v", err)
+	}
+	var rep struct {
+		Sandbox []struct {
+			Name   string `json:"name"`
+			Active bool   `json:"active"`
+		} `json:"sandbox"`
+	}
+	if err := json.Unmarshal(out, &rep); err != nil || len(rep.Sandbox) < 10 {
+		t.Fatalf("doctor report: %v\n%s", err, out)
+	}
+	names := map[string]bool{}
+	for _, m := range rep.Sandbox {
+		names[m.Name] = true
+	}
+	for _, want := range []string{"user namespace", "mount namespace", "pid namespace", "net namespace", "fresh /proc", "rlimits", "landlock", "seccomp", "pids cgroup"} {
+		if !names[want] {
+			t.Errorf("doctor does not report %s", want)
+		}
+	}
+	samples, _ := filepath.Abs("../../../sample_groups")
+	out, err = exec.Command(bin, "bench", "--json", "--n", "50", "--concurrency", "2", "--runtime", "both",
+		filepath.Join(samples, "bench", "bench.yaml"), "noop").Output()
+	if err != nil {
+		t.Fatalf("bench: %v", err)
+	}
+	var res []map[string]any
+	if err := json.Unmarshal(out, &res); err != nil || len(res) != 2 {
+		t.Fatalf("bench: %v\n%s", err, out)
+	}
+	for _, r := range res {
+		for _, k := range []string{"cold_start_ms", "p50_us", "p99_us", "calls_per_s"} {
+			if v, ok := r[k].(float64); !ok || v <= 0 {
+				t.Errorf("%v: %s = %v", r["name"], k, r[k])
+			}
+		}
+	}
+}
