@@ -11,7 +11,7 @@ SAMPLES  := $(sort $(wildcard sample_groups/*/*.yaml))
 FUZZTIME ?= 1m
 
 # Fuzz targets: package and function, one per parser of outside input.
-FUZZ_TARGETS := ./core/typeexpr:FuzzParse ./core/definition:FuzzLoad ./core/arguments:FuzzCheck ./core/schema:FuzzAppendString
+FUZZ_TARGETS := ./core/typeexpr:FuzzParse ./core/definition:FuzzLoad ./core/arguments:FuzzCheck ./core/schema:FuzzAppendString ./pyhost/frame:FuzzRead
 
 .PHONY: all build run test lint unit fuzz fuzz-short bench tools clean
 
