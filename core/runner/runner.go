@@ -313,14 +313,27 @@ func (g *Group) checkSignatures(resp *plugins.LoadResponse) []string {
 func (g *Group) command() (*exec.Cmd, func(), error) {
 	if g.opts.Sandbox == nil {
 		cmd := exec.Command(g.opts.Executable, "pyhost")
-		cmd.Env = baseEnv()
+		cmd.Env = g.pluginEnv()
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 		return cmd, func() {}, nil
 	}
 	return g.opts.Sandbox.command(g)
 }
 
-// baseEnv is all the environment the plugin process gets.
+// pluginEnv is all the environment the plugin process gets. On cpython the
+// plugin process only relays calls to its workers: one Go thread running
+// at a time keeps its scheduler from competing with them for the CPUs
+// (measured: a warm call takes about 15% less). On gpython it runs the tool
+// code itself and keeps every CPU.
+func (g *Group) pluginEnv() []string {
+	env := baseEnv()
+	if g.runtime == plugins.RuntimeCPython {
+		env = append(env, "GOMAXPROCS=1")
+	}
+	return env
+}
+
+// baseEnv is the environment every process toolhost starts gets.
 func baseEnv() []string {
 	return []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"}
 }

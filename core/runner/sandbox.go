@@ -160,7 +160,7 @@ func (s *Sandbox) Warnings() []string {
 func (s *Sandbox) command(g *Group) (*exec.Cmd, func(), error) {
 	if !s.namespaces {
 		cmd := exec.Command(g.opts.Executable, "pyhost")
-		cmd.Env = baseEnv()
+		cmd.Env = g.pluginEnv()
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 		return cmd, func() {}, nil
 	}
@@ -198,7 +198,7 @@ func (s *Sandbox) command(g *Group) (*exec.Cmd, func(), error) {
 		return nil, nil, err
 	}
 	cmd := exec.Command(g.opts.Executable, "sandbox-init")
-	cmd.Env = append(baseEnv(), plugins.EnvSandbox+"="+string(data), "PLUGIN_UNIX_SOCKET_DIR="+g.sockets)
+	cmd.Env = append(g.pluginEnv(), plugins.EnvSandbox+"="+string(data), "PLUGIN_UNIX_SOCKET_DIR="+g.sockets)
 	cmd.SysProcAttr = nsAttr(s.Network == "deny")
 	return cmd, cleanup, nil
 }

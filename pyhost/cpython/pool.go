@@ -2,7 +2,6 @@ package cpython
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -109,7 +108,7 @@ func (p *Pool) Call(ctx context.Context, req *plugins.CallRequest) *plugins.Call
 	resp.Error = ans.Error
 	resp.Output, resp.OutputTruncated = ans.Output, ans.OutputTruncated
 	if ans.OK {
-		resp.Result = json.RawMessage(ans.ResultJSON)
+		resp.Result = ans.Result
 	}
 	return resp
 }

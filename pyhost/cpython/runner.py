@@ -16,6 +16,9 @@ import time
 import traceback
 import types
 
+# The protocol pipes are not passed on to programs tool code runs.
+os.set_inheritable(3, False)
+os.set_inheritable(4, False)
 REQ = os.fdopen(3, "rb", buffering=0)
 RESP = os.fdopen(4, "wb", buffering=0)
 ROOT = [""]  # the group's folder, cut from file names in tracebacks
@@ -43,8 +46,13 @@ def _read_exact(n):
     return bytes(buf)
 
 
-def write_frame(obj):
-    body = json.dumps(obj, ensure_ascii=False, allow_nan=False).encode("utf-8")
+def write_frame(obj, raw_result=None):
+    """Writes one answer; raw_result, already JSON, is spliced in as the
+    "result" member rather than encoded a second time."""
+    body = json.dumps(obj, ensure_ascii=False, allow_nan=False)
+    if raw_result is not None:
+        body = '{"result":' + raw_result + "," + body[1:]
+    body = body.encode("utf-8")
     RESP.write(struct.pack(">I", len(body)) + body)
 
 
@@ -121,14 +129,24 @@ def cpu_used():
     return r.ru_utime + r.ru_stime
 
 
+_armed = [0.0]  # the soft CPU limit last set
+
+
 def arm_cpu(limits):
+    """Gives the coming call at least its CPU seconds: the soft limit is
+    moved (a system call) only when less than that is left before it."""
     cpu = limits.get("cpu_seconds")
-    if cpu:
-        soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
-        want = int(cpu_used()) + cpu + 1
-        if hard != resource.RLIM_INFINITY:
-            want = min(want, hard)
-        resource.setrlimit(resource.RLIMIT_CPU, (want, hard))
+    if not cpu:
+        return
+    used = cpu_used()
+    if _armed[0] - used >= cpu:
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    want = int(used) + 2 * cpu + 1
+    if hard != resource.RLIM_INFINITY:
+        want = min(want, hard)
+    resource.setrlimit(resource.RLIMIT_CPU, (want, hard))
+    _armed[0] = want
 
 
 def to_json(value, limit):
@@ -145,8 +163,9 @@ def to_json(value, limit):
         text = json.dumps(value, default=refuse, ensure_ascii=False, allow_nan=False)
     except ValueError as e:
         raise TypeError("the result is not JSON-serialisable: %s" % e)
-    if len(text.encode("utf-8")) > limit:
-        raise OverflowError("the result is %d bytes of JSON, more than the limit of %d" % (len(text.encode("utf-8")), limit))
+    size = len(text) if text.isascii() else len(text.encode("utf-8"))
+    if size > limit:
+        raise OverflowError("the result is %d bytes of JSON, more than the limit of %d" % (size, limit))
     return text
 
 
@@ -227,6 +246,7 @@ class Worker:
         sys.stdout = sys.stderr = out
         start = time.perf_counter()
         answer = {}
+        raw = None
         try:
             arm_cpu(self.limits)
             fn = getattr(self.module(req["module"]), req["func"])
@@ -237,7 +257,8 @@ class Worker:
             answer = {"ok": False, "error": error_of(e)}
         else:
             try:
-                answer = {"ok": True, "result_json": to_json(result, self.limits.get("result_bytes") or (1 << 20))}
+                answer = {"ok": True}
+                raw = to_json(result, self.limits.get("result_bytes") or (1 << 20))
             except BaseException as e:
                 answer = {"ok": False, "error": {"kind": "result", "type": type(e).__name__, "message": str(e)}}
         finally:
@@ -246,12 +267,17 @@ class Worker:
         answer["duration_us"] = int((time.perf_counter() - start) * 1e6)
         answer["output"] = out.getvalue()
         answer["output_truncated"] = out.truncated
-        return answer
+        return answer, raw
+
+
+_forked = [False]  # set once tool code has forked
 
 
 def reap():
     """Collects children that earlier calls left (the host kills them after
     each call), so that they do not stay as zombies."""
+    if not _forked[0]:
+        return
     while True:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
@@ -273,7 +299,10 @@ def main():
     # A process forked by tool code must never speak the protocol: it
     # inherits the pipes, so it loses them, and it ends where the worker
     # would answer.
-    os.register_at_fork(after_in_child=lambda: (_close_quietly(3), _close_quietly(4)))
+    os.register_at_fork(
+        after_in_child=lambda: (_close_quietly(3), _close_quietly(4)),
+        after_in_parent=lambda: _forked.__setitem__(0, True),
+    )
     init = read_frame()
     if init is None:
         return
@@ -294,10 +323,10 @@ def main():
         reap()
         op = req.get("op")
         if op == "call":
-            answer = worker.call(req)
+            answer, raw = worker.call(req)
             if os.getpid() != main_pid:
                 os._exit(0)
-            write_frame(answer)
+            write_frame(answer, raw)
         elif op == "describe":
             write_frame(worker.describe(req.get("callables") or []))
         elif op == "exit":

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -59,7 +60,11 @@ func startWorker(python string, env []string, init initFrame, deadline time.Time
 	if err != nil {
 		return nil, err
 	}
-	respR, respW, err := os.Pipe()
+	// Answers come over a blocking pipe read by a plain system call: the
+	// reading thread is woken directly when the worker writes, without a
+	// round through the network poller. Timeouts kill the worker, which
+	// ends the read.
+	respR, respW, err := blockingPipe()
 	if err != nil {
 		reqR.Close()
 		reqW.Close()
@@ -123,22 +128,38 @@ func startWorker(python string, env []string, init initFrame, deadline time.Time
 
 // roundtrip writes one frame and reads the answer before the deadline. On
 // any failure the worker is killed: a worker is never reused after an
-// incomplete exchange.
+// incomplete exchange. At the deadline a timer kills the worker's process
+// group, which ends the blocked read.
 func (w *worker) roundtrip(req, resp any, deadline time.Time) error {
+	var timedOut atomic.Bool
+	timer := time.AfterFunc(time.Until(deadline), func() {
+		timedOut.Store(true)
+		syscall.Kill(-w.pid, syscall.SIGKILL)
+	})
 	w.req.SetWriteDeadline(deadline)
-	w.resp.SetReadDeadline(deadline)
 	err := frame.Write(w.req, req)
 	if err == nil {
 		err = frame.Read(w.resp, resp)
 	}
+	timer.Stop()
 	if err != nil {
 		w.kill()
-		if errors.Is(err, os.ErrDeadlineExceeded) {
+		if timedOut.Load() || errors.Is(err, os.ErrDeadlineExceeded) {
 			return errTimeout
 		}
 		return err
 	}
 	return nil
+}
+
+// blockingPipe makes a pipe whose read end is in blocking mode (os.Pipe's
+// are non-blocking and go through the network poller).
+func blockingPipe() (r, w *os.File, err error) {
+	var fds [2]int
+	if err := syscall.Pipe2(fds[:], syscall.O_CLOEXEC); err != nil {
+		return nil, nil, err
+	}
+	return os.NewFile(uintptr(fds[0]), "worker-answers"), os.NewFile(uintptr(fds[1]), "worker-fd4"), nil
 }
 
 // kill kills the worker's whole process group and waits for the worker.
@@ -195,7 +216,7 @@ func exitStatus(ps *os.ProcessState) string {
 // callAnswer is a worker's answer to a call.
 type callAnswer struct {
 	OK              bool               `json:"ok"`
-	ResultJSON      string             `json:"result_json"`
+	Result          json.RawMessage    `json:"result"`
 	Error           *plugins.ToolError `json:"error"`
 	Output          string             `json:"output"`
 	OutputTruncated bool               `json:"output_truncated"`

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -296,14 +297,11 @@ func errText(err error) string {
 // the scan of /proc is skipped. It works only in the sandbox's own pid
 // namespace and does nothing elsewhere.
 func Sweep(worker, workers int) {
-	if os.Getenv(plugins.EnvSandboxed) != "1" || os.Getppid() != 1 {
+	if !sandboxed() {
 		return
 	}
-	if cg := os.Getenv(plugins.EnvWorkerCgroup); cg != "" {
-		b, err := os.ReadFile(filepath.Join(cg, "pids.current"))
-		if n, perr := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && perr == nil && n <= workers {
-			return
-		}
+	if n, ok := workerPids(); ok && n <= workers {
+		return
 	}
 	self := os.Getpid()
 	entries, err := os.ReadDir("/proc")
@@ -334,6 +332,41 @@ func Sweep(worker, workers int) {
 			time.Sleep(time.Millisecond)
 		}
 	}
+}
+
+var (
+	sandboxedOnce sync.Once
+	inSandbox     bool
+	pidsMu        sync.Mutex
+	pidsFile      *os.File
+)
+
+// sandboxed reports whether this is the plugin process inside the sandbox.
+func sandboxed() bool {
+	sandboxedOnce.Do(func() {
+		inSandbox = os.Getenv(plugins.EnvSandboxed) == "1" && os.Getppid() == 1
+		if cg := os.Getenv(plugins.EnvWorkerCgroup); inSandbox && cg != "" {
+			pidsFile, _ = os.Open(filepath.Join(cg, "pids.current"))
+		}
+	})
+	return inSandbox
+}
+
+// workerPids reads how many processes and threads the workers' cgroup
+// holds, from a file kept open.
+func workerPids() (int, bool) {
+	if pidsFile == nil {
+		return 0, false
+	}
+	pidsMu.Lock()
+	defer pidsMu.Unlock()
+	var buf [32]byte
+	n, err := pidsFile.ReadAt(buf[:], 0)
+	if err != nil && n == 0 {
+		return 0, false
+	}
+	v, err := strconv.Atoi(strings.TrimSpace(string(buf[:n])))
+	return v, err == nil
 }
 
 // dead reports whether a process is gone or a zombie.
