@@ -206,6 +206,10 @@ func resolveRuntime(opts Options) (string, error) {
 	return "", fmt.Errorf("runtime must be auto, cpython or gpython, got %q", opts.Runtime)
 }
 
+// StopAll stops every plugin process this process started (go-plugin's
+// managed clients); call it before exiting.
+func StopAll() { plugin.CleanupClients() }
+
 // Runtime is the runtime the group runs on.
 func (g *Group) Runtime() string { return g.runtime }
 
@@ -253,6 +257,7 @@ func (g *Group) start(ctx context.Context, check bool) error {
 		SkipHostEnv:      true,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,
+		Managed:          true,
 		Stderr:           stderr,
 		StartTimeout:     30 * time.Second,
 		Logger:           hclog.New(&hclog.LoggerOptions{Output: io.Discard, Level: hclog.Off}),

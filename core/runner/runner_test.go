@@ -105,6 +105,9 @@ func TestSampleGroupsBothRuntimes(t *testing.T) {
 		{crmYAML, plugins.RuntimeCPython, "post_lead", `{"client_name":"Ann Lee","client_email":"ann@example.com"}`, `"status":"accepted"`},
 		{crmYAML, plugins.RuntimeCPython, "transfer_to_operator", `{}`, `"transferred":true`},
 		{crmYAML, plugins.RuntimeCPython, "SessionInit", `{"HumanFullName":"Ann Lee","HumanEmail":"ann@x.org"}`, `"HumanEmailMasked":"a***@x.org"`},
+		{crmYAML, plugins.RuntimeGPython, "post_lead", `{"client_name":"Ann Lee","client_email":null}`, `"status":"accepted"`},
+		{crmYAML, plugins.RuntimeGPython, "transfer_to_operator", `{}`, `"transferred":true`},
+		{crmYAML, plugins.RuntimeGPython, "SessionInit", `{"HumanFullName":"Ann Lee","HumanEmail":"ann@x.org"}`, `"HumanFirstName":"Ann"`},
 		{showcaseYAML, plugins.RuntimeCPython, "echo_every_type", showcaseArgs, `"a_float":{"type":"float","value":2.5}`},
 		{showcaseYAML, plugins.RuntimeGPython, "echo_every_type", showcaseArgs, `"a_int":{"type":"int","value":1}`},
 	}
@@ -129,14 +132,22 @@ func TestSampleGroupsBothRuntimes(t *testing.T) {
 }
 
 func TestGPythonRefusesWhatItCannotRun(t *testing.T) {
-	// crm_logic imports re, which gpython lacks: a clear load error that
-	// names the module and suggests cpython.
-	def := loadDef(t, crmYAML)
-	_, err := Open(context.Background(), def, filepath.Dir(crmYAML), Options{Runtime: plugins.RuntimeGPython, Executable: toolhostBin, Sandbox: sandbox(t, "allow")})
+	// A module that imports re, which gpython lacks: a clear load error
+	// that names the module and suggests cpython.
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "uses_re.py"), []byte("import re\n\ndef f():\n    return re.escape('a')\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "re.yaml"), []byte(`kind: Plugin
+name: Uses re
+description: d
+dependencies: [uses_re.py]
+tools:
+  - {kind: Tool, object_name: F, name: f, description: d, implementation: uses_re.f, parameters: []}
+`), 0o644)
+	def := loadDef(t, filepath.Join(dir, "re.yaml"))
+	_, err := Open(context.Background(), def, dir, Options{Runtime: plugins.RuntimeGPython, Executable: toolhostBin, Sandbox: sandbox(t, "allow")})
 	if err == nil || !strings.Contains(err.Error(), `No module named "re" on the gpython runtime`) || !strings.Contains(err.Error(), "cpython") {
 		t.Fatalf("err = %v", err)
 	}
-	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "g.py"), []byte(`import json
 import toolhost
 

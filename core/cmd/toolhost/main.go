@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"toolhost/core/cli"
+	"toolhost/core/runner"
 	"toolhost/pyhost"
 	"toolhost/pyhost/sandbox"
 )
@@ -26,5 +27,7 @@ func main() {
 			sandbox.Probe()
 		}
 	}
-	os.Exit(cli.Main(&cli.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}, os.Args[1:]))
+	code := cli.Main(&cli.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}, os.Args[1:])
+	runner.StopAll()
+	os.Exit(code)
 }
