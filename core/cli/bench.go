@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -13,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"toolhost/core/arguments"
 	"toolhost/core/definition"
 	"toolhost/core/runner"
 	"toolhost/plugins"
@@ -51,27 +49,10 @@ func runBench(env *Env, args []string) int {
 	if len(pos) == 3 {
 		raw = pos[2]
 	}
-	src, err := os.ReadFile(file)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "toolhost bench: %v\n", err)
-		return ExitUsage
+	target, argJSON, code := prepareCall(env, "bench", file, name, raw)
+	if target == nil {
+		return code
 	}
-	res := definition.Load(src)
-	if !res.OK() {
-		printDiagnostics(env.Stderr, file, res.Errors, nil)
-		return ExitUsage
-	}
-	target, err := findCallTarget(res.Group, name)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "toolhost bench: %v\n", err)
-		return ExitUsage
-	}
-	clean, err := arguments.Check(target.params, []byte(raw))
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "toolhost bench: invalid arguments: %v\n", err)
-		return ExitUsage
-	}
-	argJSON, _ := json.Marshal(clean)
 	// The sandbox probe runs once per server, not per group: keep it out of
 	// the cold start.
 	if _, err := runner.DefaultSandbox(*rf.network); err != nil {
@@ -96,7 +77,7 @@ func runBench(env *Env, args []string) int {
 		if dir == "" {
 			dir = filepath.Dir(file)
 		}
-		bl, err := measureBaselines(res.Group, dir, target.impl, argJSON, *n)
+		bl, err := measureBaselines(dir, target.impl, argJSON, *n)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "toolhost bench: baselines: %v\n", err)
 			return ExitFailure
@@ -217,7 +198,7 @@ m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
 print(json.dumps(getattr(m, sys.argv[2])(**json.loads(sys.argv[3]))))
 `
 
-func measureBaselines(def *definition.Group, dir string, impl definition.Implementation, args []byte, n int) ([]BenchResult, error) {
+func measureBaselines(dir string, impl definition.Implementation, args []byte, n int) ([]BenchResult, error) {
 	py, err := runner.FindPython()
 	if err != nil {
 		return nil, err

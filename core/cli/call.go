@@ -79,6 +79,38 @@ func findCallTarget(g *definition.Group, name string) (*callTarget, error) {
 	return nil, fmt.Errorf("no tool or skill %q in the group%s", name, suggest.DidYouMean(name, names))
 }
 
+// prepareCall loads a definition, finds the tool or skill NAME and checks
+// the arguments, before any process starts. It prints what went wrong and
+// returns a nil target with the exit code when something did.
+func prepareCall(env *Env, cmd, file, name, raw string) (*callTarget, []byte, int) {
+	src, err := os.ReadFile(file)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "toolhost %s: %v\n", cmd, err)
+		return nil, nil, ExitUsage
+	}
+	res := definition.Load(src)
+	if !res.OK() {
+		printDiagnostics(env.Stderr, file, res.Errors, nil)
+		return nil, nil, ExitUsage
+	}
+	target, err := findCallTarget(res.Group, name)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "toolhost %s: %v\n", cmd, err)
+		return nil, nil, ExitUsage
+	}
+	clean, err := arguments.Check(target.params, []byte(raw))
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "toolhost %s: invalid arguments for %s: %v\n", cmd, target.what, err)
+		return nil, nil, ExitUsage
+	}
+	argJSON, err := json.Marshal(clean)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "toolhost %s: %v\n", cmd, err)
+		return nil, nil, ExitFailure
+	}
+	return target, argJSON, ExitOK
+}
+
 // runFlags are the flags of commands that run a group.
 type runFlags struct {
 	files, runtime, network, wheelhouse, indexURL *string
@@ -193,33 +225,15 @@ func runCall(env *Env, args []string) int {
 	if len(pos) == 3 {
 		raw = pos[2]
 	}
-	src, err := os.ReadFile(file)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "toolhost call: %v\n", err)
-		return ExitUsage
-	}
-	res := definition.Load(src)
-	if !res.OK() {
-		printDiagnostics(env.Stderr, file, res.Errors, nil)
-		return ExitUsage
-	}
-	target, err := findCallTarget(res.Group, name)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "toolhost call: %v\n", err)
-		return ExitUsage
-	}
-	// Arguments are checked before any process starts.
-	clean, err := arguments.Check(target.params, []byte(raw))
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "toolhost call: invalid arguments for %s: %v\n", target.what, err)
-		return ExitUsage
+	target, argJSON, code := prepareCall(env, "call", file, name, raw)
+	if target == nil {
+		return code
 	}
 	_, g, code := openGroup(env, "call", file, rf)
 	if g == nil {
 		return code
 	}
 	defer g.Close()
-	argJSON, _ := json.Marshal(clean)
 	resp := g.Call(context.Background(), target.impl, argJSON, nil)
 	out, _ := json.MarshalIndent(NewCallResult(resp), "", "  ")
 	fmt.Fprintf(env.Stdout, "%s\n", out)

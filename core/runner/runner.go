@@ -25,6 +25,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"toolhost/core/definition"
+	"toolhost/core/tail"
 	"toolhost/plugins"
 )
 
@@ -93,7 +94,7 @@ type Group struct {
 type process struct {
 	client  *plugin.Client
 	host    plugins.Host
-	stderr  *tail
+	stderr  *tail.Buffer
 	cleanup func()
 }
 
@@ -249,7 +250,7 @@ func (g *Group) start(ctx context.Context, check bool) error {
 	if err != nil {
 		return err
 	}
-	stderr := newTail(8192)
+	stderr := tail.New(8192)
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  plugins.Handshake,
 		Plugins:          plugins.PluginMap(nil),
@@ -439,7 +440,7 @@ func processExit(p *process) string {
 	return "the connection broke"
 }
 
-func stderrNote(t *tail) string {
+func stderrNote(t *tail.Buffer) string {
 	s := strings.TrimSpace(t.String())
 	if s == "" {
 		return ""
@@ -463,29 +464,4 @@ func grpcMessage(err error) string {
 		return s.Message()
 	}
 	return err.Error()
-}
-
-// tail keeps the last n bytes written to it.
-type tail struct {
-	mu  sync.Mutex
-	buf []byte
-	n   int
-}
-
-func newTail(n int) *tail { return &tail{n: n} }
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > t.n {
-		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.n:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.buf)
 }

@@ -14,11 +14,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"toolhost/core/tail"
 	"toolhost/plugins"
 	"toolhost/pyhost/frame"
 )
@@ -43,7 +43,7 @@ type worker struct {
 	cmd     *exec.Cmd
 	req     *os.File // our end of the worker's fd 3
 	resp    *os.File // our end of the worker's fd 4
-	tail    *tailBuffer
+	tail    *tail.Buffer
 	pid     int
 	exited  chan struct{}
 	waitErr error
@@ -94,7 +94,7 @@ func startWorker(python string, env []string, init initFrame, deadline time.Time
 		outR.Close()
 		return nil, fmt.Errorf("start %s: %w", python, err)
 	}
-	w := &worker{cmd: cmd, req: reqW, resp: respR, tail: newTail(4096), pid: cmd.Process.Pid, exited: make(chan struct{})}
+	w := &worker{cmd: cmd, req: reqW, resp: respR, tail: tail.New(4096), pid: cmd.Process.Pid, exited: make(chan struct{})}
 	// In the sandbox, the worker joins the workers' cgroup before it runs
 	// any tool code (it waits for its first frame).
 	if cg := os.Getenv(plugins.EnvWorkerCgroup); cg != "" {
@@ -234,29 +234,4 @@ type callFrame struct {
 type describeFrame struct {
 	Op        string             `json:"op"`
 	Callables []plugins.Callable `json:"callables"`
-}
-
-// tailBuffer keeps the last n bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-	n   int
-}
-
-func newTail(n int) *tailBuffer { return &tailBuffer{n: n} }
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > t.n {
-		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.n:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.buf)
 }
