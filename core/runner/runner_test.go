@@ -420,7 +420,8 @@ func TestTimeoutReplacesWorker(t *testing.T) {
 
 func TestGPythonTimeoutReplacesProcess(t *testing.T) {
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "s.py"), []byte("def spin():\n    while True:\n        pass\n\ndef ok():\n    return 1\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "s.py"), []byte("def spin():\n    while True:\n        pass\n\ndef ok():\n    return 1\n\n"+
+		"def eat():\n    x = []\n    while True:\n        x.append([0] * 1000000)\n\ndef uses_os():\n    import os\n    return os.getcwd()\n"), 0o644)
 	os.WriteFile(filepath.Join(dir, "s.yaml"), []byte(`kind: Plugin
 name: S
 description: spins
@@ -428,8 +429,22 @@ dependencies: [s.py]
 tools:
   - {kind: Tool, object_name: Spin, name: spin, description: d, implementation: s.spin, parameters: []}
   - {kind: Tool, object_name: Ok, name: ok, description: d, implementation: s.ok, parameters: []}
+  - {kind: Tool, object_name: Eat, name: eat, description: d, implementation: s.eat, parameters: []}
+  - {kind: Tool, object_name: UsesOS, name: uses_os, description: d, implementation: s.uses_os, parameters: []}
 `), 0o644)
-	g := open(t, filepath.Join(dir, "s.yaml"), Options{Runtime: plugins.RuntimeGPython, Sandbox: sandbox(t, "allow"), Timeout: time.Second})
+	g := open(t, filepath.Join(dir, "s.yaml"), Options{Runtime: plugins.RuntimeGPython, Sandbox: sandbox(t, "allow"), Timeout: 3 * time.Second})
+	// os is not registered in gpython.
+	if r := call(t, g, "uses_os", `{}`); r.OK || !strings.Contains(r.Error.Message, `No module named "os"`) {
+		t.Errorf("import os: %s %+v", r.Result, r.Error)
+	}
+	// A memory bomb in the plugin process hits its address-space limit: the
+	// call fails (crash or timeout), the next call gets a new process.
+	if r := call(t, g, "eat", `{}`); r.OK || (r.Error.Kind != plugins.ErrCrash && r.Error.Kind != plugins.ErrTimeout) {
+		t.Errorf("memory bomb: %+v", r.Error)
+	}
+	if r := call(t, g, "ok", `{}`); !r.OK {
+		t.Fatalf("after the memory bomb: %+v", r.Error)
+	}
 	pid := g.PluginPID()
 	r := call(t, g, "spin", `{}`)
 	if r.OK || r.Error.Kind != plugins.ErrTimeout || !strings.Contains(r.Error.Message, "cannot be interrupted") {

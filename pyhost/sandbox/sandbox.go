@@ -146,6 +146,10 @@ func apply(cfg *plugins.SandboxConfig) error {
 	return nil
 }
 
+// pluginAddressSpace is the address space the plugin process gets beyond
+// one worker's memory limit.
+const pluginAddressSpace = 2 << 30
+
 func setRlimits(l plugins.Limits) error {
 	nofile := uint64(1024)
 	if uint64(l.OpenFiles) > nofile {
@@ -160,6 +164,10 @@ func setRlimits(l plugins.Limits) error {
 		{"open files", unix.RLIMIT_NOFILE, nofile},
 		{"file size", unix.RLIMIT_FSIZE, uint64(l.FileSizeBytes)},
 		{"core dumps", unix.RLIMIT_CORE, 0},
+		// The plugin process's own address space: gpython code runs in it.
+		// A Go process reserves about 1.7 GB of address space; the worker
+		// limit comes on top. Workers lower it to their own limit.
+		{"address space", unix.RLIMIT_AS, uint64(l.MemoryBytes) + pluginAddressSpace},
 	}
 	for _, lim := range limits {
 		rl := unix.Rlimit{Cur: lim.value, Max: lim.value}
