@@ -18,32 +18,6 @@ import (
 	"toolhost/plugins"
 )
 
-// CallResult is what `toolhost call` prints.
-type CallResult struct {
-	Success    bool               `json:"success"`
-	Content    json.RawMessage    `json:"content"`
-	Error      *plugins.ToolError `json:"error"`
-	Logs       []string           `json:"logs"`
-	DurationMs float64            `json:"duration_ms"`
-	Runtime    string             `json:"runtime,omitempty"`
-}
-
-// NewCallResult turns a plugin's answer into the result object.
-func NewCallResult(resp *plugins.CallResponse) *CallResult {
-	r := &CallResult{Success: resp.OK, Error: resp.Error, Logs: []string{}, Runtime: resp.Runtime,
-		DurationMs: float64(resp.DurationUs) / 1000, Content: json.RawMessage("null")}
-	if resp.OK && len(resp.Result) > 0 {
-		r.Content = resp.Result
-	}
-	if out := strings.TrimRight(resp.Output, "\n"); out != "" {
-		r.Logs = strings.Split(out, "\n")
-	}
-	if resp.OutputTruncated {
-		r.Logs = append(r.Logs, "[output truncated]")
-	}
-	return r
-}
-
 // callTarget is what NAME names: a tool or a skill.
 type callTarget struct {
 	what   string
@@ -174,18 +148,9 @@ func openGroup(env *Env, cmd, file string, rf runFlags) (*definition.Group, *run
 		fmt.Fprintf(env.Stderr, "toolhost %s: --timeout must be positive\n", cmd)
 		return nil, nil, ExitUsage
 	}
-	lim := rf.limits()
-	if lim.MemoryBytes <= 0 || lim.CPUSeconds <= 0 || lim.OpenFiles <= 0 || lim.Processes <= 0 || lim.ResultBytes <= 0 || lim.OutputBytes <= 0 || lim.Workers <= 0 {
-		fmt.Fprintf(env.Stderr, "toolhost %s: every limit must be positive\n", cmd)
-		return nil, nil, ExitUsage
-	}
-	opts := runner.Options{Runtime: *rf.runtime, Network: *rf.network, Limits: lim,
-		Timeout:  time.Duration(*rf.timeout * float64(time.Second)),
-		Packages: runner.Packages{Wheelhouse: *rf.wheelhouse, IndexURL: *rf.indexURL}}
-	opts.Sandbox, err = runner.DefaultSandbox(opts.Network)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "toolhost %s: %v\n", cmd, err)
-		return nil, nil, ExitFailure
+	opts, code := runOptions(env, cmd, rf)
+	if code != ExitOK {
+		return nil, nil, code
 	}
 	for _, w := range opts.Sandbox.Warnings() {
 		fmt.Fprintf(env.Stderr, "toolhost %s: WARNING: %s\n", cmd, w)
@@ -235,7 +200,7 @@ func runCall(env *Env, args []string) int {
 	}
 	defer g.Close()
 	resp := g.Call(context.Background(), target.impl, argJSON, nil)
-	out, _ := json.MarshalIndent(NewCallResult(resp), "", "  ")
+	out, _ := json.MarshalIndent(runner.NewResult(resp), "", "  ")
 	fmt.Fprintf(env.Stdout, "%s\n", out)
 	if !resp.OK {
 		return ExitFailure

@@ -47,6 +47,10 @@ func init() {
 			"toolhost bench [--json] [--n N] [--concurrency C] [--baselines] GROUP.yaml NAME [ARGS_JSON]", runBench},
 		"doctor": {"report which sandbox mechanisms this machine allows",
 			"toolhost doctor [--json]", runDoctor},
+		"serve": {"serve the HTTP API for the portal and the agents",
+			"toolhost serve [--data DIR] [--addr HOST:PORT] [--load DIR ...]", runServe},
+		"tenant": {"create a tenant and print its API token",
+			"toolhost tenant create NAME [--data DIR]", runTenant},
 		"help": {"show help for a command", "toolhost help [COMMAND]", runHelp},
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -74,5 +75,22 @@ func removeCgroup(dir string) {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// CleanStaleCgroups removes the pids cgroups that toolhost processes which
+// no longer run left behind (after a kill -9, for example).
+func CleanStaleCgroups() {
+	dirs, _ := filepath.Glob(filepath.Join(pidsRoot, "toolhost-*"))
+	for _, d := range dirs {
+		var pid, seq int
+		if _, err := fmt.Sscanf(filepath.Base(d), "toolhost-%d-%d", &pid, &seq); err != nil {
+			continue
+		}
+		if pid == os.Getpid() || syscall.Kill(pid, 0) == nil {
+			continue
+		}
+		removeCgroup(filepath.Join(d, "workers"))
+		removeCgroup(d)
 	}
 }

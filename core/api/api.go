@@ -1,0 +1,422 @@
+// Package api is toolhost's HTTP API for the portal (files, groups,
+// statuses) and the agents (tool schemas, calls): JSON bodies, bearer
+// tokens, errors as RFC 9457 problem details.
+package api
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"toolhost/core/arguments"
+	"toolhost/core/definition"
+	"toolhost/core/registry"
+	"toolhost/core/relpath"
+	"toolhost/core/runner"
+	"toolhost/core/schema"
+	"toolhost/storage"
+)
+
+//go:embed openapi.json
+var openAPI []byte
+
+// DefaultMaxFileSize is the largest upload accepted unless configured.
+const DefaultMaxFileSize = 50 << 20
+
+// Server serves the API.
+type Server struct {
+	DB       *storage.DB
+	Registry *registry.Registry
+	// MaxFileSize bounds an uploaded file (413 past it).
+	MaxFileSize int64
+	Log         *slog.Logger
+	Metrics     *Metrics
+}
+
+type tenantKey struct{}
+
+// Handler routes requests. File paths are taken from the raw request path,
+// so that a hostile path ("..", "%00", "\") is refused by the storage rule
+// rather than silently cleaned by a router.
+func (s *Server) Handler() http.Handler {
+	if s.MaxFileSize <= 0 {
+		s.MaxFileSize = DefaultMaxFileSize
+	}
+	if s.Metrics == nil {
+		s.Metrics = NewMetrics()
+	}
+	return s.logged(http.HandlerFunc(s.route))
+}
+
+func (s *Server) route(w http.ResponseWriter, r *http.Request) {
+	path := r.URL.EscapedPath()
+	switch {
+	case path == "/healthz":
+		s.only(w, r, "GET", func() { writeJSON(w, http.StatusOK, map[string]string{"status": "ok"}) })
+	case path == "/metrics":
+		s.only(w, r, "GET", func() { s.Metrics.Write(w, s.Registry.Warm()) })
+	case path == "/v1/openapi.json":
+		s.only(w, r, "GET", func() {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(openAPI)
+		})
+	case strings.HasPrefix(path, "/v1/"):
+		tenant, ok := s.authenticate(w, r)
+		if !ok {
+			return
+		}
+		ctx := context.WithValue(r.Context(), tenantKey{}, tenant)
+		s.routeTenant(w, r.WithContext(ctx), path)
+	default:
+		problem(w, http.StatusNotFound, "Not Found", fmt.Sprintf("no endpoint %s", path), nil)
+	}
+}
+
+func (s *Server) routeTenant(w http.ResponseWriter, r *http.Request, path string) {
+	switch {
+	case path == "/v1/files":
+		s.only(w, r, "GET", func() { s.listFiles(w, r) })
+	case strings.HasPrefix(path, "/v1/files/"):
+		p, err := url.PathUnescape(strings.TrimPrefix(path, "/v1/files/"))
+		if err == nil {
+			err = relpath.Check(p)
+		}
+		if err != nil {
+			problem(w, http.StatusBadRequest, "Bad file path", err.Error(), nil)
+			return
+		}
+		switch r.Method {
+		case "PUT":
+			s.putFile(w, r, p)
+		case "GET":
+			s.getFile(w, r, p)
+		case "DELETE":
+			s.deleteFile(w, r, p)
+		default:
+			methodNotAllowed(w, "PUT, GET, DELETE")
+		}
+	case path == "/v1/groups":
+		switch r.Method {
+		case "GET":
+			s.listGroups(w, r)
+		case "POST":
+			s.putGroup(w, r)
+		default:
+			methodNotAllowed(w, "GET, POST")
+		}
+	case strings.HasPrefix(path, "/v1/groups/"):
+		name, err := url.PathUnescape(strings.TrimPrefix(path, "/v1/groups/"))
+		if err != nil || name == "" {
+			problem(w, http.StatusBadRequest, "Bad group name", "the group name in the path is not valid", nil)
+			return
+		}
+		switch r.Method {
+		case "GET":
+			s.getGroup(w, r, name)
+		case "DELETE":
+			s.deleteGroup(w, r, name)
+		default:
+			methodNotAllowed(w, "GET, DELETE")
+		}
+	case path == "/v1/tools/schemas":
+		s.only(w, r, "POST", func() { s.schemas(w, r) })
+	case path == "/v1/calls":
+		s.only(w, r, "POST", func() { s.call(w, r) })
+	default:
+		problem(w, http.StatusNotFound, "Not Found", fmt.Sprintf("no endpoint %s", path), nil)
+	}
+}
+
+func (s *Server) only(w http.ResponseWriter, r *http.Request, method string, f func()) {
+	if r.Method != method {
+		methodNotAllowed(w, method)
+		return
+	}
+	f()
+}
+
+func methodNotAllowed(w http.ResponseWriter, allow string) {
+	w.Header().Set("Allow", allow)
+	problem(w, http.StatusMethodNotAllowed, "Method Not Allowed", "allowed: "+allow, nil)
+}
+
+// authenticate resolves the bearer token to a tenant.
+func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (storage.Tenant, bool) {
+	auth := r.Header.Get("Authorization")
+	token, ok := strings.CutPrefix(auth, "Bearer ")
+	if !ok || strings.TrimSpace(token) == "" {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="toolhost"`)
+		problem(w, http.StatusUnauthorized, "Unauthorized", "send Authorization: Bearer <token>", nil)
+		return storage.Tenant{}, false
+	}
+	t, err := s.DB.TenantByToken(r.Context(), strings.TrimSpace(token))
+	if err != nil {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="toolhost", error="invalid_token"`)
+		problem(w, http.StatusUnauthorized, "Unauthorized", "the token is not valid", nil)
+		return storage.Tenant{}, false
+	}
+	return t, true
+}
+
+func tenantOf(r *http.Request) storage.Tenant { return r.Context().Value(tenantKey{}).(storage.Tenant) }
+
+// problem writes an RFC 9457 problem details answer.
+func problem(w http.ResponseWriter, status int, title, detail string, extra map[string]any) {
+	body := map[string]any{"type": "about:blank", "title": title, "status": status, "detail": detail}
+	for k, v := range extra {
+		body[k] = v
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(body)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+}
+
+// internal answers 500 and logs the cause.
+func (s *Server) internal(w http.ResponseWriter, r *http.Request, err error) {
+	s.Log.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+	problem(w, http.StatusInternalServerError, "Internal Server Error", "the server failed; the error is in its log", nil)
+}
+
+func (s *Server) putFile(w http.ResponseWriter, r *http.Request, path string) {
+	if r.ContentLength > s.MaxFileSize {
+		problem(w, http.StatusRequestEntityTooLarge, "File too large", fmt.Sprintf("files are limited to %d bytes", s.MaxFileSize), nil)
+		return
+	}
+	fi, err := s.Registry.PutFile(r.Context(), tenantOf(r).ID, path, r.Body, s.MaxFileSize)
+	switch {
+	case errors.Is(err, storage.ErrTooLarge):
+		problem(w, http.StatusRequestEntityTooLarge, "File too large", fmt.Sprintf("files are limited to %d bytes", s.MaxFileSize), nil)
+	case err != nil:
+		s.internal(w, r, err)
+	default:
+		writeJSON(w, http.StatusOK, fi)
+	}
+}
+
+func (s *Server) listFiles(w http.ResponseWriter, r *http.Request) {
+	files, err := s.DB.Files(r.Context(), tenantOf(r).ID)
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, files)
+}
+
+func (s *Server) getFile(w http.ResponseWriter, r *http.Request, path string) {
+	fi, err := s.DB.File(r.Context(), tenantOf(r).ID, path)
+	if errors.Is(err, storage.ErrNotFound) {
+		problem(w, http.StatusNotFound, "Not Found", fmt.Sprintf("no file %q", path), nil)
+		return
+	}
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("ETag", `"`+fi.SHA256+`"`)
+	http.ServeFile(w, r, s.DB.BlobPath(fi.SHA256))
+}
+
+func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request, path string) {
+	err := s.Registry.DeleteFile(r.Context(), tenantOf(r).ID, path)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		problem(w, http.StatusNotFound, "Not Found", fmt.Sprintf("no file %q", path), nil)
+	case err != nil:
+		s.internal(w, r, err)
+	default:
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, definition.MaxSize+1))
+	if err != nil {
+		problem(w, http.StatusBadRequest, "Bad request", err.Error(), nil)
+		return
+	}
+	if len(body) > definition.MaxSize {
+		problem(w, http.StatusRequestEntityTooLarge, "Definition too large", fmt.Sprintf("a definition is limited to %d bytes", definition.MaxSize), nil)
+		return
+	}
+	view, err := s.Registry.PutGroup(r.Context(), tenantOf(r).ID, body)
+	var de *registry.DefinitionError
+	switch {
+	case errors.As(err, &de):
+		problem(w, http.StatusUnprocessableEntity, "Invalid definition",
+			"the definition cannot be stored: it has no name", map[string]any{"errors": orEmpty(de.Errors)})
+	case err != nil:
+		s.internal(w, r, err)
+	default:
+		writeJSON(w, http.StatusOK, view)
+	}
+}
+
+func orEmpty(ds []definition.Diagnostic) []definition.Diagnostic {
+	if ds == nil {
+		return []definition.Diagnostic{}
+	}
+	return ds
+}
+
+func (s *Server) listGroups(w http.ResponseWriter, r *http.Request) {
+	gs, err := s.Registry.Groups(r.Context(), tenantOf(r).ID)
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, gs)
+}
+
+func (s *Server) getGroup(w http.ResponseWriter, r *http.Request, name string) {
+	v, err := s.Registry.Group(r.Context(), tenantOf(r).ID, name)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		problem(w, http.StatusNotFound, "Not Found", fmt.Sprintf("no group %q", name), nil)
+	case err != nil:
+		s.internal(w, r, err)
+	default:
+		writeJSON(w, http.StatusOK, v)
+	}
+}
+
+func (s *Server) deleteGroup(w http.ResponseWriter, r *http.Request, name string) {
+	err := s.Registry.DeleteGroup(r.Context(), tenantOf(r).ID, name)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		problem(w, http.StatusNotFound, "Not Found", fmt.Sprintf("no group %q", name), nil)
+	case err != nil:
+		s.internal(w, r, err)
+	default:
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+// decodeBody reads a JSON request body into v, refusing unknown fields.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(io.LimitReader(r.Body, 8<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		problem(w, http.StatusBadRequest, "Bad request body", "the body must be a JSON object: "+err.Error(), nil)
+		return false
+	}
+	return true
+}
+
+// toolProblem answers a tool that cannot be used: 409 for a group that is
+// not Ready, 422 for an unknown name or a skill.
+func (s *Server) toolProblem(w http.ResponseWriter, r *http.Request, err error) {
+	var nr *registry.NotReadyError
+	var ut *registry.UnknownToolError
+	switch {
+	case errors.As(err, &nr):
+		problem(w, http.StatusConflict, "Group not Ready", nr.Error(), map[string]any{"group": nr.Group, "group_status": nr.Status})
+	case errors.As(err, &ut):
+		extra := map[string]any{"tool": ut.Name}
+		if ut.Suggest != "" {
+			extra["did_you_mean"] = ut.Suggest
+		}
+		problem(w, http.StatusUnprocessableEntity, "Unknown tool", ut.Error(), extra)
+	default:
+		s.internal(w, r, err)
+	}
+}
+
+type schemasRequest struct {
+	AvailableTools []string `json:"available_tools"`
+	Dialect        string   `json:"dialect"`
+}
+
+func (s *Server) schemas(w http.ResponseWriter, r *http.Request) {
+	var req schemasRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	if req.Dialect == "" {
+		req.Dialect = string(schema.JSONSchema)
+	}
+	d, err := schema.ParseDialect(req.Dialect)
+	if err != nil {
+		problem(w, http.StatusUnprocessableEntity, "Unknown dialect", err.Error(), nil)
+		return
+	}
+	tenant := tenantOf(r).ID
+	tools := []schema.Object{}
+	for _, name := range req.AvailableTools {
+		t, err := s.Registry.FindTool(r.Context(), tenant, name, false)
+		if err != nil {
+			s.toolProblem(w, r, err)
+			return
+		}
+		group := "built-in"
+		if t.Def != nil {
+			group = t.Def.Name
+		}
+		sch, err := schema.Tool(group, t.Tool, d)
+		if err != nil {
+			problem(w, http.StatusUnprocessableEntity, "Type not expressible", err.Error(), map[string]any{"tool": name, "dialect": string(d)})
+			return
+		}
+		tools = append(tools, sch)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tools": tools})
+}
+
+type callRequest struct {
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+func (s *Server) call(w http.ResponseWriter, r *http.Request) {
+	var req callRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	if req.Tool == "" {
+		problem(w, http.StatusBadRequest, "Bad request body", `"tool" is required`, nil)
+		return
+	}
+	tenant := tenantOf(r).ID
+	t, err := s.Registry.FindTool(r.Context(), tenant, req.Tool, true)
+	if err != nil {
+		s.toolProblem(w, r, err)
+		return
+	}
+	if t.Def == nil {
+		problem(w, http.StatusUnprocessableEntity, "Built-in tool", fmt.Sprintf("%s is a built-in tool; it runs inside a session", req.Tool), nil)
+		return
+	}
+	args := req.Arguments
+	if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
+		args = json.RawMessage("{}")
+	}
+	clean, err := arguments.Check(t.Tool.Parameters, args)
+	if err != nil {
+		var es arguments.Errors
+		errors.As(err, &es)
+		problem(w, http.StatusUnprocessableEntity, "Invalid arguments", err.Error(), map[string]any{"tool": t.Tool.Name, "errors": es})
+		return
+	}
+	argJSON, _ := json.Marshal(clean)
+	start := time.Now()
+	resp := s.Registry.Run(r.Context(), tenant, t, argJSON, nil)
+	s.Metrics.ObserveCall(resp, time.Since(start))
+	writeJSON(w, http.StatusOK, runner.NewResult(resp))
+}

@@ -1,0 +1,124 @@
+package api
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"toolhost/plugins"
+)
+
+// callBuckets are the upper bounds (seconds) of the call duration
+// histogram.
+var callBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
+
+// Metrics counts requests and calls, in Prometheus' text format.
+type Metrics struct {
+	mu       sync.Mutex
+	requests map[int]int64
+	calls    map[bool]int64
+	errors   map[string]int64
+	buckets  []int64
+	sum      float64
+	count    int64
+}
+
+// NewMetrics makes empty metrics.
+func NewMetrics() *Metrics {
+	return &Metrics{requests: map[int]int64{}, calls: map[bool]int64{}, errors: map[string]int64{}, buckets: make([]int64, len(callBuckets))}
+}
+
+// ObserveRequest counts one HTTP answer.
+func (m *Metrics) ObserveRequest(code int) {
+	m.mu.Lock()
+	m.requests[code]++
+	m.mu.Unlock()
+}
+
+// ObserveCall counts one tool call and its duration.
+func (m *Metrics) ObserveCall(resp *plugins.CallResponse, d time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.calls[resp.OK]++
+	if resp.Error != nil {
+		m.errors[resp.Error.Kind]++
+	}
+	sec := d.Seconds()
+	for i, b := range callBuckets {
+		if sec <= b {
+			m.buckets[i]++
+		}
+	}
+	m.sum += sec
+	m.count++
+}
+
+// Write writes the metrics; warm is the number of warm groups.
+func (m *Metrics) Write(w http.ResponseWriter, warm int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+	fmt.Fprintln(w, "# HELP toolhost_http_requests_total HTTP requests answered, by status code.")
+	fmt.Fprintln(w, "# TYPE toolhost_http_requests_total counter")
+	codes := make([]int, 0, len(m.requests))
+	for c := range m.requests {
+		codes = append(codes, c)
+	}
+	sort.Ints(codes)
+	for _, c := range codes {
+		fmt.Fprintf(w, "toolhost_http_requests_total{code=\"%d\"} %d\n", c, m.requests[c])
+	}
+	fmt.Fprintln(w, "# HELP toolhost_calls_total Tool calls, by outcome.")
+	fmt.Fprintln(w, "# TYPE toolhost_calls_total counter")
+	fmt.Fprintf(w, "toolhost_calls_total{success=\"true\"} %d\n", m.calls[true])
+	fmt.Fprintf(w, "toolhost_calls_total{success=\"false\"} %d\n", m.calls[false])
+	fmt.Fprintln(w, "# HELP toolhost_call_errors_total Failed tool calls, by error kind.")
+	fmt.Fprintln(w, "# TYPE toolhost_call_errors_total counter")
+	kinds := make([]string, 0, len(m.errors))
+	for k := range m.errors {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	for _, k := range kinds {
+		fmt.Fprintf(w, "toolhost_call_errors_total{kind=%q} %d\n", k, m.errors[k])
+	}
+	fmt.Fprintln(w, "# HELP toolhost_call_duration_seconds Tool call durations, as the server saw them.")
+	fmt.Fprintln(w, "# TYPE toolhost_call_duration_seconds histogram")
+	for i, b := range callBuckets {
+		fmt.Fprintf(w, "toolhost_call_duration_seconds_bucket{le=\"%s\"} %d\n", strconv.FormatFloat(b, 'g', -1, 64), m.buckets[i])
+	}
+	fmt.Fprintf(w, "toolhost_call_duration_seconds_bucket{le=\"+Inf\"} %d\n", m.count)
+	fmt.Fprintf(w, "toolhost_call_duration_seconds_sum %g\n", m.sum)
+	fmt.Fprintf(w, "toolhost_call_duration_seconds_count %d\n", m.count)
+	fmt.Fprintln(w, "# HELP toolhost_warm_groups Groups whose plugin processes are running.")
+	fmt.Fprintln(w, "# TYPE toolhost_warm_groups gauge")
+	fmt.Fprintf(w, "toolhost_warm_groups %d\n", warm)
+}
+
+// statusWriter remembers the status code of an answer.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	s.code = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+// logged logs every request with log/slog and counts it.
+func (s *Server) logged(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
+		h.ServeHTTP(sw, r)
+		s.Metrics.ObserveRequest(sw.code)
+		s.Log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", sw.code),
+			slog.Duration("duration", time.Since(start)))
+	})
+}

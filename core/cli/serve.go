@@ -1,0 +1,287 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"toolhost/core/api"
+	"toolhost/core/registry"
+	"toolhost/core/relpath"
+	"toolhost/core/runner"
+	"toolhost/storage"
+)
+
+// multiFlag collects a repeatable flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+func runServe(env *Env, args []string) int {
+	fs := newFlags(env, "serve")
+	rf := addRunFlags(fs)
+	data := fs.String("data", "./data", "data `DIR`ectory (database, files, environments)")
+	addr := fs.String("addr", "127.0.0.1:8080", "`HOST:PORT` to listen on")
+	maxFileMB := fs.Int("max-file-mb", api.DefaultMaxFileSize>>20, "largest uploaded file, in `MiB`")
+	maxWarm := fs.Int("max-warm", 32, "groups whose plugin processes are kept warm")
+	idle := fs.Duration("idle", 10*time.Minute, "stop a group's plugin process after this long without calls")
+	var loads multiFlag
+	fs.Var(&loads, "load", "import the groups under `DIR` (with their files) for tenant \"default\" and print its token; repeatable")
+	if _, code, ok := parse(fs, args); !ok {
+		return code
+	}
+	log := slog.New(slog.NewJSONHandler(env.Stderr, nil))
+	db, err := storage.Open(*data)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "toolhost serve: %v\n", err)
+		return ExitFailure
+	}
+	defer db.Close()
+	runner.CleanStaleCgroups()
+	opts, code := runOptions(env, "serve", rf)
+	if code != ExitOK {
+		return code
+	}
+	for _, w := range opts.Sandbox.Warnings() {
+		log.Warn("WARNING: " + w)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	reg, err := registry.New(ctx, registry.Config{DB: db, Run: opts, MaxWarm: *maxWarm, IdleAfter: *idle, Log: log})
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "toolhost serve: %v\n", err)
+		return ExitFailure
+	}
+	defer reg.Close()
+	if len(loads) > 0 {
+		token, err := importGroups(ctx, db, reg, loads, int64(*maxFileMB)<<20)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "toolhost serve: --load: %v\n", err)
+			return ExitFailure
+		}
+		fmt.Fprintf(env.Stdout, "tenant default token: %s\n", token)
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "toolhost serve: %v\n", err)
+		return ExitFailure
+	}
+	srv := &http.Server{
+		Handler:           (&api.Server{DB: db, Registry: reg, MaxFileSize: int64(*maxFileMB) << 20, Log: log}).Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	fmt.Fprintf(env.Stdout, "listening on http://%s\n", ln.Addr())
+	log.Info("listening", "addr", ln.Addr().String(), "data", *data)
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	select {
+	case err := <-done:
+		fmt.Fprintf(env.Stderr, "toolhost serve: %v\n", err)
+		return ExitFailure
+	case <-ctx.Done():
+	}
+	// Finish the calls in flight, then stop every plugin process.
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Error("shutdown", "error", err)
+	}
+	reg.Close()
+	log.Info("stopped")
+	return ExitOK
+}
+
+// runOptions turns the run flags into runner options, with the sandbox
+// this machine allows.
+func runOptions(env *Env, cmd string, rf runFlags) (runner.Options, int) {
+	lim := rf.limits()
+	if lim.MemoryBytes <= 0 || lim.CPUSeconds <= 0 || lim.OpenFiles <= 0 || lim.Processes <= 0 || lim.ResultBytes <= 0 || lim.OutputBytes <= 0 || lim.Workers <= 0 {
+		fmt.Fprintf(env.Stderr, "toolhost %s: every limit must be positive\n", cmd)
+		return runner.Options{}, ExitUsage
+	}
+	if *rf.timeout <= 0 {
+		fmt.Fprintf(env.Stderr, "toolhost %s: --timeout must be positive\n", cmd)
+		return runner.Options{}, ExitUsage
+	}
+	switch *rf.runtime {
+	case "auto", "cpython", "gpython":
+	default:
+		fmt.Fprintf(env.Stderr, "toolhost %s: runtime must be auto, cpython or gpython, got %q\n", cmd, *rf.runtime)
+		return runner.Options{}, ExitUsage
+	}
+	opts := runner.Options{Runtime: *rf.runtime, Network: *rf.network, Limits: lim,
+		Timeout:  time.Duration(*rf.timeout * float64(time.Second)),
+		Packages: runner.Packages{Wheelhouse: *rf.wheelhouse, IndexURL: *rf.indexURL}}
+	sb, err := runner.DefaultSandbox(opts.Network)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "toolhost %s: %v\n", cmd, err)
+		return runner.Options{}, ExitUsage
+	}
+	opts.Sandbox = sb
+	return opts, ExitOK
+}
+
+// importGroups uploads every group folder under dirs (a folder holding a
+// .yaml definition, or the folders right below) with its files for tenant
+// "default", and returns a new token of that tenant.
+func importGroups(ctx context.Context, db *storage.DB, reg *registry.Registry, dirs []string, max int64) (string, error) {
+	tenant, err := db.TenantByName(ctx, "default")
+	token := ""
+	if errors.Is(err, storage.ErrNotFound) {
+		tenant, token, err = db.CreateTenant(ctx, "default")
+	} else if err == nil {
+		token, err = db.AddToken(ctx, tenant.ID)
+	}
+	if err != nil {
+		return "", err
+	}
+	for _, dir := range dirs {
+		groups, err := groupFolders(dir)
+		if err != nil {
+			return "", err
+		}
+		for _, g := range groups {
+			if err := importGroup(ctx, reg, tenant.ID, g, max); err != nil {
+				return "", fmt.Errorf("%s: %w", g, err)
+			}
+		}
+	}
+	return token, nil
+}
+
+func definitionsIn(dir string) []string {
+	var out []string
+	for _, pat := range []string{"*.yaml", "*.yml"} {
+		m, _ := filepath.Glob(filepath.Join(dir, pat))
+		out = append(out, m...)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func groupFolders(dir string) ([]string, error) {
+	if len(definitionsIn(dir)) > 0 {
+		return []string{dir}, nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		sub := filepath.Join(dir, e.Name())
+		if e.IsDir() && len(definitionsIn(sub)) > 0 {
+			out = append(out, sub)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no group definitions (.yaml) in %s or the folders below it", dir)
+	}
+	return out, nil
+}
+
+// importGroup uploads a group folder's files (paths relative to it), then
+// its definitions.
+func importGroup(ctx context.Context, reg *registry.Registry, tenant int64, dir string, max int64) error {
+	defs := definitionsIn(dir)
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if path != dir && (strings.HasPrefix(name, ".") || name == "__pycache__") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() || strings.HasPrefix(name, ".") || contains(defs, path) {
+			return nil
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if err := relpath.Check(rel); err != nil {
+			return err
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, err = reg.PutFile(ctx, tenant, rel, f, max)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for _, def := range defs {
+		src, err := os.ReadFile(def)
+		if err != nil {
+			return err
+		}
+		if _, err := reg.PutGroup(ctx, tenant, src); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func runTenant(env *Env, args []string) int {
+	if len(args) == 0 || args[0] != "create" {
+		fmt.Fprintln(env.Stderr, "toolhost tenant: want: toolhost tenant create NAME [--data DIR]")
+		return ExitUsage
+	}
+	fs := flag.NewFlagSet("tenant create", flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	data := fs.String("data", "./data", "data `DIR`ectory")
+	pos, code, ok := parse(fs, args[1:])
+	if !ok {
+		return code
+	}
+	if len(pos) != 1 {
+		fmt.Fprintln(env.Stderr, "toolhost tenant create: want one NAME")
+		return ExitUsage
+	}
+	db, err := storage.Open(*data)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "toolhost tenant create: %v\n", err)
+		return ExitFailure
+	}
+	defer db.Close()
+	_, token, err := db.CreateTenant(context.Background(), pos[0])
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "toolhost tenant create: %v\n", err)
+		if errors.Is(err, storage.ErrExists) {
+			return ExitUsage
+		}
+		return ExitFailure
+	}
+	fmt.Fprintln(env.Stdout, token)
+	return ExitOK
+}
