@@ -1,0 +1,449 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// server is a running `toolhost serve`.
+type server struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	base string
+	data string
+	out  *bytes.Buffer
+}
+
+func freePort(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func startServer(t *testing.T, data, addr string, extra ...string) *server {
+	t.Helper()
+	args := append([]string{"serve", "--data", data, "--addr", addr, "--max-file-mb", "1", "--timeout", "20"}, extra...)
+	cmd := exec.Command(bin, args...)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go io.Copy(io.Discard, bufio.NewReader(stderr))
+	s := &server{t: t, cmd: cmd, base: "http://" + addr, data: data, out: &out}
+	t.Cleanup(func() { s.cmd.Process.Kill(); s.cmd.Wait() })
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(s.base + "/healthz"); err == nil {
+			resp.Body.Close()
+			return s
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("the server did not come up: %s", out.String())
+	return nil
+}
+
+func (s *server) kill9() {
+	s.cmd.Process.Signal(syscall.SIGKILL)
+	s.cmd.Wait()
+}
+
+// do sends a request and decodes a JSON answer into out (when not nil).
+func (s *server) do(token, method, path string, body io.Reader, out any) int {
+	s.t.Helper()
+	req, err := http.NewRequest(method, s.base+path, body)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if out != nil && len(b) > 0 {
+		if err := json.Unmarshal(b, out); err != nil {
+			s.t.Fatalf("%s %s: %d %s: %v", method, path, resp.StatusCode, b, err)
+		}
+	}
+	return resp.StatusCode
+}
+
+func tenant(t *testing.T, data, name string) string {
+	out, err := exec.Command(bin, "tenant", "create", name, "--data", data).Output()
+	if err != nil {
+		t.Fatalf("tenant create: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+type groupView struct {
+	Name     string   `json:"name"`
+	Status   string   `json:"status"`
+	Missing  []string `json:"missing"`
+	Message  string   `json:"message"`
+	Errors   []any    `json:"errors"`
+	Warnings []any    `json:"warnings"`
+	Tools    []struct {
+		ObjectName string `json:"object_name"`
+		Name       string `json:"name"`
+	} `json:"tools"`
+	Skills []struct {
+		Name string `json:"name"`
+	} `json:"skills"`
+}
+
+func (s *server) waitStatus(token, group, want string) groupView {
+	s.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	var g groupView
+	for time.Now().Before(deadline) {
+		s.do(token, "GET", "/v1/groups/"+strings.ReplaceAll(group, " ", "%20"), nil, &g)
+		if g.Status == want {
+			return g
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	s.t.Fatalf("group %q is %s (%s), want %s", group, g.Status, g.Message, want)
+	return g
+}
+
+type problemBody struct {
+	Title      string `json:"title"`
+	Status     int    `json:"status"`
+	Detail     string `json:"detail"`
+	DidYouMean string `json:"did_you_mean"`
+	Group      string `json:"group_status"`
+}
+
+var crmFiles = []string{"submodules/crm_logic.py", "transfer_to_operator.py", "collector_campaign_init.py", "requirements.txt"}
+
+func (s *server) upload(token, dir string, files ...string) {
+	s.t.Helper()
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		if code := s.do(token, "PUT", "/v1/files/"+f, bytes.NewReader(b), nil); code != 200 {
+			s.t.Fatalf("upload %s: %d", f, code)
+		}
+	}
+}
+
+// TestServerEndToEnd drives the real binary over HTTP: two tenants, a group
+// uploaded before its files, calls, schemas in two dialects, a deleted file,
+// hostile paths and bodies, tenant isolation, and kill -9 with restarts.
+func TestServerEndToEnd(t *testing.T) {
+	samples, _ := filepath.Abs("../../../sample_groups")
+	crmDir := filepath.Join(samples, "crm_integration")
+	crmYAML, _ := os.ReadFile(filepath.Join(crmDir, "crm_integration.yaml"))
+	data := t.TempDir()
+	tokA, tokB := tenant(t, data, "acme"), tenant(t, data, "beta")
+	addr := freePort(t)
+	s := startServer(t, data, addr)
+
+	// Authentication.
+	var p problemBody
+	if code := s.do("", "GET", "/v1/groups", nil, &p); code != 401 || p.Status != 401 {
+		t.Errorf("no token: %d %+v", code, p)
+	}
+	if code := s.do("th_wrong", "GET", "/v1/groups", nil, nil); code != 401 {
+		t.Errorf("bad token: %d", code)
+	}
+
+	// The group before its files: Incomplete, the files listed.
+	var g groupView
+	if code := s.do(tokA, "POST", "/v1/groups", bytes.NewReader(crmYAML), &g); code != 200 || g.Status != "Incomplete" ||
+		strings.Join(g.Missing, ",") != strings.Join(crmFiles, ",") || len(g.Tools) != 2 || len(g.Skills) != 1 || g.Errors == nil {
+		t.Fatalf("group before files: %d %+v", code, g)
+	}
+	if code := s.do(tokA, "POST", "/v1/calls", strings.NewReader(`{"tool":"post_lead","arguments":{"client_name":"A","client_email":null}}`), &p); code != 409 || p.Group != "Incomplete" {
+		t.Errorf("call on an Incomplete group: %d %+v", code, p)
+	}
+	s.upload(tokA, crmDir, crmFiles...)
+	s.waitStatus(tokA, "CRM Integration", "Ready")
+
+	// Calls.
+	var res struct {
+		Success bool            `json:"success"`
+		Content json.RawMessage `json:"content"`
+		Error   *struct {
+			Type, Message string
+		} `json:"error"`
+		Logs []string `json:"logs"`
+	}
+	if code := s.do(tokA, "POST", "/v1/calls", strings.NewReader(`{"tool":"PostLeadToCRM","arguments":{"client_name":"Ann","client_email":"ann@example.com"}}`), &res); code != 200 || !res.Success ||
+		!strings.Contains(string(res.Content), `"accepted"`) {
+		t.Fatalf("call: %d %+v %s", code, res, res.Content)
+	}
+	if code := s.do(tokA, "POST", "/v1/calls", strings.NewReader(`{"tool":"post_lead","arguments":{"client_name":" ","client_email":null}}`), &res); code != 200 || res.Success || res.Error.Type != "ValueError" {
+		t.Errorf("failing call: %d %+v", code, res)
+	}
+	if code := s.do(tokA, "POST", "/v1/calls", strings.NewReader(`{"tool":"post_lead","arguments":{"client_name":5}}`), &p); code != 422 ||
+		!strings.Contains(p.Detail, `parameter "client_name": expected str, got the integer 5`) || !strings.Contains(p.Detail, `missing required parameter "client_email"`) {
+		t.Errorf("invalid arguments: %d %+v", code, p)
+	}
+
+	// Schemas in two dialects, in the order asked, built-ins included.
+	var sch struct {
+		Tools []map[string]any `json:"tools"`
+	}
+	if code := s.do(tokA, "POST", "/v1/tools/schemas", strings.NewReader(`{"available_tools":["TransferToTheOperator","PostLeadToCRM","FinishSession"],"dialect":"openai"}`), &sch); code != 200 || len(sch.Tools) != 3 {
+		t.Fatalf("schemas: %d %+v", code, sch)
+	}
+	for i, want := range []string{"transfer_to_operator", "post_lead", "finish_session"} {
+		if got := sch.Tools[i]["function"].(map[string]any)["name"]; got != want {
+			t.Errorf("openai tool %d = %v, want %s", i, got, want)
+		}
+	}
+	if code := s.do(tokA, "POST", "/v1/tools/schemas", strings.NewReader(`{"available_tools":["PostLeadToCRM"],"dialect":"gemini"}`), &sch); code != 200 ||
+		sch.Tools[0]["parameters"].(map[string]any)["type"] != "OBJECT" {
+		t.Errorf("gemini: %d %+v", code, sch)
+	}
+	for body, want := range map[string]string{
+		`{"available_tools":["PostLeadToCMR"]}`:  `(did you mean "PostLeadToCRM"?)`,
+		`{"available_tools":["postleadtocrm"]}`:  `no tool "postleadtocrm"`,
+		`{"available_tools":["SessionInit"]}`:    "skills run by themselves",
+		`{"available_tools":["post_lead"]}`:      `no tool "post_lead"`, // object_names only
+		`{"available_tools":[],"dialect":"bad"}`: `unknown dialect "bad"`,
+	} {
+		if code := s.do(tokA, "POST", "/v1/tools/schemas", strings.NewReader(body), &p); code != 422 || !strings.Contains(p.Detail, want) {
+			t.Errorf("%s: %d %+v, want %q", body, code, p, want)
+		}
+	}
+
+	// Hostile paths and bodies.
+	for _, path := range []string{"a/../../etc/passwd", "..%2Fetc%2Fpasswd", "a%00b.py", "a%5Cb.py", "a//b.py", "%2Fetc%2Fpasswd", strings.Repeat("x", 256)} {
+		if code := s.do(tokA, "PUT", "/v1/files/"+path, strings.NewReader("x"), &p); code != 400 {
+			t.Errorf("PUT %s: %d %+v", path, code, p)
+		}
+	}
+	big := bytes.Repeat([]byte("x"), 2<<20)
+	if code := s.do(tokA, "PUT", "/v1/files/big.bin", bytes.NewReader(big), &p); code != 413 {
+		t.Errorf("oversized body: %d", code)
+	}
+	if code := s.do(tokA, "PUT", "/v1/files/big.bin", io.MultiReader(bytes.NewReader(big)), &p); code != 413 {
+		t.Errorf("oversized chunked body: %d", code)
+	}
+	var files []map[string]any
+	s.do(tokA, "GET", "/v1/files", nil, &files)
+	if len(files) != 4 {
+		t.Errorf("files after refused uploads: %v", files)
+	}
+
+	// Tenant isolation.
+	var filesB []any
+	if code := s.do(tokB, "GET", "/v1/files", nil, &filesB); code != 200 || len(filesB) != 0 {
+		t.Errorf("beta sees files: %v", filesB)
+	}
+	if code := s.do(tokB, "GET", "/v1/files/requirements.txt", nil, nil); code != 404 {
+		t.Errorf("beta reads acme's file: %d", code)
+	}
+	if code := s.do(tokB, "GET", "/v1/groups/CRM%20Integration", nil, nil); code != 404 {
+		t.Errorf("beta reads acme's group: %d", code)
+	}
+	if code := s.do(tokB, "DELETE", "/v1/groups/CRM%20Integration", nil, nil); code != 404 {
+		t.Errorf("beta deletes acme's group: %d", code)
+	}
+	if code := s.do(tokB, "POST", "/v1/calls", strings.NewReader(`{"tool":"post_lead","arguments":{}}`), &p); code != 422 {
+		t.Errorf("beta calls acme's tool: %d", code)
+	}
+	if code := s.do(tokB, "DELETE", "/v1/files/requirements.txt", nil, nil); code != 404 {
+		t.Errorf("beta deletes acme's file: %d", code)
+	}
+
+	// Deleting a listed file makes the group Incomplete.
+	if code := s.do(tokA, "DELETE", "/v1/files/transfer_to_operator.py", nil, nil); code != 204 {
+		t.Fatalf("delete file: %d", code)
+	}
+	g = s.waitStatus(tokA, "CRM Integration", "Incomplete")
+	if strings.Join(g.Missing, ",") != "transfer_to_operator.py" {
+		t.Errorf("missing after delete: %v", g.Missing)
+	}
+
+	// kill -9 and restart: everything is still there.
+	s.kill9()
+	s = startServer(t, data, addr)
+	s.waitStatus(tokA, "CRM Integration", "Incomplete")
+	s.do(tokA, "GET", "/v1/files", nil, &files)
+	if len(files) != 3 {
+		t.Errorf("files after restart: %v", files)
+	}
+	s.upload(tokA, crmDir, "transfer_to_operator.py")
+	s.waitStatus(tokA, "CRM Integration", "Ready")
+	if code := s.do(tokA, "POST", "/v1/calls", strings.NewReader(`{"tool":"transfer_to_operator"}`), &res); code != 200 || !res.Success {
+		t.Errorf("call after restart: %d %+v", code, res)
+	}
+
+	// kill -9 while a group is Installing: it loads after the restart.
+	benchDir := filepath.Join(samples, "bench")
+	benchYAML, _ := os.ReadFile(filepath.Join(benchDir, "bench.yaml"))
+	s.upload(tokB, benchDir, "trivial.py")
+	s.do(tokB, "POST", "/v1/groups", bytes.NewReader(benchYAML), &g)
+	s.kill9()
+	s = startServer(t, data, addr)
+	s.waitStatus(tokB, "Bench", "Ready")
+
+	// kill -9 in the middle of an upload: the old file stays whole and no
+	// temporary file is left.
+	pr, pw := io.Pipe()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		req, _ := http.NewRequest("PUT", s.base+"/v1/files/trivial.py", pr)
+		req.Header.Set("Authorization", "Bearer "+tokB)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	pw.Write([]byte("def noop(x=0):\n    return {'broken': "))
+	time.Sleep(300 * time.Millisecond)
+	s.kill9()
+	pw.CloseWithError(fmt.Errorf("server gone"))
+	wg.Wait()
+	s = startServer(t, data, addr)
+	var got bytes.Buffer
+	req, _ := http.NewRequest("GET", s.base+"/v1/files/trivial.py", nil)
+	req.Header.Set("Authorization", "Bearer "+tokB)
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		io.Copy(&got, resp.Body)
+		resp.Body.Close()
+	}
+	if want, _ := os.ReadFile(filepath.Join(benchDir, "trivial.py")); got.String() != string(want) {
+		t.Errorf("after a killed upload the file is %q", got.String())
+	}
+	if left, _ := filepath.Glob(filepath.Join(data, "blobs", "tmp", "*")); len(left) != 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+	s.waitStatus(tokB, "Bench", "Ready")
+
+	// kill -9 in the middle of a call: no plugin process outlives the
+	// server, and the call works after a restart.
+	if code := s.do(tokB, "POST", "/v1/calls", strings.NewReader(`{"tool":"noop","arguments":{"x":1}}`), &res); code != 200 || !res.Success {
+		t.Fatalf("call before kill: %d %+v", code, res)
+	}
+	pid := s.cmd.Process.Pid
+	children := descendantsOf(pid)
+	if len(children) == 0 {
+		t.Fatal("no plugin process under the server")
+	}
+	s.kill9()
+	waitGone(t, children)
+	s = startServer(t, data, addr)
+	s.waitStatus(tokB, "Bench", "Ready")
+	if code := s.do(tokB, "POST", "/v1/calls", strings.NewReader(`{"tool":"Noop","arguments":{"x":2}}`), &res); code != 200 || !res.Success || string(res.Content) != `{"x": 2}` && string(res.Content) != `{"x":2}` {
+		t.Errorf("call after restart: %d %+v %s", code, res, res.Content)
+	}
+	// openapi, metrics.
+	var doc map[string]any
+	if code := s.do("", "GET", "/v1/openapi.json", nil, &doc); code != 200 || doc["openapi"] != "3.1.0" {
+		t.Errorf("openapi: %d", code)
+	}
+	resp, err := http.Get(s.base + "/metrics")
+	if err == nil {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(b), "toolhost_calls_total{success=\"true\"} 1") || !strings.Contains(string(b), "toolhost_warm_groups 1") {
+			t.Errorf("metrics:\n%s", b)
+		}
+	}
+}
+
+// descendantsOf lists the processes below pid.
+func descendantsOf(pid int) []int {
+	var out []int
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, f := range tasks {
+		b, _ := os.ReadFile(f)
+		for _, field := range strings.Fields(string(b)) {
+			var c int
+			fmt.Sscan(field, &c)
+			out = append(out, c)
+			out = append(out, descendantsOf(c)...)
+		}
+	}
+	return out
+}
+
+func waitGone(t *testing.T, pids []int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for _, p := range pids {
+		for {
+			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
+			if len(b) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("process %d (%s) outlived the server", p, b)
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// TestGracefulShutdown sends SIGTERM during a call: the call finishes, the
+// server exits 0, and no plugin process remains.
+func TestGracefulShutdown(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "slow.py"), []byte("import time\n\ndef slow(seconds):\n    time.sleep(seconds)\n    return 'done'\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "slow.yaml"), []byte(`kind: Plugin
+name: Slow
+description: sleeps
+dependencies: [slow.py]
+tools:
+  - {kind: Tool, object_name: Slow, name: slow, description: d, implementation: slow.slow, parameters: [{name: seconds, type: float, description: d}]}
+`), 0o644)
+	data := t.TempDir()
+	addr := freePort(t)
+	s := startServer(t, data, addr, "--load", dir)
+	token := ""
+	for _, line := range strings.Split(s.out.String(), "\n") {
+		if after, ok := strings.CutPrefix(line, "tenant default token: "); ok {
+			token = after
+		}
+	}
+	s.waitStatus(token, "Slow", "Ready")
+	children := descendantsOf(s.cmd.Process.Pid)
+	done := make(chan int, 1)
+	var res struct {
+		Success bool            `json:"success"`
+		Content json.RawMessage `json:"content"`
+	}
+	go func() {
+		done <- s.do(token, "POST", "/v1/calls", strings.NewReader(`{"tool":"slow","arguments":{"seconds":1.5}}`), &res)
+	}()
+	time.Sleep(500 * time.Millisecond)
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	if code := <-done; code != 200 || !res.Success || string(res.Content) != `"done"` {
+		t.Errorf("the call in flight: %d %+v", code, res)
+	}
+	if err := s.cmd.Wait(); err != nil {
+		t.Errorf("exit: %v", err)
+	}
+	waitGone(t, children)
+}
