@@ -1,0 +1,193 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"toolhost/core/registry"
+	"toolhost/core/runner"
+	"toolhost/storage"
+)
+
+var toolhostBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "toolhost-api-test")
+	if err != nil {
+		panic(err)
+	}
+	toolhostBin = filepath.Join(dir, "toolhost")
+	if out, err := exec.Command("go", "build", "-o", toolhostBin, "../cmd/toolhost").CombinedOutput(); err != nil {
+		panic(fmt.Sprintf("build toolhost: %v\n%s", err, out))
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// newServer runs the API on a real loopback listener over a real database.
+func newServer(t testing.TB) (*httptest.Server, string, *registry.Registry) {
+	t.Helper()
+	db, err := storage.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	sb, err := runner.NewSandbox(toolhostBin, "allow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	reg, err := registry.New(context.Background(), registry.Config{DB: db, Run: runner.Options{Executable: toolhostBin, Sandbox: sb}, Log: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(reg.Close)
+	_, token, _ := db.CreateTenant(context.Background(), "t")
+	srv := httptest.NewServer((&Server{DB: db, Registry: reg, Log: quiet}).Handler())
+	t.Cleanup(srv.Close)
+	return srv, token, reg
+}
+
+func request(t testing.TB, srv *httptest.Server, token, method, path, body string) (*http.Response, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, b
+}
+
+func TestProblemsAndRouting(t *testing.T) {
+	srv, token, _ := newServer(t)
+	tests := []struct {
+		method, path, body string
+		status             int
+		detail             string
+	}{
+		{"GET", "/nope", "", 404, "no endpoint /nope"},
+		{"GET", "/v1/nope", "", 404, "no endpoint /v1/nope"},
+		{"POST", "/v1/files", "", 405, "allowed: GET"},
+		{"PATCH", "/v1/groups", "", 405, "allowed: GET, POST"},
+		{"GET", "/v1/groups/nope", "", 404, `no group "nope"`},
+		{"GET", "/v1/files/nope.py", "", 404, `no file "nope.py"`},
+		{"PUT", "/v1/files/a%2F..%2Fb", "x", 400, `".."`},
+		{"POST", "/v1/calls", `{"tool":`, 400, "must be a JSON object"},
+		{"POST", "/v1/calls", `{"tool":"x","extra":1}`, 400, `unknown field "extra"`},
+		{"POST", "/v1/calls", `{}`, 400, `"tool" is required`},
+		{"POST", "/v1/calls", `{"tool":"FinishSession"}`, 422, "runs inside a session"},
+		{"POST", "/v1/groups", "kind: Plugin\n", 422, "it has no name"},
+		{"POST", "/v1/groups", strings.Repeat("#", 5<<20), 413, "limited to"},
+	}
+	for _, tt := range tests {
+		resp, b := request(t, srv, token, tt.method, tt.path, tt.body)
+		var p map[string]any
+		json.Unmarshal(b, &p)
+		if resp.StatusCode != tt.status || resp.Header.Get("Content-Type") != "application/problem+json" ||
+			p["status"] != float64(tt.status) || p["title"] == "" || !strings.Contains(fmt.Sprint(p["detail"]), tt.detail) {
+			t.Errorf("%s %s: %d %s %s", tt.method, tt.path, resp.StatusCode, resp.Header.Get("Content-Type"), b)
+		}
+	}
+	if resp, _ := request(t, srv, "", "GET", "/v1/files", ""); resp.StatusCode != 401 || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
+		t.Errorf("no token: %d", resp.StatusCode)
+	}
+}
+
+func TestOpenAPIDescribesEveryEndpoint(t *testing.T) {
+	srv, _, _ := newServer(t)
+	_, b := request(t, srv, "", "GET", "/v1/openapi.json", "")
+	var doc struct {
+		OpenAPI string                    `json:"openapi"`
+		Paths   map[string]map[string]any `json:"paths"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil || doc.OpenAPI != "3.1.0" {
+		t.Fatalf("openapi: %v", err)
+	}
+	want := map[string][]string{
+		"/healthz": {"get"}, "/metrics": {"get"}, "/v1/openapi.json": {"get"}, "/v1/files": {"get"},
+		"/v1/files/{path}": {"put", "get", "delete"}, "/v1/groups": {"get", "post"}, "/v1/groups/{name}": {"get", "delete"},
+		"/v1/tools/schemas": {"post"}, "/v1/calls": {"post"},
+	}
+	for path, methods := range want {
+		for _, m := range methods {
+			if _, ok := doc.Paths[path][m]; !ok {
+				t.Errorf("openapi lacks %s %s", m, path)
+			}
+		}
+	}
+}
+
+func TestMetricsFormat(t *testing.T) {
+	srv, token, _ := newServer(t)
+	request(t, srv, token, "GET", "/v1/files", "")
+	_, b := request(t, srv, "", "GET", "/metrics", "")
+	for _, want := range []string{
+		"# TYPE toolhost_http_requests_total counter", `toolhost_http_requests_total{code="200"} 1`,
+		"# TYPE toolhost_call_duration_seconds histogram", `toolhost_call_duration_seconds_bucket{le="+Inf"} 0`,
+		"toolhost_warm_groups 0",
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("metrics lack %q:\n%s", want, b)
+		}
+	}
+}
+
+// BenchmarkHTTPCall is the HTTP call path: POST /v1/calls of the trivial
+// tool over loopback, against `toolhost bench` on the same tool (which
+// skips HTTP). It reports p50 and p99 besides the mean.
+func BenchmarkHTTPCall(b *testing.B) {
+	srv, token, reg := newServer(b)
+	dir := "../../sample_groups/bench"
+	src, _ := os.ReadFile(filepath.Join(dir, "trivial.py"))
+	request(b, srv, token, "PUT", "/v1/files/trivial.py", string(src))
+	yaml, _ := os.ReadFile(filepath.Join(dir, "bench.yaml"))
+	request(b, srv, token, "POST", "/v1/groups", string(yaml))
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, body := request(b, srv, token, "GET", "/v1/groups/Bench", "")
+		if strings.Contains(string(body), `"status":"Ready"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("group not Ready: %s", body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = reg
+	call := func() time.Duration {
+		t0 := time.Now()
+		resp, body := request(b, srv, token, "POST", "/v1/calls", `{"tool":"noop","arguments":{"x":1}}`)
+		if resp.StatusCode != 200 || !strings.Contains(string(body), `"success":true`) {
+			b.Fatalf("call: %d %s", resp.StatusCode, body)
+		}
+		return time.Since(t0)
+	}
+	call()
+	var lat []time.Duration
+	b.ResetTimer()
+	for b.Loop() {
+		lat = append(lat, call())
+	}
+	b.StopTimer()
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-us")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-us")
+}

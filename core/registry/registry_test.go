@@ -1,0 +1,253 @@
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"toolhost/core/runner"
+	"toolhost/storage"
+)
+
+var toolhostBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "toolhost-registry-test")
+	if err != nil {
+		panic(err)
+	}
+	toolhostBin = filepath.Join(dir, "toolhost")
+	if out, err := exec.Command("go", "build", "-o", toolhostBin, "../cmd/toolhost").CombinedOutput(); err != nil {
+		panic(fmt.Sprintf("build toolhost: %v\n%s", err, out))
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func newRegistry(t testing.TB) (*Registry, *storage.DB, int64) {
+	t.Helper()
+	db, err := storage.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	sb, err := runner.NewSandbox(toolhostBin, "allow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := New(context.Background(), Config{DB: db, Run: runner.Options{Executable: toolhostBin, Sandbox: sb},
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(reg.Close)
+	tn, _, err := db.CreateTenant(context.Background(), "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg, db, tn.ID
+}
+
+const groupYAML = `kind: Plugin
+name: G
+description: d
+dependencies: [m.py]
+tools:
+  - {kind: Tool, object_name: Echo, name: echo, description: d, implementation: m.echo, parameters: [{name: x, type: int, description: d}]}
+`
+
+func put(t *testing.T, reg *Registry, tenant int64, path, content string) {
+	t.Helper()
+	if _, err := reg.PutFile(context.Background(), tenant, path, strings.NewReader(content), 1<<20); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitStatus(t *testing.T, reg *Registry, tenant int64, name, want string) *GroupView {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		v, err := reg.Group(context.Background(), tenant, name)
+		if err == nil && v.Status == want {
+			return v
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("group %s is %+v (%v), want %s", name, v, err, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestStatusLifecycle(t *testing.T) {
+	ctx := context.Background()
+	reg, _, tn := newRegistry(t)
+	v, err := reg.PutGroup(ctx, tn, []byte(groupYAML))
+	if err != nil || v.Status != Incomplete || strings.Join(v.Missing, ",") != "m.py" {
+		t.Fatalf("before files: %+v %v", v, err)
+	}
+	put(t, reg, tn, "m.py", "def echo(x):\n    return {'x': x, 'v': 1}\n")
+	waitStatus(t, reg, tn, "G", Ready)
+	call := func() string {
+		target, err := reg.FindTool(ctx, tn, "echo", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := reg.Run(ctx, tn, target, json.RawMessage(`{"x":3}`), nil)
+		if !r.OK {
+			t.Fatalf("call: %+v", r.Error)
+		}
+		return string(r.Result)
+	}
+	if got := call(); !strings.Contains(got, `"v":1`) {
+		t.Errorf("first version: %s", got)
+	}
+	// A changed file reloads the group: the next call runs the new code.
+	put(t, reg, tn, "m.py", "def echo(x):\n    return {'x': x, 'v': 2}\n")
+	waitStatus(t, reg, tn, "G", Ready)
+	if got := call(); !strings.Contains(got, `"v":2`) {
+		t.Errorf("after the change: %s", got)
+	}
+	// A signature that does not match is Error, with the message.
+	put(t, reg, tn, "m.py", "def echo(y):\n    return y\n")
+	v = waitStatus(t, reg, tn, "G", Error)
+	if !strings.Contains(v.Message, `the definition declares "x", but m.echo(y) does not accept it`) {
+		t.Errorf("error message: %q", v.Message)
+	}
+	if _, err := reg.FindTool(ctx, tn, "Echo", false); err == nil || !strings.Contains(err.Error(), "which is Error") {
+		t.Errorf("tool of an Error group: %v", err)
+	}
+	// Deleting the file: Incomplete again.
+	if err := reg.DeleteFile(ctx, tn, "m.py"); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, reg, tn, "G", Incomplete)
+	// An invalid definition with a name is stored as Invalid; one without a
+	// name cannot be stored.
+	v, err = reg.PutGroup(ctx, tn, []byte("kind: Plugin\nname: Bad\ndescription: d\ntools: 5\n"))
+	if err != nil || v.Status != Invalid || len(v.Errors) != 1 {
+		t.Errorf("invalid: %+v %v", v, err)
+	}
+	if _, err := reg.PutGroup(ctx, tn, []byte("kind: Plugin\n")); err == nil {
+		t.Error("a group without a name was stored")
+	}
+}
+
+func TestFindTool(t *testing.T) {
+	ctx := context.Background()
+	reg, _, tn := newRegistry(t)
+	put(t, reg, tn, "m.py", "def echo(x):\n    return x\n\ndef init():\n    return {}\n")
+	reg.PutGroup(ctx, tn, []byte(groupYAML+`skills:
+  - {kind: Skill, name: Init, description: d, implementation: m.init, session_init_call: true}
+`))
+	waitStatus(t, reg, tn, "G", Ready)
+	tests := []struct {
+		name   string
+		byName bool
+		want   string // "" = found
+	}{
+		{"Echo", false, ""},
+		{"echo", true, ""},
+		{"echo", false, `no tool "echo"`},
+		{"Ecko", false, `did you mean "Echo"`},
+		{"Init", false, "skills run by themselves"},
+		{"FinishSession", false, ""},
+	}
+	for _, tt := range tests {
+		_, err := reg.FindTool(ctx, tn, tt.name, tt.byName)
+		if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+			t.Errorf("FindTool(%q, %v) = %v, want %q", tt.name, tt.byName, err, tt.want)
+		}
+	}
+	// Two groups defining one object_name are ambiguous.
+	reg.PutGroup(ctx, tn, []byte(strings.Replace(groupYAML, "name: G", "name: H", 1)))
+	waitStatus(t, reg, tn, "H", Ready)
+	if _, err := reg.FindTool(ctx, tn, "Echo", false); err == nil || !strings.Contains(err.Error(), "more than one group") {
+		t.Errorf("ambiguous: %v", err)
+	}
+}
+
+// BenchmarkRecompute1000 recomputes the statuses of 1,000 groups over
+// 5,000 files (issue 4's figure): every group lists five files.
+func BenchmarkRecompute1000(b *testing.B) {
+	ctx := context.Background()
+	db, err := storage.Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	reg, err := New(ctx, Config{DB: db, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Loaders: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer reg.Close()
+	tn, _, _ := db.CreateTenant(ctx, "bench")
+	for i := 0; i < 5000; i++ {
+		db.PutFile(ctx, tn.ID, fmt.Sprintf("lib/f%d.py", i), strings.NewReader("x = 1\n"), 1<<20)
+	}
+	for i := 0; i < 1000; i++ {
+		var deps strings.Builder
+		for j := 0; j < 5; j++ {
+			fmt.Fprintf(&deps, "  - lib/f%d.py\n", i*5+j)
+		}
+		// The last file of every group is missing, so no group loads: the
+		// figure is the status computation alone.
+		yaml := fmt.Sprintf("kind: Plugin\nname: G%d\ndescription: d\ndependencies:\n%s  - lib/missing%d.py\ntools:\n"+
+			"  - {kind: Tool, object_name: T%d, name: t%d, description: d, implementation: f%d.run, parameters: [{name: q, type: str, description: d}]}\n",
+			i, deps.String(), i, i, i, i*5)
+		if _, err := reg.PutGroup(ctx, tn.ID, []byte(yaml)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if err := reg.RecomputeAll(ctx, tn.ID); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	v, _ := reg.Group(ctx, tn.ID, "G999")
+	if v.Status != Incomplete || len(v.Missing) != 1 {
+		b.Fatalf("G999 = %+v", v)
+	}
+}
+
+// BenchmarkFileChange1000 is one upload among 1,000 groups and 5,000
+// files: only the groups that list the file are recomputed.
+func BenchmarkFileChange1000(b *testing.B) {
+	ctx := context.Background()
+	db, err := storage.Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	reg, err := New(ctx, Config{DB: db, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Loaders: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer reg.Close()
+	tn, _, _ := db.CreateTenant(ctx, "bench")
+	for i := 0; i < 5000; i++ {
+		db.PutFile(ctx, tn.ID, fmt.Sprintf("lib/f%d.py", i), strings.NewReader("x = 1\n"), 1<<20)
+	}
+	for i := 0; i < 1000; i++ {
+		yaml := fmt.Sprintf("kind: Plugin\nname: G%d\ndescription: d\ndependencies: [lib/f%d.py, lib/missing.py]\n", i, i*5)
+		reg.PutGroup(ctx, tn.ID, []byte(yaml))
+	}
+	b.ResetTimer()
+	i := 0
+	for b.Loop() {
+		if _, err := reg.PutFile(ctx, tn.ID, fmt.Sprintf("lib/f%d.py", (i%1000)*5), strings.NewReader(fmt.Sprint(i)), 1<<20); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
