@@ -1,6 +1,7 @@
 # toolhost — build, run, test and measure.
 #
-#   make run    build, then check and print the schemas of the sample groups
+#   make run    build, then serve the HTTP API on 127.0.0.1:8080 with the sample
+#               groups loaded for tenant "default" (its token is printed)
 #   make test   gofmt, go vet, every test, and a short fuzz run of each parser
 #   make bench  the benchmarks, with their figures
 #   make fuzz   a longer fuzz run (FUZZTIME=1m per target by default)
@@ -13,16 +14,23 @@ FUZZTIME ?= 1m
 # Fuzz targets: package and function, one per parser of outside input.
 FUZZ_TARGETS := ./core/typeexpr:FuzzParse ./core/definition:FuzzLoad ./core/arguments:FuzzCheck ./core/schema:FuzzAppendString ./pyhost/frame:FuzzRead
 
-.PHONY: all build run test lint unit fuzz fuzz-short bench tools clean
+.PHONY: all build run schemas test lint unit fuzz fuzz-short bench tools clean
 
 all: build
 
 build:
 	$(GO) build -o $(BIN) ./core/cmd/toolhost
 
-# Until the server exists, "run" validates every sample group and prints its
-# tools in the OpenAI dialect.
+# The main job: the server on its defaults (SQLite under ./data) with the
+# sample groups imported. ADDR and DATA override the defaults.
+ADDR ?= 127.0.0.1:8080
+DATA ?= ./data
 run: build
+	@for g in $(SAMPLES); do $(BIN) validate $$g || exit 1; done
+	$(BIN) serve --data $(DATA) --addr $(ADDR) --load sample_groups
+
+# Check and print the schemas of the sample groups, without a server.
+schemas: build
 	@set -e; for g in $(SAMPLES); do \
 		echo "== $$g"; \
 		$(BIN) validate $$g; \

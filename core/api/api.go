@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"toolhost/core/arguments"
@@ -40,6 +41,17 @@ type Server struct {
 	MaxFileSize int64
 	Log         *slog.Logger
 	Metrics     *Metrics
+
+	tokens sync.Map // token → cachedTenant
+}
+
+// tokenTTL is how long a verified token is trusted without asking the
+// database again.
+const tokenTTL = time.Minute
+
+type cachedTenant struct {
+	tenant  storage.Tenant
+	expires time.Time
 }
 
 type tenantKey struct{}
@@ -158,7 +170,14 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (storage.T
 		problem(w, http.StatusUnauthorized, "Unauthorized", "send Authorization: Bearer <token>", nil)
 		return storage.Tenant{}, false
 	}
-	t, err := s.DB.TenantByToken(r.Context(), strings.TrimSpace(token))
+	token = strings.TrimSpace(token)
+	if c, ok := s.tokens.Load(token); ok && time.Now().Before(c.(cachedTenant).expires) {
+		return c.(cachedTenant).tenant, true
+	}
+	t, err := s.DB.TenantByToken(r.Context(), token)
+	if err == nil {
+		s.tokens.Store(token, cachedTenant{t, time.Now().Add(tokenTTL)})
+	}
 	if err != nil {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="toolhost", error="invalid_token"`)
 		problem(w, http.StatusUnauthorized, "Unauthorized", "the token is not valid", nil)

@@ -90,8 +90,50 @@ type Registry struct {
 	stop   chan struct{}
 	closed sync.Once
 
-	mu   sync.Mutex
-	defs map[string]*definition.Group // parsed definitions by warm key
+	mu    sync.Mutex
+	defs  map[string]*definition.Group // parsed definitions by warm key
+	dirs  map[string]string            // materialised folders by warm key
+	index map[int64]*toolIndex         // per tenant, rebuilt after any change
+}
+
+// toolIndex is a tenant's groups as the call path needs them, kept in
+// memory between changes so that a call reads no group rows.
+type toolIndex struct {
+	groups []storage.Group
+	views  []*GroupView
+}
+
+// invalidate drops a tenant's tool index after a change of its groups.
+func (r *Registry) invalidate(tenant int64) {
+	r.mu.Lock()
+	delete(r.index, tenant)
+	r.mu.Unlock()
+}
+
+// tools returns a tenant's tool index, building it when needed.
+func (r *Registry) tools(ctx context.Context, tenant int64) (*toolIndex, error) {
+	r.mu.Lock()
+	idx := r.index[tenant]
+	r.mu.Unlock()
+	if idx != nil {
+		return idx, nil
+	}
+	gs, err := r.db.Groups(ctx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	idx = &toolIndex{groups: gs}
+	for _, g := range gs {
+		v, err := viewOf(g)
+		if err != nil {
+			return nil, err
+		}
+		idx.views = append(idx.views, v)
+	}
+	r.mu.Lock()
+	r.index[tenant] = idx
+	r.mu.Unlock()
+	return idx, nil
 }
 
 type job struct {
@@ -120,7 +162,7 @@ func New(ctx context.Context, cfg Config) (*Registry, error) {
 	}
 	r := &Registry{db: cfg.DB, run: cfg.Run, warm: runner.NewWarm(cfg.MaxWarm, cfg.IdleAfter), log: cfg.Log,
 		roots: filepath.Join(cfg.DB.Dir(), "roots"), jobs: make(chan job, 4096), stop: make(chan struct{}),
-		defs: map[string]*definition.Group{}}
+		defs: map[string]*definition.Group{}, dirs: map[string]string{}, index: map[int64]*toolIndex{}}
 	for _, pattern := range []string{filepath.Join(r.roots, "*", ".building-*"), filepath.Join(cfg.Run.Packages.CacheDir, ".building-*")} {
 		left, _ := filepath.Glob(pattern)
 		for _, d := range left {
@@ -199,6 +241,7 @@ func (r *Registry) PutGroup(ctx context.Context, tenant int64, yaml []byte) (*Gr
 	view := evaluate(res, files)
 	report, _ := json.Marshal(view)
 	gen, err := r.db.PutGroup(ctx, tenant, storage.Group{Name: name, YAML: yaml, Status: view.Status, Report: string(report)})
+	r.invalidate(tenant)
 	if err != nil {
 		return nil, err
 	}
@@ -297,7 +340,9 @@ func (r *Registry) DeleteGroup(ctx context.Context, tenant int64, name string) e
 	if err != nil {
 		return err
 	}
-	if err := r.db.DeleteGroup(ctx, tenant, name); err != nil {
+	err = r.db.DeleteGroup(ctx, tenant, name)
+	r.invalidate(tenant)
+	if err != nil {
 		return err
 	}
 	r.forget(tenant, name, g.Generation)
@@ -363,6 +408,7 @@ func (r *Registry) recompute(ctx context.Context, tenant int64, g storage.Group,
 	view := evaluate(definition.Load(g.YAML), files)
 	report, _ := json.Marshal(view)
 	gen, ok, err := r.db.SetGroupStatus(ctx, tenant, g.Name, 0, view.Status, string(report))
+	r.invalidate(tenant)
 	if err != nil || !ok {
 		return err
 	}
@@ -401,6 +447,7 @@ func (r *Registry) forget(tenant int64, name string, gen int64) {
 	r.warm.Forget(key)
 	r.mu.Lock()
 	delete(r.defs, key)
+	delete(r.dirs, key)
 	r.mu.Unlock()
 }
 
@@ -438,7 +485,9 @@ func (r *Registry) load(j job) {
 	}
 	view.Status, view.Message = status, msg
 	report, _ := json.Marshal(view)
-	if _, ok, err := r.db.SetGroupStatus(ctx, j.tenant, j.name, j.generation, status, string(report)); err != nil || !ok {
+	_, ok, err := r.db.SetGroupStatus(ctx, j.tenant, j.name, j.generation, status, string(report))
+	r.invalidate(j.tenant)
+	if err != nil || !ok {
 		r.forget(j.tenant, j.name, j.generation)
 		return
 	}
@@ -454,9 +503,16 @@ func (r *Registry) acquire(ctx context.Context, tenant int64, g storage.Group) (
 	if err != nil {
 		return nil, nil, err
 	}
-	root, err := r.materialize(ctx, tenant, def)
-	if err != nil {
-		return nil, nil, err
+	r.mu.Lock()
+	root, ok := r.dirs[key]
+	r.mu.Unlock()
+	if !ok {
+		if root, err = r.materialize(ctx, tenant, def); err != nil {
+			return nil, nil, err
+		}
+		r.mu.Lock()
+		r.dirs[key] = root
+		r.mu.Unlock()
 	}
 	return r.warm.Acquire(ctx, key, def, root, r.run)
 }
@@ -576,18 +632,15 @@ func (e *UnknownToolError) Error() string {
 // FindTool finds a tool of a tenant by object_name (or, with byName, by
 // name as well). A built-in tool resolves to a target with no group.
 func (r *Registry) FindTool(ctx context.Context, tenant int64, name string, byName bool) (*CallTarget, error) {
-	gs, err := r.db.Groups(ctx, tenant)
+	idx, err := r.tools(ctx, tenant)
 	if err != nil {
 		return nil, err
 	}
 	var found []*CallTarget
 	var known []string
 	skill := false
-	for _, g := range gs {
-		v, err := viewOf(g)
-		if err != nil {
-			return nil, err
-		}
+	for i, g := range idx.groups {
+		v := idx.views[i]
 		for _, t := range v.Tools {
 			known = append(known, t.ObjectName)
 			if t.ObjectName == name || byName && t.Name == name {
