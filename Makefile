@@ -7,6 +7,8 @@
 #   make fuzz   a longer fuzz run (FUZZTIME=1m per target by default)
 
 GO       ?= go
+# SQLite's FTS5 (knowledge search) is a build tag of mattn/go-sqlite3.
+export GOFLAGS := $(GOFLAGS) -tags=sqlite_fts5
 BIN      := bin/toolhost
 SAMPLES  := $(sort $(wildcard sample_groups/*/*.yaml))
 FUZZTIME ?= 1m

@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	_ "github.com/mattn/go-sqlite3" // the database/sql driver "sqlite3"
@@ -39,6 +40,9 @@ type DB struct {
 	sql  *sql.DB
 	dir  string
 	blob string
+
+	ftsOnce sync.Once
+	ftsErr  error
 }
 
 // Open opens (creating if needed) the data folder dir: the database

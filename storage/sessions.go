@@ -1,0 +1,329 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Agent is a stored agent definition.
+type Agent struct {
+	Name      string
+	YAML      []byte
+	UpdatedAt string
+}
+
+// PutAgent creates or replaces an agent by name.
+func (s *DB) PutAgent(ctx context.Context, tenantID int64, name string, yaml []byte) error {
+	_, err := s.sql.ExecContext(ctx, `INSERT INTO agents (tenant_id, name, yaml, updated_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (tenant_id, name) DO UPDATE SET yaml = excluded.yaml, updated_at = excluded.updated_at`, tenantID, name, yaml, now())
+	return err
+}
+
+// Agent returns one agent.
+func (s *DB) Agent(ctx context.Context, tenantID int64, name string) (Agent, error) {
+	a := Agent{Name: name}
+	err := s.sql.QueryRowContext(ctx, `SELECT yaml, updated_at FROM agents WHERE tenant_id = ? AND name = ?`, tenantID, name).Scan(&a.YAML, &a.UpdatedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return a, ErrNotFound
+	}
+	return a, err
+}
+
+// Agents lists a tenant's agents.
+func (s *DB) Agents(ctx context.Context, tenantID int64) ([]Agent, error) {
+	rows, err := s.sql.QueryContext(ctx, `SELECT name, yaml, updated_at FROM agents WHERE tenant_id = ? ORDER BY name`, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Agent
+	for rows.Next() {
+		var a Agent
+		if err := rows.Scan(&a.Name, &a.YAML, &a.UpdatedAt); err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// Session is a stored session.
+type Session struct {
+	ID         string         `json:"id"`
+	Agent      string         `json:"agent"`
+	State      string         `json:"state"`
+	Variables  map[string]any `json:"variables"`
+	Closed     bool           `json:"closed"`
+	CreatedAt  string         `json:"created_at"`
+	FinishedAt string         `json:"finished_at,omitempty"`
+}
+
+// SaveSession creates or updates a session of a tenant.
+func (s *DB) SaveSession(ctx context.Context, tenantID int64, sess *Session) error {
+	vars, err := json.Marshal(sess.Variables)
+	if err != nil {
+		return err
+	}
+	if sess.CreatedAt == "" {
+		sess.CreatedAt = now()
+	}
+	var finished any
+	if sess.FinishedAt != "" {
+		finished = sess.FinishedAt
+	}
+	_, err = s.sql.ExecContext(ctx, `INSERT INTO sessions (id, tenant_id, agent, state, variables, closed, created_at, finished_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET state = excluded.state, variables = excluded.variables, closed = excluded.closed, finished_at = excluded.finished_at`,
+		sess.ID, tenantID, sess.Agent, sess.State, string(vars), sess.Closed, sess.CreatedAt, finished)
+	return err
+}
+
+// Session returns a tenant's session.
+func (s *DB) Session(ctx context.Context, tenantID int64, id string) (*Session, error) {
+	sess := &Session{ID: id}
+	var vars string
+	var finished sql.NullString
+	err := s.sql.QueryRowContext(ctx, `SELECT agent, state, variables, closed, created_at, finished_at FROM sessions WHERE id = ? AND tenant_id = ?`, id, tenantID).
+		Scan(&sess.Agent, &sess.State, &vars, &sess.Closed, &sess.CreatedAt, &finished)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	sess.FinishedAt = finished.String
+	dec := json.NewDecoder(strings.NewReader(vars))
+	dec.UseNumber()
+	if err := dec.Decode(&sess.Variables); err != nil {
+		return nil, err
+	}
+	return sess, nil
+}
+
+// AddMessage appends an outgoing message to a session.
+func (s *DB) AddMessage(ctx context.Context, sessionID, text string) error {
+	_, err := s.sql.ExecContext(ctx, `INSERT INTO messages (session_id, text, created_at) VALUES (?, ?, ?)`, sessionID, text, now())
+	return err
+}
+
+// Message is an outgoing chat message.
+type Message struct {
+	Text      string `json:"text"`
+	CreatedAt string `json:"created_at"`
+}
+
+// Messages lists a session's outgoing messages in order.
+func (s *DB) Messages(ctx context.Context, sessionID string) ([]Message, error) {
+	rows, err := s.sql.QueryContext(ctx, `SELECT text, created_at FROM messages WHERE session_id = ? ORDER BY id`, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []Message{}
+	for rows.Next() {
+		var m Message
+		if err := rows.Scan(&m.Text, &m.CreatedAt); err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// Unanswered is a question an agent could not answer.
+type Unanswered struct {
+	SessionID string `json:"session_id"`
+	Question  string `json:"question"`
+	CreatedAt string `json:"created_at"`
+}
+
+// AddUnanswered records a question.
+func (s *DB) AddUnanswered(ctx context.Context, tenantID int64, sessionID, question string) error {
+	_, err := s.sql.ExecContext(ctx, `INSERT INTO unanswered (tenant_id, session_id, question, created_at) VALUES (?, ?, ?, ?)`,
+		tenantID, sessionID, question, now())
+	return err
+}
+
+// UnansweredQuestions lists a tenant's unanswered questions, oldest first.
+func (s *DB) UnansweredQuestions(ctx context.Context, tenantID int64) ([]Unanswered, error) {
+	rows, err := s.sql.QueryContext(ctx, `SELECT session_id, question, created_at FROM unanswered WHERE tenant_id = ? ORDER BY id`, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []Unanswered{}
+	for rows.Next() {
+		var u Unanswered
+		if err := rows.Scan(&u.SessionID, &u.Question, &u.CreatedAt); err != nil {
+			return nil, err
+		}
+		out = append(out, u)
+	}
+	return out, rows.Err()
+}
+
+// ErrNoFTS5 is a binary built without SQLite's FTS5.
+var ErrNoFTS5 = errors.New("knowledge search needs SQLite FTS5: build toolhost with -tags sqlite_fts5 (make build does)")
+
+// ensureFTS makes the full-text index on first use.
+func (s *DB) ensureFTS(ctx context.Context) error {
+	s.ftsOnce.Do(func() {
+		_, s.ftsErr = s.sql.ExecContext(ctx, `CREATE VIRTUAL TABLE IF NOT EXISTS knowledge_fts USING fts5(name UNINDEXED, tenant_id UNINDEXED, content, tokenize='unicode61')`)
+		if s.ftsErr != nil && strings.Contains(s.ftsErr.Error(), "no such module") {
+			s.ftsErr = ErrNoFTS5
+		}
+	})
+	return s.ftsErr
+}
+
+// PutKnowledge stores (or replaces) a knowledge document and indexes it,
+// in one transaction.
+func (s *DB) PutKnowledge(ctx context.Context, tenantID int64, name, content string) error {
+	if err := s.ensureFTS(ctx); err != nil {
+		return err
+	}
+	tx, err := s.sql.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `INSERT INTO knowledge (tenant_id, name, content, updated_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (tenant_id, name) DO UPDATE SET content = excluded.content, updated_at = excluded.updated_at`, tenantID, name, content, now()); err != nil {
+		return err
+	}
+	prefix := name + "#"
+	if _, err := tx.ExecContext(ctx, `DELETE FROM knowledge_fts WHERE tenant_id = ? AND substr(name, 1, ?) = ?`, tenantID, len([]rune(prefix)), prefix); err != nil {
+		return err
+	}
+	for i, p := range passages(content) {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO knowledge_fts (name, tenant_id, content) VALUES (?, ?, ?)`, fmt.Sprintf("%s#%d", name, i+1), tenantID, p); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// passages splits a document into paragraphs, the units search answers.
+func passages(content string) []string {
+	var out []string
+	for _, p := range strings.Split(strings.ReplaceAll(content, "\r\n", "\n"), "\n\n") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Passage is one search hit: the passage, its source and rank.
+type Passage struct {
+	Source string  `json:"source"`
+	Text   string  `json:"text"`
+	Score  float64 `json:"score"`
+}
+
+// SearchKnowledge finds the passages of the named documents (all of the
+// tenant's when names is empty) that match the query best (bm25).
+func (s *DB) SearchKnowledge(ctx context.Context, tenantID int64, names []string, query string, limit int) ([]Passage, error) {
+	if err := s.ensureFTS(ctx); err != nil {
+		return nil, err
+	}
+	// Each word of the query is a term; quoting keeps FTS5 syntax out.
+	var terms []string
+	for _, w := range strings.FieldsFunc(query, func(r rune) bool { return !(r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r > 127) }) {
+		terms = append(terms, `"`+strings.ReplaceAll(w, `"`, `""`)+`"`)
+	}
+	out := []Passage{}
+	if len(terms) == 0 {
+		return out, nil
+	}
+	rows, err := s.sql.QueryContext(ctx, `SELECT name, content, bm25(knowledge_fts) FROM knowledge_fts
+		WHERE knowledge_fts MATCH ? AND tenant_id = ? ORDER BY bm25(knowledge_fts) LIMIT ?`, strings.Join(terms, " OR "), tenantID, limit*4+8)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	allowed := map[string]bool{}
+	for _, n := range names {
+		allowed[n] = true
+	}
+	for rows.Next() {
+		var p Passage
+		if err := rows.Scan(&p.Source, &p.Text, &p.Score); err != nil {
+			return nil, err
+		}
+		doc, _, _ := strings.Cut(p.Source, "#")
+		if len(names) > 0 && !allowed[doc] {
+			continue
+		}
+		p.Score = -p.Score // bm25 is lower for better matches
+		out = append(out, p)
+		if len(out) == limit {
+			break
+		}
+	}
+	return out, rows.Err()
+}
+
+// LogEntry is one system or trace log line of a session.
+type LogEntry struct {
+	ID        int64           `json:"id"`
+	Kind      string          `json:"kind"`
+	Event     string          `json:"event"`
+	Data      json.RawMessage `json:"data"`
+	CreatedAt string          `json:"created_at"`
+}
+
+// AddLog appends a log entry to a session.
+func (s *DB) AddLog(ctx context.Context, tenantID int64, sessionID, kind, event string, data any) error {
+	b, err := json.Marshal(data)
+	if err != nil {
+		return err
+	}
+	_, err = s.sql.ExecContext(ctx, `INSERT INTO logs (tenant_id, session_id, kind, event, data, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		tenantID, sessionID, kind, event, string(b), now())
+	return err
+}
+
+// Logs lists a session's log entries in order; kinds filters them (none:
+// all).
+func (s *DB) Logs(ctx context.Context, tenantID int64, sessionID string, kinds ...string) ([]LogEntry, error) {
+	q := `SELECT id, kind, event, data, created_at FROM logs WHERE tenant_id = ? AND session_id = ?`
+	args := []any{tenantID, sessionID}
+	if len(kinds) > 0 {
+		q += ` AND kind IN (?` + strings.Repeat(",?", len(kinds)-1) + `)`
+		for _, k := range kinds {
+			args = append(args, k)
+		}
+	}
+	rows, err := s.sql.QueryContext(ctx, q+` ORDER BY id`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []LogEntry{}
+	for rows.Next() {
+		var e LogEntry
+		var data string
+		if err := rows.Scan(&e.ID, &e.Kind, &e.Event, &data, &e.CreatedAt); err != nil {
+			return nil, err
+		}
+		e.Data = json.RawMessage(data)
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// PruneLogs deletes log entries older than keep and returns how many.
+func (s *DB) PruneLogs(ctx context.Context, keep time.Duration) (int64, error) {
+	cutoff := time.Now().Add(-keep).UTC().Format(time.RFC3339Nano)
+	res, err := s.sql.ExecContext(ctx, `DELETE FROM logs WHERE created_at < ?`, cutoff)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
