@@ -51,6 +51,8 @@ func init() {
 			"toolhost serve [--data DIR] [--addr HOST:PORT] [--load DIR ...]", runServe},
 		"tenant": {"create a tenant and print its API token",
 			"toolhost tenant create NAME [--data DIR]", runTenant},
+		"session": {"run a session locally: init skills, one call per stdin line, finish skills",
+			"toolhost session [--files DIR] [--var K=V ...] [--knowledge DIR] GROUP.yaml|AGENT.yaml", runSession},
 		"help": {"show help for a command", "toolhost help [COMMAND]", runHelp},
 	}
 }

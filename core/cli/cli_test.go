@@ -56,7 +56,7 @@ func TestValidate(t *testing.T) {
 		stdout     []string // parts the output must contain
 		stderrPart string
 	}{
-		{"ready", []string{"validate", crmYAML}, ExitOK, []string{crmYAML + ": CRM Integration: Ready (2 tools, 1 skill)"}, ""},
+		{"ready", []string{"validate", crmYAML}, ExitOK, []string{crmYAML + ": CRM Integration: Ready (2 tools, 2 skills)"}, ""},
 		{"incomplete", []string{"validate", "--files", empty, crmYAML}, ExitIncomplete,
 			[]string{"Incomplete: missing submodules/crm_logic.py, transfer_to_operator.py, collector_campaign_init.py, requirements.txt"}, ""},
 		{"flags after the file", []string{"validate", crmYAML, "--files", empty}, ExitIncomplete, []string{"Incomplete"}, ""},
@@ -113,7 +113,7 @@ func TestValidateJSON(t *testing.T) {
 	json.Unmarshal([]byte(out), &rep)
 	if rep.Name != "CRM Integration" || rep.Status != "Ready" || len(rep.Missing) != 0 ||
 		!reflect.DeepEqual(rep.Tools, []ToolRef{{"PostLeadToCRM", "post_lead"}, {"TransferToTheOperator", "transfer_to_operator"}}) ||
-		!reflect.DeepEqual(rep.Skills, []SkillRef{{"SessionInit"}}) {
+		!reflect.DeepEqual(rep.Skills, []SkillRef{{"SessionInit"}, {"SessionFinish"}}) {
 		t.Errorf("report = %+v", rep)
 	}
 	if string(m["missing"]) != "[]" || string(m["errors"]) != "[]" || string(m["warnings"]) != "[]" {

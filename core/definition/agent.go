@@ -151,7 +151,15 @@ func (r *reader) agent(n *yaml.Node, a *Agent) {
 // names reads an optional list of names.
 func (r *reader) names(obj map[string]entry, key string) []NamedRef {
 	e, ok := obj[key]
-	if !ok || isNull(e.value) {
+	if !ok {
+		return nil
+	}
+	return r.namesOf(e, key)
+}
+
+// namesOf reads a list of names (null is an empty list).
+func (r *reader) namesOf(e entry, key string) []NamedRef {
+	if isNull(e.value) {
 		return nil
 	}
 	items, _ := r.list(e, key)
@@ -200,7 +208,7 @@ func (r *reader) state(n *yaml.Node, agentType string) *State {
 	case v == nil:
 	case isNull(v):
 	case v.Kind == yaml.SequenceNode:
-		s.Tools = r.names(map[string]entry{"available_tools": e}, "available_tools")
+		s.Tools = r.namesOf(e, "available_tools")
 	case v.Kind == yaml.MappingNode:
 		s.ByType = map[string][]NamedRef{}
 		var types []string
@@ -214,7 +222,7 @@ func (r *reader) state(n *yaml.Node, agentType string) *State {
 				r.errorf(k, "agent type %q is listed twice in available_tools", k.Value)
 				continue
 			}
-			s.ByType[k.Value] = r.names(map[string]entry{"available_tools": {k, v.Content[i+1]}}, "available_tools of "+k.Value)
+			s.ByType[k.Value] = r.namesOf(entry{k, v.Content[i+1]}, "available_tools of "+k.Value)
 			types = append(types, k.Value)
 		}
 		sort.Strings(types)

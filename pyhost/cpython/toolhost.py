@@ -3,6 +3,7 @@
     import toolhost
     ctx = toolhost.context()      # the call's context: session id, variables, agent, state
     sid = toolhost.session_id()   # None outside a session
+    toolhost.agent(), toolhost.state(), toolhost.variables()
 """
 
 
@@ -15,6 +16,16 @@ def context():
 def session_id():
     """The id of the session the call belongs to, or None."""
     return context().get("session_id")
+
+
+def agent():
+    """The name of the session's agent, or None."""
+    return context().get("agent")
+
+
+def state():
+    """The session's current workflow state, or None."""
+    return context().get("state")
 
 
 def variables():

@@ -24,6 +24,8 @@ func init() {
 			py.MustNewMethod("context", toolhostContext, 0, "context() -> dict: the context of the call in progress."),
 			py.MustNewMethod("session_id", toolhostSessionID, 0, "session_id() -> str or None."),
 			py.MustNewMethod("variables", toolhostVariables, 0, "variables() -> dict: the session's variables."),
+			py.MustNewMethod("agent", toolhostField("agent"), 0, "agent() -> str or None: the session's agent."),
+			py.MustNewMethod("state", toolhostField("state"), 0, "state() -> str or None: the session's workflow state."),
 		},
 		Globals: py.StringDict{},
 	})
@@ -82,11 +84,19 @@ func toolhostContext(self py.Object, args py.Tuple) (py.Object, error) {
 }
 
 func toolhostSessionID(self py.Object, args py.Tuple) (py.Object, error) {
-	m, _ := callContext(self)
-	if s, ok := m["session_id"].(string); ok {
-		return py.String(s), nil
+	return toolhostField("session_id")(self, args)
+}
+
+// toolhostField returns a method that answers one string of the context,
+// or None.
+func toolhostField(key string) func(py.Object, py.Tuple) (py.Object, error) {
+	return func(self py.Object, _ py.Tuple) (py.Object, error) {
+		m, _ := callContext(self)
+		if s, ok := m[key].(string); ok {
+			return py.String(s), nil
+		}
+		return py.None, nil
 	}
-	return py.None, nil
 }
 
 func toolhostVariables(self py.Object, args py.Tuple) (py.Object, error) {

@@ -1,5 +1,7 @@
-"""Session set-up for the collector campaign: masks sensitive data before
-the model sees it. Runs on both runtimes."""
+"""Session set-up and clean-up for the collector campaign: masks sensitive
+data before the model sees it, and says goodbye. Runs on both runtimes."""
+
+import toolhost
 
 
 def _mask_email(email):
@@ -15,3 +17,7 @@ def session_init(HumanFullName, HumanEmail=None):
     words = HumanFullName.split()
     first = words[0] if words else ""
     return {"HumanFirstName": first, "HumanEmailMasked": _mask_email(HumanEmail)}
+
+
+def session_finish(HumanFirstName):
+    return {"Farewell": "Goodbye, " + HumanFirstName + "!", "FinishedInState": toolhost.state()}

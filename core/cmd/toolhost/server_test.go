@@ -176,7 +176,7 @@ func TestServerEndToEnd(t *testing.T) {
 	// The group before its files: Incomplete, the files listed.
 	var g groupView
 	if code := s.do(tokA, "POST", "/v1/groups", bytes.NewReader(crmYAML), &g); code != 200 || g.Status != "Incomplete" ||
-		strings.Join(g.Missing, ",") != strings.Join(crmFiles, ",") || len(g.Tools) != 2 || len(g.Skills) != 1 || g.Errors == nil {
+		strings.Join(g.Missing, ",") != strings.Join(crmFiles, ",") || len(g.Tools) != 2 || len(g.Skills) != 2 || g.Errors == nil {
 		t.Fatalf("group before files: %d %+v", code, g)
 	}
 	if code := s.do(tokA, "POST", "/v1/calls", strings.NewReader(`{"tool":"post_lead","arguments":{"client_name":"A","client_email":null}}`), &p); code != 409 || p.Group != "Incomplete" {

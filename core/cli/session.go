@@ -1,0 +1,260 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"toolhost/core/definition"
+	"toolhost/core/runner"
+	"toolhost/core/session"
+	"toolhost/plugins"
+)
+
+// localCaller runs groups with their own plugin processes, opened on first
+// use: `toolhost session` needs no server.
+type localCaller struct {
+	opts  runner.Options
+	files string // --files, or "" for each group's own folder
+	dirs  map[string]string
+	mu    sync.Mutex
+	open  map[string]*runner.Group
+}
+
+func (c *localCaller) Call(ctx context.Context, g *definition.Group, impl definition.Implementation, args, callCtx json.RawMessage) *plugins.CallResponse {
+	c.mu.Lock()
+	rg, ok := c.open[g.Name]
+	if !ok {
+		root := c.files
+		if root == "" {
+			root = c.dirs[g.Name]
+		}
+		var err error
+		oc, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		rg, err = runner.Open(oc, g, root, c.opts)
+		cancel()
+		if err != nil {
+			c.mu.Unlock()
+			return &plugins.CallResponse{Error: &plugins.ToolError{Kind: plugins.ErrLoad, Message: err.Error()}}
+		}
+		c.open[g.Name] = rg
+	}
+	c.mu.Unlock()
+	return rg.Call(ctx, impl, args, callCtx)
+}
+
+func (c *localCaller) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, g := range c.open {
+		g.Close()
+	}
+}
+
+// parseVar reads K=V; V is JSON when it parses as JSON, else text.
+func parseVar(kv string) (string, any, error) {
+	k, v, ok := strings.Cut(kv, "=")
+	if !ok || k == "" {
+		return "", nil, fmt.Errorf("--var wants NAME=VALUE, got %q", kv)
+	}
+	var j any
+	dec := json.NewDecoder(strings.NewReader(v))
+	dec.UseNumber()
+	if err := dec.Decode(&j); err == nil && !dec.More() {
+		return k, j, nil
+	}
+	return k, v, nil
+}
+
+func runSession(env *Env, args []string) int {
+	fs := newFlags(env, "session")
+	rf := addRunFlags(fs)
+	groupsDir := fs.String("groups", "", "`DIR` to find the agent's groups in (default: the agent's folder and the folder above it)")
+	knowledge := fs.String("knowledge", "", "`DIR` of knowledge documents (FILE.txt or FILE.md is the document FILE)")
+	var vars multiFlag
+	fs.Var(&vars, "var", "a session variable `NAME=VALUE` (JSON or text); repeatable")
+	pos, code, ok := parse(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) != 1 {
+		fmt.Fprintln(env.Stderr, "toolhost session: want one GROUP.yaml or AGENT.yaml")
+		fs.Usage()
+		return ExitUsage
+	}
+	variables := map[string]any{}
+	for _, kv := range vars {
+		k, v, err := parseVar(kv)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "toolhost session: %v\n", err)
+			return ExitUsage
+		}
+		variables[k] = v
+	}
+	file := pos[0]
+	src, err := os.ReadFile(file)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "toolhost session: %v\n", err)
+		return ExitUsage
+	}
+	agent, groups, dirs, code := localAgent(env, file, src, *groupsDir)
+	if agent == nil {
+		return code
+	}
+	opts, code := runOptions(env, "session", rf)
+	if code != ExitOK {
+		return code
+	}
+	for _, w := range opts.Sandbox.Warnings() {
+		fmt.Fprintf(env.Stderr, "toolhost session: WARNING: %s\n", w)
+	}
+	store := session.NewMemory()
+	if *knowledge != "" {
+		docs, _ := filepath.Glob(filepath.Join(*knowledge, "*"))
+		for _, d := range docs {
+			if b, err := os.ReadFile(d); err == nil {
+				store.Knowledge[strings.TrimSuffix(filepath.Base(d), filepath.Ext(d))] = string(b)
+			}
+		}
+	}
+	events := json.NewEncoder(env.Stderr)
+	store.OnLog = func(kind, event string, data any) {
+		if event == "session_start" || event == "skill_call" || event == "state_change" || event == "session_finish" {
+			events.Encode(map[string]any{"event": event, "data": data})
+		}
+	}
+	caller := &localCaller{opts: opts, files: *rf.files, dirs: dirs, open: map[string]*runner.Group{}}
+	defer caller.close()
+	eng := &session.Engine{Agent: agent, Groups: groups, Store: store, Caller: caller}
+	ctx := context.Background()
+	sess, _, err := eng.Start(ctx, variables)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "toolhost session: %v\n", err)
+		return ExitFailure
+	}
+	out := json.NewEncoder(env.Stdout)
+	out.SetEscapeHTML(false)
+	in := bufio.NewScanner(env.Stdin)
+	in.Buffer(make([]byte, 1<<20), 16<<20)
+	failed := false
+	for in.Scan() {
+		line := strings.TrimSpace(in.Text())
+		if line == "" {
+			continue
+		}
+		var req struct {
+			Tool      string          `json:"tool"`
+			Arguments json.RawMessage `json:"arguments"`
+			State     string          `json:"state"`
+		}
+		if err := json.Unmarshal([]byte(line), &req); err != nil || req.Tool == "" && req.State == "" {
+			out.Encode(inputError(fmt.Sprintf(`each line must be {"tool": ..., "arguments": {...}} (or {"state": ...}): %v`, err)))
+			failed = true
+			continue
+		}
+		if req.State != "" {
+			if err := eng.SetState(ctx, sess, req.State); err != nil {
+				out.Encode(inputError(err.Error()))
+				failed = true
+			} else {
+				out.Encode(map[string]any{"success": true, "state": sess.State})
+			}
+			continue
+		}
+		res, err := eng.Call(ctx, sess, req.Tool, req.Arguments)
+		if err != nil {
+			out.Encode(inputError(err.Error()))
+			failed = true
+			continue
+		}
+		failed = failed || !res.Success
+		out.Encode(res)
+	}
+	if !sess.Closed {
+		if _, err := eng.Finish(ctx, sess); err != nil && !errors.Is(err, session.ErrClosed) {
+			fmt.Fprintf(env.Stderr, "toolhost session: %v\n", err)
+		}
+	}
+	if failed {
+		return ExitFailure
+	}
+	return ExitOK
+}
+
+func inputError(msg string) *runner.Result {
+	return &runner.Result{Error: &plugins.ToolError{Kind: "input", Message: msg}, Logs: []string{}, Content: json.RawMessage("null")}
+}
+
+// localAgent loads an agent (with its groups from disk) or a group (as an
+// agent of its own). It returns the groups in the agent's order and the
+// folder of each.
+func localAgent(env *Env, file string, src []byte, groupsDir string) (*definition.Agent, []*definition.Group, map[string]string, int) {
+	if definition.Kind(src) != "Agent" {
+		res := definition.Load(src)
+		if !res.OK() {
+			printDiagnostics(env.Stderr, file, res.Errors, nil)
+			return nil, nil, nil, ExitUsage
+		}
+		return session.ForGroup(res.Group), []*definition.Group{res.Group}, map[string]string{res.Group.Name: filepath.Dir(file)}, ExitOK
+	}
+	ar := definition.LoadAgent(src)
+	if !ar.OK() {
+		printDiagnostics(env.Stderr, file, ar.Errors, nil)
+		return nil, nil, nil, ExitUsage
+	}
+	found, dirs := findGroups(file, groupsDir)
+	errs := definition.CheckAgentTools(ar.Agent, found)
+	if len(errs) > 0 {
+		printDiagnostics(env.Stderr, file, errs, nil)
+		return nil, nil, nil, ExitUsage
+	}
+	var groups []*definition.Group
+	for _, ref := range ar.Agent.ToolGroups {
+		groups = append(groups, found[ref.Name])
+	}
+	return ar.Agent, groups, dirs, ExitOK
+}
+
+// findGroups reads the valid group definitions in dir (default: the agent's
+// folder and the folder above it) and the folders right below, by name.
+func findGroups(agentFile, dir string) (map[string]*definition.Group, map[string]string) {
+	var roots []string
+	if dir != "" {
+		roots = []string{dir}
+	} else {
+		roots = []string{filepath.Dir(agentFile), filepath.Dir(filepath.Dir(agentFile))}
+	}
+	groups, dirs := map[string]*definition.Group{}, map[string]string{}
+	for _, root := range roots {
+		var files []string
+		files = append(files, definitionsIn(root)...)
+		subs, _ := os.ReadDir(root)
+		for _, s := range subs {
+			if s.IsDir() {
+				files = append(files, definitionsIn(filepath.Join(root, s.Name()))...)
+			}
+		}
+		sort.Strings(files)
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil || definition.Kind(b) != "Plugin" {
+				continue
+			}
+			if res := definition.Load(b); res.OK() {
+				if _, dup := groups[res.Group.Name]; !dup {
+					groups[res.Group.Name] = res.Group
+					dirs[res.Group.Name] = filepath.Dir(f)
+				}
+			}
+		}
+	}
+	return groups, dirs
+}

@@ -1,0 +1,96 @@
+package session
+
+import (
+	"context"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"toolhost/storage"
+)
+
+// Memory is a Store in memory, for `toolhost session`: nothing outlives the
+// process.
+type Memory struct {
+	mu         sync.Mutex
+	Sessions   map[string]*storage.Session
+	Entries    []storage.LogEntry
+	Messages   []string
+	Unanswered []string
+	// Knowledge maps a document name to its text.
+	Knowledge map[string]string
+	// OnLog, if set, sees every log entry as it is written.
+	OnLog func(kind, event string, data any)
+}
+
+// NewMemory makes an empty memory store.
+func NewMemory() *Memory {
+	return &Memory{Sessions: map[string]*storage.Session{}, Knowledge: map[string]string{}}
+}
+
+// SaveSession implements Store.
+func (m *Memory) SaveSession(_ context.Context, s *storage.Session) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.Sessions[s.ID] = s
+	return nil
+}
+
+// Log implements Store.
+func (m *Memory) Log(_ context.Context, _ string, kind, event string, data any) error {
+	m.mu.Lock()
+	m.Entries = append(m.Entries, storage.LogEntry{ID: int64(len(m.Entries) + 1), Kind: kind, Event: event})
+	m.mu.Unlock()
+	if m.OnLog != nil {
+		m.OnLog(kind, event, data)
+	}
+	return nil
+}
+
+// AddMessage implements Store.
+func (m *Memory) AddMessage(_ context.Context, _ string, text string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.Messages = append(m.Messages, text)
+	return nil
+}
+
+// AddUnanswered implements Store.
+func (m *Memory) AddUnanswered(_ context.Context, _ string, q string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.Unanswered = append(m.Unanswered, q)
+	return nil
+}
+
+// SearchKnowledge implements Store with a plain ranking: the passages that
+// share the most words with the query.
+func (m *Memory) SearchKnowledge(_ context.Context, names []string, query string, limit int) ([]storage.Passage, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	words := map[string]bool{}
+	for _, w := range strings.Fields(strings.ToLower(query)) {
+		words[strings.Trim(w, ".,;:!?\"'()")] = true
+	}
+	out := []storage.Passage{}
+	for _, name := range names {
+		for i, p := range strings.Split(m.Knowledge[name], "\n\n") {
+			p = strings.TrimSpace(p)
+			score := 0.0
+			for _, w := range strings.Fields(strings.ToLower(p)) {
+				if words[strings.Trim(w, ".,;:!?\"'()")] {
+					score++
+				}
+			}
+			if score > 0 {
+				out = append(out, storage.Passage{Source: name + "#" + strconv.Itoa(i+1), Text: p, Score: score})
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Score > out[j].Score })
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}

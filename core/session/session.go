@@ -1,0 +1,397 @@
+// Package session runs agent sessions: it starts a session in the agent's
+// initial state and runs the session_init_call skills of its groups, calls
+// the tools available in the current state (built-in tools included),
+// moves between states, finishes with the session_finish_call skills, and
+// logs every step. It works over a Store (SQLite in the server, memory in
+// `toolhost session`) and a Caller that runs implementations.
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"toolhost/core/arguments"
+	"toolhost/core/definition"
+	"toolhost/core/runner"
+	"toolhost/core/suggest"
+	"toolhost/plugins"
+	"toolhost/storage"
+)
+
+// Store keeps sessions, their outputs and logs.
+type Store interface {
+	SaveSession(ctx context.Context, s *storage.Session) error
+	Log(ctx context.Context, sessionID, kind, event string, data any) error
+	AddMessage(ctx context.Context, sessionID, text string) error
+	AddUnanswered(ctx context.Context, sessionID, question string) error
+	SearchKnowledge(ctx context.Context, names []string, query string, limit int) ([]storage.Passage, error)
+}
+
+// Caller runs one implementation of a group.
+type Caller interface {
+	Call(ctx context.Context, group *definition.Group, impl definition.Implementation, args, callCtx json.RawMessage) *plugins.CallResponse
+}
+
+// Engine runs the sessions of one agent.
+type Engine struct {
+	Agent *definition.Agent
+	// Groups are the attached groups, in the agent's order.
+	Groups []*definition.Group
+	Store  Store
+	Caller Caller
+}
+
+// Errors a caller tells apart.
+var (
+	ErrClosed = errors.New("the session is finished")
+)
+
+// ToolError is a call the session refuses before running anything.
+type ToolError struct {
+	// Status is the HTTP status that fits: 422 (unknown tool, invalid
+	// arguments) or 409 (not available in this state).
+	Status  int
+	Message string
+	Errors  arguments.Errors
+}
+
+// Error implements error.
+func (e *ToolError) Error() string { return e.Message }
+
+// SkillOutcome is one skill run at a session's start or finish.
+type SkillOutcome struct {
+	Skill   string             `json:"skill"`
+	Group   string             `json:"group"`
+	Success bool               `json:"success"`
+	Set     map[string]any     `json:"set,omitempty"`
+	Error   *plugins.ToolError `json:"error,omitempty"`
+}
+
+// NewID makes a session id.
+func NewID() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return "ses_" + hex.EncodeToString(b)
+}
+
+// Start creates a session with the given variables in the agent's initial
+// state, and runs every session_init_call skill of the attached groups in
+// order; a failing skill is reported and logged, and the others still run.
+func (e *Engine) Start(ctx context.Context, vars map[string]any) (*storage.Session, []SkillOutcome, error) {
+	init := e.Agent.InitState()
+	if init == nil {
+		return nil, nil, fmt.Errorf("agent %q has no initial state", e.Agent.Name)
+	}
+	if vars == nil {
+		vars = map[string]any{}
+	}
+	s := &storage.Session{ID: NewID(), Agent: e.Agent.Name, State: init.Name, Variables: vars, CreatedAt: time.Now().UTC().Format(time.RFC3339Nano)}
+	if err := e.Store.SaveSession(ctx, s); err != nil {
+		return nil, nil, err
+	}
+	e.log(ctx, s, "system", "session_start", map[string]any{"agent": e.Agent.Name, "state": s.State, "variables": s.Variables})
+	outcomes := e.runSkills(ctx, s, false)
+	return s, outcomes, e.Store.SaveSession(ctx, s)
+}
+
+func (e *Engine) log(ctx context.Context, s *storage.Session, kind, event string, data any) {
+	e.Store.Log(ctx, s.ID, kind, event, data)
+}
+
+// callContext is what tool code sees through the toolhost module.
+func (e *Engine) callContext(s *storage.Session) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{"session_id": s.ID, "variables": s.Variables, "agent": s.Agent, "state": s.State})
+	return b
+}
+
+// runSkills runs the init (or finish) skills of every attached group, in
+// order. What a skill returns (a dict) updates the session's variables.
+func (e *Engine) runSkills(ctx context.Context, s *storage.Session, finish bool) []SkillOutcome {
+	out := []SkillOutcome{}
+	for _, g := range e.Groups {
+		for _, sk := range g.Skills {
+			if finish && !sk.SessionFinish || !finish && !sk.SessionInit {
+				continue
+			}
+			o := e.runSkill(ctx, s, g, sk)
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func (e *Engine) runSkill(ctx context.Context, s *storage.Session, g *definition.Group, sk *definition.Skill) SkillOutcome {
+	o := SkillOutcome{Skill: sk.Name, Group: g.Name}
+	start := time.Now()
+	logData := map[string]any{"skill": sk.Name, "group": g.Name}
+	defer func() {
+		logData["success"] = o.Success
+		logData["duration_ms"] = float64(time.Since(start).Microseconds()) / 1000
+		if o.Error != nil {
+			logData["error"] = o.Error
+		}
+		if o.Set != nil {
+			logData["set"] = o.Set
+		}
+		e.log(ctx, s, "system", "skill_call", logData)
+	}()
+	// Inputs come from the session's variables, checked against their dtype.
+	params := make([]*definition.Parameter, len(sk.Inputs))
+	inputs := map[string]any{}
+	for i, in := range sk.Inputs {
+		params[i] = &definition.Parameter{Name: in.Name, Type: in.DType}
+		if v, ok := s.Variables[in.Name]; ok {
+			inputs[in.Name] = v
+		}
+	}
+	raw, _ := json.Marshal(inputs)
+	clean, err := arguments.Check(params, raw)
+	if err != nil {
+		msg := strings.ReplaceAll(err.Error(), "missing required parameter", "the session has no variable")
+		msg = strings.ReplaceAll(msg, "parameter ", "input ")
+		o.Error = &plugins.ToolError{Kind: "input", Message: fmt.Sprintf("skill %q: %s", sk.Name, msg)}
+		return o
+	}
+	args, _ := json.Marshal(clean)
+	logData["inputs"] = clean
+	resp := e.Caller.Call(ctx, g, sk.Implementation, args, e.callContext(s))
+	logData["runtime"], logData["worker"] = resp.Runtime, resp.Worker
+	if resp.Output != "" {
+		logData["output"] = resp.Output
+	}
+	if !resp.OK {
+		o.Error = resp.Error
+		return o
+	}
+	set := map[string]any{}
+	dec := json.NewDecoder(strings.NewReader(string(resp.Result)))
+	dec.UseNumber()
+	if err := dec.Decode(&set); err != nil {
+		o.Error = &plugins.ToolError{Kind: plugins.ErrResult,
+			Message: fmt.Sprintf("skill %q must return a dict of the variables to set, got %s", sk.Name, strings.TrimSpace(string(resp.Result)))}
+		return o
+	}
+	for k, v := range set {
+		s.Variables[k] = v
+	}
+	o.Success, o.Set = true, set
+	return o
+}
+
+// available resolves a name (object_name or name) among the tools of the
+// session's state: a built-in, or a tool of an attached group.
+func (e *Engine) available(s *storage.Session, name string) (*definition.Group, *definition.Tool, error) {
+	state := e.Agent.State(s.State)
+	if state == nil {
+		return nil, nil, &ToolError{Status: 409, Message: fmt.Sprintf("the session is in state %q, which the agent no longer has", s.State)}
+	}
+	var names []string
+	for _, ref := range state.Tools {
+		g, t := e.resolve(ref.Name)
+		if t == nil {
+			continue
+		}
+		names = append(names, t.ObjectName)
+		if t.ObjectName == name || t.Name == name {
+			return g, t, nil
+		}
+	}
+	// Known elsewhere: not available in this state.
+	for _, st := range e.Agent.States {
+		for _, ref := range st.Tools {
+			if _, t := e.resolve(ref.Name); t != nil && (t.ObjectName == name || t.Name == name) {
+				return nil, nil, &ToolError{Status: 409, Message: fmt.Sprintf("tool %q is not available in state %q (available: %s)", name, s.State, strings.Join(names, ", "))}
+			}
+		}
+	}
+	return nil, nil, &ToolError{Status: 422, Message: fmt.Sprintf("no tool %q in state %q%s (available: %s)", name, s.State,
+		suggest.DidYouMean(name, names), strings.Join(names, ", "))}
+}
+
+// resolve finds an object_name among the attached groups, then the
+// built-in tools.
+func (e *Engine) resolve(objectName string) (*definition.Group, *definition.Tool) {
+	for _, g := range e.Groups {
+		if t := g.Tool(objectName); t != nil {
+			return g, t
+		}
+	}
+	if b := definition.Builtin(objectName); b != nil {
+		return nil, b
+	}
+	return nil, nil
+}
+
+// Call runs a tool inside the session: only tools of the current state;
+// arguments are checked before anything runs. Built-in tools run here.
+func (e *Engine) Call(ctx context.Context, s *storage.Session, name string, args json.RawMessage) (*runner.Result, error) {
+	if s.Closed {
+		return nil, ErrClosed
+	}
+	g, t, err := e.available(s, name)
+	if err != nil {
+		return nil, err
+	}
+	if len(strings.TrimSpace(string(args))) == 0 || string(args) == "null" {
+		args = json.RawMessage("{}")
+	}
+	clean, err := arguments.Check(t.Parameters, args)
+	if err != nil {
+		var es arguments.Errors
+		errors.As(err, &es)
+		return nil, &ToolError{Status: 422, Message: err.Error(), Errors: es}
+	}
+	start := time.Now()
+	var resp *plugins.CallResponse
+	if t.Builtin {
+		resp = e.builtin(ctx, s, t, clean)
+	} else {
+		argJSON, _ := json.Marshal(clean)
+		resp = e.Caller.Call(ctx, g, t.Implementation, argJSON, e.callContext(s))
+	}
+	if resp.DurationUs == 0 {
+		resp.DurationUs = time.Since(start).Microseconds()
+	}
+	entry := map[string]any{"tool": t.ObjectName, "name": t.Name, "arguments": clean, "success": resp.OK,
+		"duration_ms": float64(resp.DurationUs) / 1000, "runtime": resp.Runtime, "worker": resp.Worker}
+	if resp.OK {
+		entry["result"] = json.RawMessage(resp.Result)
+	} else {
+		entry["error"] = resp.Error
+	}
+	if resp.Output != "" {
+		entry["output"] = resp.Output
+	}
+	e.log(ctx, s, "system", "tool_call", entry)
+	return runner.NewResult(resp), nil
+}
+
+// builtin runs a built-in tool.
+func (e *Engine) builtin(ctx context.Context, s *storage.Session, t *definition.Tool, args map[string]any) *plugins.CallResponse {
+	ok := func(v any) *plugins.CallResponse {
+		b, _ := json.Marshal(v)
+		return &plugins.CallResponse{OK: true, Result: b, Runtime: "builtin"}
+	}
+	fail := func(err error) *plugins.CallResponse {
+		return &plugins.CallResponse{Runtime: "builtin", Error: &plugins.ToolError{Kind: plugins.ErrRuntime, Message: err.Error()}}
+	}
+	switch t.ObjectName {
+	case "FinishSession":
+		outcomes, err := e.Finish(ctx, s)
+		if err != nil {
+			return fail(err)
+		}
+		return ok(map[string]any{"finished": true, "skills": outcomes})
+	case "SendChatMessage":
+		msg, _ := args["message"].(string)
+		if err := e.Store.AddMessage(ctx, s.ID, msg); err != nil {
+			return fail(err)
+		}
+		return ok(map[string]any{"sent": true})
+	case "ReportUnansweredQuestion":
+		q, _ := args["question"].(string)
+		if err := e.Store.AddUnanswered(ctx, s.ID, q); err != nil {
+			return fail(err)
+		}
+		return ok(map[string]any{"recorded": true})
+	case "TriggerKBSearch":
+		q, _ := args["query"].(string)
+		limit := 5
+		if n, isNum := args["top_k"].(json.Number); isNum {
+			if v, err := n.Int64(); err == nil && v > 0 && v <= 50 {
+				limit = int(v)
+			}
+		}
+		names := make([]string, len(e.Agent.Knowledge))
+		for i, k := range e.Agent.Knowledge {
+			names[i] = k.Name
+		}
+		if len(names) == 0 {
+			return ok(map[string]any{"passages": []storage.Passage{}})
+		}
+		ps, err := e.Store.SearchKnowledge(ctx, names, q, limit)
+		if err != nil {
+			return fail(err)
+		}
+		return ok(map[string]any{"passages": ps})
+	}
+	return fail(fmt.Errorf("unknown built-in tool %q", t.ObjectName))
+}
+
+// SetState moves the session to another state of the agent.
+func (e *Engine) SetState(ctx context.Context, s *storage.Session, name string) error {
+	if s.Closed {
+		return ErrClosed
+	}
+	if e.Agent.State(name) == nil {
+		var names []string
+		for _, st := range e.Agent.States {
+			names = append(names, st.Name)
+		}
+		return &ToolError{Status: 422, Message: fmt.Sprintf("agent %q has no state %q%s", e.Agent.Name, name, suggest.DidYouMean(name, names))}
+	}
+	from := s.State
+	s.State = name
+	if err := e.Store.SaveSession(ctx, s); err != nil {
+		return err
+	}
+	e.log(ctx, s, "system", "state_change", map[string]any{"from": from, "to": name})
+	return nil
+}
+
+// Finish runs every session_finish_call skill and closes the session.
+func (e *Engine) Finish(ctx context.Context, s *storage.Session) ([]SkillOutcome, error) {
+	if s.Closed {
+		return nil, ErrClosed
+	}
+	outcomes := e.runSkills(ctx, s, true)
+	s.Closed = true
+	s.FinishedAt = time.Now().UTC().Format(time.RFC3339Nano)
+	if err := e.Store.SaveSession(ctx, s); err != nil {
+		return outcomes, err
+	}
+	e.log(ctx, s, "system", "session_finish", map[string]any{"variables": s.Variables, "skills": outcomes})
+	return outcomes, nil
+}
+
+var placeholder = regexp.MustCompile(`__([A-Za-z][A-Za-z0-9_]*?)__`)
+
+// Instructions fills the __NAME__ placeholders of the agent's instructions
+// from the session's variables; a placeholder without a variable stays.
+func Instructions(a *definition.Agent, vars map[string]any) string {
+	return placeholder.ReplaceAllStringFunc(a.Instructions, func(m string) string {
+		v, ok := vars[m[2:len(m)-2]]
+		if !ok {
+			return m
+		}
+		switch x := v.(type) {
+		case string:
+			return x
+		case nil:
+			return ""
+		}
+		b, _ := json.Marshal(v)
+		return string(b)
+	})
+}
+
+// ForGroup makes an agent for testing one group alone: one state where
+// every tool of the group and every built-in is available.
+func ForGroup(g *definition.Group) *definition.Agent {
+	st := &definition.State{Name: "default", Init: true, Final: true}
+	for _, t := range g.Tools {
+		st.Tools = append(st.Tools, definition.NamedRef{Name: t.ObjectName})
+	}
+	for _, b := range definition.Builtins() {
+		st.Tools = append(st.Tools, definition.NamedRef{Name: b.ObjectName})
+	}
+	return &definition.Agent{Name: g.Name, Instructions: g.Description, ToolGroups: []definition.NamedRef{{Name: g.Name}},
+		States: []*definition.State{st}}
+}
