@@ -234,7 +234,9 @@ func (s *DB) SearchKnowledge(ctx context.Context, tenantID int64, names []string
 	}
 	// Each word of the query is a term; quoting keeps FTS5 syntax out.
 	var terms []string
-	for _, w := range strings.FieldsFunc(query, func(r rune) bool { return !(r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r > 127) }) {
+	for _, w := range strings.FieldsFunc(query, func(r rune) bool {
+		return !(r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r > 127)
+	}) {
 		terms = append(terms, `"`+strings.ReplaceAll(w, `"`, `""`)+`"`)
 	}
 	out := []Passage{}
@@ -326,4 +328,15 @@ func (s *DB) PruneLogs(ctx context.Context, keep time.Duration) (int64, error) {
 		return 0, err
 	}
 	return res.RowsAffected()
+}
+
+// SessionTenant returns the tenant a session belongs to (for the local
+// `toolhost logs`, which has no token).
+func (s *DB) SessionTenant(ctx context.Context, id string) (int64, error) {
+	var t int64
+	err := s.sql.QueryRowContext(ctx, `SELECT tenant_id FROM sessions WHERE id = ?`, id).Scan(&t)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, ErrNotFound
+	}
+	return t, err
 }

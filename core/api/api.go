@@ -143,6 +143,26 @@ func (s *Server) routeTenant(w http.ResponseWriter, r *http.Request, path string
 		s.only(w, r, "POST", func() { s.schemas(w, r) })
 	case path == "/v1/calls":
 		s.only(w, r, "POST", func() { s.call(w, r) })
+	case path == "/v1/agents" || strings.HasPrefix(path, "/v1/agents/"):
+		s.routeAgents(w, r, path)
+	case path == "/v1/sessions" || strings.HasPrefix(path, "/v1/sessions/"):
+		s.routeSessions(w, r, path)
+	case strings.HasPrefix(path, "/v1/knowledge/"):
+		name, err := url.PathUnescape(strings.TrimPrefix(path, "/v1/knowledge/"))
+		if err != nil || strings.TrimSpace(name) == "" || strings.Contains(name, "#") || strings.Contains(name, "/") {
+			problem(w, http.StatusBadRequest, "Bad document name", "a knowledge document name is one path segment without '#'", nil)
+			return
+		}
+		s.only(w, r, "PUT", func() { s.putKnowledge(w, r, name) })
+	case path == "/v1/unanswered":
+		s.only(w, r, "GET", func() {
+			us, err := s.DB.UnansweredQuestions(r.Context(), tenantOf(r).ID)
+			if err != nil {
+				s.internal(w, r, err)
+				return
+			}
+			writeJSON(w, http.StatusOK, us)
+		})
 	default:
 		problem(w, http.StatusNotFound, "Not Found", fmt.Sprintf("no endpoint %s", path), nil)
 	}

@@ -53,6 +53,8 @@ func init() {
 			"toolhost tenant create NAME [--data DIR]", runTenant},
 		"session": {"run a session locally: init skills, one call per stdin line, finish skills",
 			"toolhost session [--files DIR] [--var K=V ...] [--knowledge DIR] GROUP.yaml|AGENT.yaml", runSession},
+		"logs": {"print a session's system and trace logs, one JSON object a line",
+			"toolhost logs [--data DIR] [--kind system|trace] SESSION", runLogs},
 		"help": {"show help for a command", "toolhost help [COMMAND]", runHelp},
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"toolhost/core/api"
+	"toolhost/core/definition"
 	"toolhost/core/registry"
 	"toolhost/core/relpath"
 	"toolhost/core/runner"
@@ -38,6 +39,7 @@ func runServe(env *Env, args []string) int {
 	maxFileMB := fs.Int("max-file-mb", api.DefaultMaxFileSize>>20, "largest uploaded file, in `MiB`")
 	maxWarm := fs.Int("max-warm", 32, "groups whose plugin processes are kept warm")
 	idle := fs.Duration("idle", 10*time.Minute, "stop a group's plugin process after this long without calls")
+	retention := fs.Duration("log-retention", 30*24*time.Hour, "keep session logs this long")
 	var loads multiFlag
 	fs.Var(&loads, "load", "import the groups under `DIR` (with their files) for tenant \"default\" and print its token; repeatable")
 	if _, code, ok := parse(fs, args); !ok {
@@ -74,6 +76,7 @@ func runServe(env *Env, args []string) int {
 		}
 		fmt.Fprintf(env.Stdout, "tenant default token: %s\n", token)
 	}
+	go pruneLogs(ctx, db, *retention, log)
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "toolhost serve: %v\n", err)
@@ -103,6 +106,24 @@ func runServe(env *Env, args []string) int {
 	reg.Close()
 	log.Info("stopped")
 	return ExitOK
+}
+
+// pruneLogs deletes session logs older than keep, at start and hourly.
+func pruneLogs(ctx context.Context, db *storage.DB, keep time.Duration, log *slog.Logger) {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		if n, err := db.PruneLogs(ctx, keep); err != nil {
+			log.Error("pruning logs", "error", err)
+		} else if n > 0 {
+			log.Info("pruned logs", "entries", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // runOptions turns the run flags into runner options, with the sandbox
@@ -149,15 +170,24 @@ func importGroups(ctx context.Context, db *storage.DB, reg *registry.Registry, d
 	if err != nil {
 		return "", err
 	}
+	var agents [][]byte
 	for _, dir := range dirs {
-		groups, err := groupFolders(dir)
+		folders, err := groupFolders(dir)
 		if err != nil {
 			return "", err
 		}
-		for _, g := range groups {
-			if err := importGroup(ctx, reg, tenant.ID, g, max); err != nil {
+		for _, g := range folders {
+			a, err := importFolder(ctx, db, reg, tenant.ID, g, max)
+			if err != nil {
 				return "", fmt.Errorf("%s: %w", g, err)
 			}
+			agents = append(agents, a...)
+		}
+	}
+	// Agents last: they are checked against the groups.
+	for _, a := range agents {
+		if _, err := reg.PutAgent(ctx, tenant.ID, a); err != nil {
+			return "", err
 		}
 	}
 	return token, nil
@@ -194,17 +224,19 @@ func groupFolders(dir string) ([]string, error) {
 	return out, nil
 }
 
-// importGroup uploads a group folder's files (paths relative to it), then
-// its definitions.
-func importGroup(ctx context.Context, reg *registry.Registry, tenant int64, dir string, max int64) error {
+// importFolder uploads a folder's files (paths relative to it), its
+// knowledge/ documents, and its group definitions; it returns its agent
+// definitions, to be stored once every group is.
+func importFolder(ctx context.Context, db *storage.DB, reg *registry.Registry, tenant int64, dir string, max int64) ([][]byte, error) {
 	defs := definitionsIn(dir)
+	knowledge := filepath.Join(dir, "knowledge")
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		name := d.Name()
 		if d.IsDir() {
-			if path != dir && (strings.HasPrefix(name, ".") || name == "__pycache__") {
+			if path != dir && (strings.HasPrefix(name, ".") || name == "__pycache__" || path == knowledge) {
 				return filepath.SkipDir
 			}
 			return nil
@@ -229,18 +261,36 @@ func importGroup(ctx context.Context, reg *registry.Registry, tenant int64, dir 
 		return err
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
+	docs, _ := filepath.Glob(filepath.Join(knowledge, "*"))
+	for _, d := range docs {
+		b, err := os.ReadFile(d)
+		if err != nil {
+			continue
+		}
+		name := strings.TrimSuffix(filepath.Base(d), filepath.Ext(d))
+		if err := db.PutKnowledge(ctx, tenant, name, string(b)); errors.Is(err, storage.ErrNoFTS5) {
+			fmt.Fprintf(os.Stderr, "toolhost serve: WARNING: knowledge %s not loaded: %v\n", name, err)
+		} else if err != nil {
+			return nil, fmt.Errorf("knowledge %s: %w", name, err)
+		}
+	}
+	var agents [][]byte
 	for _, def := range defs {
 		src, err := os.ReadFile(def)
 		if err != nil {
-			return err
+			return nil, err
+		}
+		if definition.Kind(src) == "Agent" {
+			agents = append(agents, src)
+			continue
 		}
 		if _, err := reg.PutGroup(ctx, tenant, src); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return agents, nil
 }
 
 func contains(list []string, s string) bool {

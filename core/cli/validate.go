@@ -74,6 +74,9 @@ func runValidate(env *Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "toolhost validate: %v\n", err)
 		return ExitUsage
 	}
+	if definition.Kind(src) == "Agent" {
+		return validateAgent(env, file, src, *files, *asJSON)
+	}
 	dir := *files
 	if dir == "" {
 		dir = filepath.Dir(file)
@@ -132,4 +135,31 @@ func plural(n int, word string) string {
 		return "1 " + word
 	}
 	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// validateAgent checks an agent definition and its tools against the group
+// definitions found beside it (or in --files DIR). Exit 0 valid, 1 not.
+func validateAgent(env *Env, file string, src []byte, groupsDir string, asJSON bool) int {
+	ar := definition.LoadAgent(src)
+	errs := ar.Errors
+	if ar.OK() {
+		groups, _ := findGroups(file, groupsDir)
+		errs = definition.CheckAgentTools(ar.Agent, groups)
+	}
+	status := "Valid"
+	if len(errs) > 0 {
+		status = "Invalid"
+	}
+	if asJSON {
+		out, _ := json.MarshalIndent(map[string]any{"name": ar.Agent.Name, "kind": "Agent", "status": status,
+			"errors": append([]definition.Diagnostic{}, errs...), "warnings": append([]definition.Diagnostic{}, ar.Warnings...)}, "", "  ")
+		fmt.Fprintf(env.Stdout, "%s\n", out)
+	} else {
+		printDiagnostics(env.Stdout, file, errs, ar.Warnings)
+		fmt.Fprintf(env.Stdout, "%s: agent %s: %s\n", file, ar.Agent.Name, status)
+	}
+	if len(errs) > 0 {
+		return ExitFailure
+	}
+	return ExitOK
 }

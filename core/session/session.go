@@ -194,7 +194,7 @@ func (e *Engine) available(s *storage.Session, name string) (*definition.Group, 
 	}
 	var names []string
 	for _, ref := range state.Tools {
-		g, t := e.resolve(ref.Name)
+		g, t := e.Resolve(ref.Name)
 		if t == nil {
 			continue
 		}
@@ -206,7 +206,7 @@ func (e *Engine) available(s *storage.Session, name string) (*definition.Group, 
 	// Known elsewhere: not available in this state.
 	for _, st := range e.Agent.States {
 		for _, ref := range st.Tools {
-			if _, t := e.resolve(ref.Name); t != nil && (t.ObjectName == name || t.Name == name) {
+			if _, t := e.Resolve(ref.Name); t != nil && (t.ObjectName == name || t.Name == name) {
 				return nil, nil, &ToolError{Status: 409, Message: fmt.Sprintf("tool %q is not available in state %q (available: %s)", name, s.State, strings.Join(names, ", "))}
 			}
 		}
@@ -215,9 +215,10 @@ func (e *Engine) available(s *storage.Session, name string) (*definition.Group, 
 		suggest.DidYouMean(name, names), strings.Join(names, ", "))}
 }
 
-// resolve finds an object_name among the attached groups, then the
-// built-in tools.
-func (e *Engine) resolve(objectName string) (*definition.Group, *definition.Tool) {
+// Resolve finds an object_name among the attached groups, then the
+// built-in tools; the group is nil for a built-in, both are nil when
+// nothing has the name.
+func (e *Engine) Resolve(objectName string) (*definition.Group, *definition.Tool) {
 	for _, g := range e.Groups {
 		if t := g.Tool(objectName); t != nil {
 			return g, t

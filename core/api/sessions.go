@@ -1,0 +1,384 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+
+	"toolhost/core/definition"
+	"toolhost/core/registry"
+	"toolhost/core/schema"
+	"toolhost/core/session"
+	"toolhost/storage"
+)
+
+// segments splits an escaped path after a prefix into unescaped segments.
+func segments(path, prefix string) ([]string, bool) {
+	var out []string
+	for _, s := range strings.Split(strings.TrimPrefix(path, prefix), "/") {
+		u, err := url.PathUnescape(s)
+		if err != nil || u == "" {
+			return nil, false
+		}
+		out = append(out, u)
+	}
+	return out, true
+}
+
+// routeAgents serves /v1/agents...
+func (s *Server) routeAgents(w http.ResponseWriter, r *http.Request, path string) {
+	if path == "/v1/agents" {
+		switch r.Method {
+		case "GET":
+			as, err := s.Registry.Agents(r.Context(), tenantOf(r).ID)
+			if err != nil {
+				s.internal(w, r, err)
+				return
+			}
+			writeJSON(w, http.StatusOK, as)
+		case "POST":
+			s.putAgent(w, r)
+		default:
+			methodNotAllowed(w, "GET, POST")
+		}
+		return
+	}
+	seg, ok := segments(path, "/v1/agents/")
+	switch {
+	case !ok:
+		problem(w, http.StatusBadRequest, "Bad path", "the agent path is not valid", nil)
+	case len(seg) == 1:
+		s.only(w, r, "GET", func() {
+			v, err := s.Registry.AgentView(r.Context(), tenantOf(r).ID, seg[0])
+			if errors.Is(err, storage.ErrNotFound) {
+				problem(w, http.StatusNotFound, "Not Found", fmt.Sprintf("no agent %q", seg[0]), nil)
+				return
+			}
+			if err != nil {
+				s.internal(w, r, err)
+				return
+			}
+			writeJSON(w, http.StatusOK, v)
+		})
+	case len(seg) == 4 && seg[1] == "states" && seg[3] == "tools":
+		s.only(w, r, "GET", func() { s.stateTools(w, r, seg[0], seg[2]) })
+	default:
+		problem(w, http.StatusNotFound, "Not Found", fmt.Sprintf("no endpoint %s", path), nil)
+	}
+}
+
+func (s *Server) putAgent(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, definition.MaxSize+1))
+	if err != nil {
+		problem(w, http.StatusBadRequest, "Bad request", err.Error(), nil)
+		return
+	}
+	if len(body) > definition.MaxSize {
+		problem(w, http.StatusRequestEntityTooLarge, "Definition too large", fmt.Sprintf("a definition is limited to %d bytes", definition.MaxSize), nil)
+		return
+	}
+	v, err := s.Registry.PutAgent(r.Context(), tenantOf(r).ID, body)
+	var ae *registry.AgentError
+	switch {
+	case errors.As(err, &ae):
+		problem(w, http.StatusUnprocessableEntity, "Invalid agent", ae.Error(), map[string]any{"errors": ae.Errors})
+	case err != nil:
+		s.internal(w, r, err)
+	default:
+		writeJSON(w, http.StatusOK, v)
+	}
+}
+
+func (s *Server) stateTools(w http.ResponseWriter, r *http.Request, agent, state string) {
+	dialect := r.URL.Query().Get("dialect")
+	if dialect == "" {
+		dialect = string(schema.JSONSchema)
+	}
+	d, err := schema.ParseDialect(dialect)
+	if err != nil {
+		problem(w, http.StatusUnprocessableEntity, "Unknown dialect", err.Error(), nil)
+		return
+	}
+	tools, groups, err := s.Registry.StateTools(r.Context(), tenantOf(r).ID, agent, state)
+	if errors.Is(err, storage.ErrNotFound) {
+		problem(w, http.StatusNotFound, "Not Found", err.Error(), nil)
+		return
+	}
+	if err != nil {
+		s.toolProblem(w, r, err)
+		return
+	}
+	out := []schema.Object{}
+	for i, t := range tools {
+		sch, err := schema.Tool(groups[i], t, d)
+		if err != nil {
+			problem(w, http.StatusUnprocessableEntity, "Type not expressible", err.Error(), map[string]any{"dialect": string(d)})
+			return
+		}
+		out = append(out, sch)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tools": out})
+}
+
+// sessionLocks serialises the requests of one session.
+var sessionLocks sync.Map
+
+func lockSession(id string) func() {
+	m, _ := sessionLocks.LoadOrStore(id, &sync.Mutex{})
+	m.(*sync.Mutex).Lock()
+	return m.(*sync.Mutex).Unlock
+}
+
+type createSessionRequest struct {
+	Agent     string         `json:"agent"`
+	Variables map[string]any `json:"variables"`
+}
+
+type sessionAnswer struct {
+	*storage.Session
+	Skills []session.SkillOutcome `json:"skills,omitempty"`
+}
+
+// routeSessions serves /v1/sessions...
+func (s *Server) routeSessions(w http.ResponseWriter, r *http.Request, path string) {
+	tenant := tenantOf(r).ID
+	if path == "/v1/sessions" {
+		s.only(w, r, "POST", func() {
+			var req createSessionRequest
+			if !decodeBody(w, r, &req) {
+				return
+			}
+			if req.Agent == "" {
+				problem(w, http.StatusBadRequest, "Bad request body", `"agent" is required`, nil)
+				return
+			}
+			eng, ok := s.engine(w, r, req.Agent)
+			if !ok {
+				return
+			}
+			sess, outcomes, err := eng.Start(r.Context(), req.Variables)
+			if err != nil {
+				s.internal(w, r, err)
+				return
+			}
+			writeJSON(w, http.StatusCreated, sessionAnswer{sess, outcomes})
+		})
+		return
+	}
+	seg, ok := segments(path, "/v1/sessions/")
+	if !ok || len(seg) > 2 {
+		problem(w, http.StatusNotFound, "Not Found", fmt.Sprintf("no endpoint %s", path), nil)
+		return
+	}
+	unlock := lockSession(seg[0])
+	defer unlock()
+	sess, err := s.DB.Session(r.Context(), tenant, seg[0])
+	if errors.Is(err, storage.ErrNotFound) {
+		problem(w, http.StatusNotFound, "Not Found", fmt.Sprintf("no session %q", seg[0]), nil)
+		return
+	}
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	action := ""
+	if len(seg) == 2 {
+		action = seg[1]
+	}
+	switch action {
+	case "":
+		s.only(w, r, "GET", func() { writeJSON(w, http.StatusOK, sess) })
+	case "calls":
+		s.only(w, r, "POST", func() { s.sessionCall(w, r, sess) })
+	case "state":
+		s.only(w, r, "POST", func() {
+			var req struct {
+				State string `json:"state"`
+			}
+			if !decodeBody(w, r, &req) {
+				return
+			}
+			eng, ok := s.engine(w, r, sess.Agent)
+			if !ok {
+				return
+			}
+			if err := eng.SetState(r.Context(), sess, req.State); err != nil {
+				s.sessionProblem(w, r, err)
+				return
+			}
+			writeJSON(w, http.StatusOK, sess)
+		})
+	case "finish":
+		s.only(w, r, "POST", func() {
+			eng, ok := s.engine(w, r, sess.Agent)
+			if !ok {
+				return
+			}
+			outcomes, err := eng.Finish(r.Context(), sess)
+			if err != nil {
+				s.sessionProblem(w, r, err)
+				return
+			}
+			writeJSON(w, http.StatusOK, sessionAnswer{sess, outcomes})
+		})
+	case "instructions":
+		s.only(w, r, "GET", func() {
+			a, err := s.Registry.Agent(r.Context(), tenant, sess.Agent)
+			if err != nil {
+				s.internal(w, r, err)
+				return
+			}
+			writeJSON(w, http.StatusOK, map[string]string{"instructions": session.Instructions(a, sess.Variables)})
+		})
+	case "messages":
+		s.only(w, r, "GET", func() {
+			ms, err := s.DB.Messages(r.Context(), sess.ID)
+			if err != nil {
+				s.internal(w, r, err)
+				return
+			}
+			writeJSON(w, http.StatusOK, ms)
+		})
+	case "traces":
+		s.only(w, r, "POST", func() {
+			var req struct {
+				Prompt      string          `json:"prompt"`
+				Generation  string          `json:"generation"`
+				Action      string          `json:"action"`
+				ActionInput json.RawMessage `json:"action_input"`
+			}
+			if !decodeBody(w, r, &req) {
+				return
+			}
+			if len(req.ActionInput) == 0 {
+				req.ActionInput = json.RawMessage("null")
+			}
+			if err := s.DB.AddLog(r.Context(), tenant, sess.ID, "trace", "model_call", req); err != nil {
+				s.internal(w, r, err)
+				return
+			}
+			w.WriteHeader(http.StatusNoContent)
+		})
+	case "logs":
+		s.only(w, r, "GET", func() { s.sessionLogs(w, r, sess) })
+	default:
+		problem(w, http.StatusNotFound, "Not Found", fmt.Sprintf("no endpoint %s", path), nil)
+	}
+}
+
+// engine builds the session engine of an agent, answering the problem when
+// it cannot (no agent, a group not Ready).
+func (s *Server) engine(w http.ResponseWriter, r *http.Request, agent string) (*session.Engine, bool) {
+	eng, err := s.Registry.Engine(r.Context(), tenantOf(r).ID, agent)
+	if errors.Is(err, storage.ErrNotFound) {
+		problem(w, http.StatusNotFound, "Not Found", fmt.Sprintf("no agent %q", agent), nil)
+		return nil, false
+	}
+	if err != nil {
+		s.toolProblem(w, r, err)
+		return nil, false
+	}
+	return eng, true
+}
+
+func (s *Server) sessionProblem(w http.ResponseWriter, r *http.Request, err error) {
+	var te *session.ToolError
+	switch {
+	case errors.Is(err, session.ErrClosed):
+		problem(w, http.StatusConflict, "Session finished", "the session is finished and refuses calls", nil)
+	case errors.As(err, &te):
+		extra := map[string]any{}
+		if len(te.Errors) > 0 {
+			extra["errors"] = te.Errors
+		}
+		title := "Tool not available"
+		if len(te.Errors) > 0 {
+			title = "Invalid arguments"
+		}
+		problem(w, te.Status, title, te.Message, extra)
+	default:
+		s.internal(w, r, err)
+	}
+}
+
+func (s *Server) sessionCall(w http.ResponseWriter, r *http.Request, sess *storage.Session) {
+	var req callRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	if req.Tool == "" {
+		problem(w, http.StatusBadRequest, "Bad request body", `"tool" is required`, nil)
+		return
+	}
+	if sess.Closed {
+		s.sessionProblem(w, r, session.ErrClosed)
+		return
+	}
+	eng, ok := s.engine(w, r, sess.Agent)
+	if !ok {
+		return
+	}
+	res, err := eng.Call(r.Context(), sess, req.Tool, req.Arguments)
+	if err != nil {
+		s.sessionProblem(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// sessionLogs answers ?kind=system (every event), ?kind=trace (the model
+// calls interleaved with the tool calls they led to) or both.
+func (s *Server) sessionLogs(w http.ResponseWriter, r *http.Request, sess *storage.Session) {
+	kind := r.URL.Query().Get("kind")
+	var entries []storage.LogEntry
+	var err error
+	switch kind {
+	case "":
+		entries, err = s.DB.Logs(r.Context(), tenantOf(r).ID, sess.ID)
+	case "system":
+		entries, err = s.DB.Logs(r.Context(), tenantOf(r).ID, sess.ID, "system")
+	case "trace":
+		entries, err = s.DB.Logs(r.Context(), tenantOf(r).ID, sess.ID)
+		kept := entries[:0]
+		for _, e := range entries {
+			if e.Kind == "trace" || e.Event == "tool_call" {
+				kept = append(kept, e)
+			}
+		}
+		entries = kept
+	default:
+		problem(w, http.StatusBadRequest, "Bad kind", fmt.Sprintf("kind must be system or trace, got %q", kind), nil)
+		return
+	}
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, entries)
+}
+
+func (s *Server) putKnowledge(w http.ResponseWriter, r *http.Request, name string) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, s.MaxFileSize+1))
+	if err != nil {
+		problem(w, http.StatusBadRequest, "Bad request", err.Error(), nil)
+		return
+	}
+	if int64(len(body)) > s.MaxFileSize {
+		problem(w, http.StatusRequestEntityTooLarge, "Document too large", fmt.Sprintf("documents are limited to %d bytes", s.MaxFileSize), nil)
+		return
+	}
+	err = s.DB.PutKnowledge(r.Context(), tenantOf(r).ID, name, string(body))
+	switch {
+	case errors.Is(err, storage.ErrNoFTS5):
+		problem(w, http.StatusNotImplemented, "Knowledge search unavailable", err.Error(), nil)
+	case err != nil:
+		s.internal(w, r, err)
+	default:
+		writeJSON(w, http.StatusOK, map[string]any{"name": name, "size": len(body)})
+	}
+}

@@ -1,0 +1,250 @@
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"toolhost/core/definition"
+	"toolhost/core/session"
+	"toolhost/plugins"
+	"toolhost/storage"
+)
+
+// AgentError is an agent definition refused on upload, with every defect.
+type AgentError struct {
+	Errors []definition.Diagnostic
+}
+
+// Error implements error.
+func (e *AgentError) Error() string {
+	msgs := make([]string, len(e.Errors))
+	for i, d := range e.Errors {
+		msgs[i] = d.String()
+	}
+	return "the agent definition has errors: " + strings.Join(msgs, "; ")
+}
+
+// AgentView is an agent as the API shows it.
+type AgentView struct {
+	Name         string                  `json:"name"`
+	Description  string                  `json:"description"`
+	Instructions string                  `json:"instructions"`
+	ToolGroups   []string                `json:"tool_groups"`
+	Knowledge    []string                `json:"knowledge"`
+	States       []StateView             `json:"states"`
+	Warnings     []definition.Diagnostic `json:"warnings"`
+}
+
+// StateView is one workflow state.
+type StateView struct {
+	Name           string   `json:"name"`
+	Description    string   `json:"description"`
+	Init           bool     `json:"init_state"`
+	Final          bool     `json:"final_state"`
+	AvailableTools []string `json:"available_tools"`
+}
+
+func agentView(a *definition.Agent, warnings []definition.Diagnostic) *AgentView {
+	v := &AgentView{Name: a.Name, Description: a.Description, Instructions: a.Instructions,
+		ToolGroups: []string{}, Knowledge: []string{}, States: []StateView{}, Warnings: append([]definition.Diagnostic{}, warnings...)}
+	for _, g := range a.ToolGroups {
+		v.ToolGroups = append(v.ToolGroups, g.Name)
+	}
+	for _, k := range a.Knowledge {
+		v.Knowledge = append(v.Knowledge, k.Name)
+	}
+	for _, s := range a.States {
+		sv := StateView{Name: s.Name, Description: s.Description, Init: s.Init, Final: s.Final, AvailableTools: []string{}}
+		for _, t := range s.Tools {
+			sv.AvailableTools = append(sv.AvailableTools, t.Name)
+		}
+		v.States = append(v.States, sv)
+	}
+	return v
+}
+
+// groupDefinitions parses every stored group of a tenant, by name (groups
+// with errors are left out: their names are reported as missing).
+func (r *Registry) groupDefinitions(ctx context.Context, tenant int64) (map[string]*definition.Group, map[string]storage.Group, error) {
+	idx, err := r.tools(ctx, tenant)
+	if err != nil {
+		return nil, nil, err
+	}
+	defs, rows := map[string]*definition.Group{}, map[string]storage.Group{}
+	for _, g := range idx.groups {
+		def, err := r.definition(warmKey(tenant, g.Name, g.Generation), g)
+		if err != nil {
+			continue
+		}
+		defs[g.Name], rows[g.Name] = def, g
+	}
+	return defs, rows, nil
+}
+
+// PutAgent checks an agent definition against the tenant's groups and
+// stores it; a defective one is refused with every defect (AgentError).
+func (r *Registry) PutAgent(ctx context.Context, tenant int64, yaml []byte) (*AgentView, error) {
+	res := definition.LoadAgent(yaml)
+	if !res.OK() {
+		return nil, &AgentError{Errors: res.Errors}
+	}
+	defs, _, err := r.groupDefinitions(ctx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	if errs := definition.CheckAgentTools(res.Agent, defs); len(errs) > 0 {
+		return nil, &AgentError{Errors: errs}
+	}
+	if err := r.db.PutAgent(ctx, tenant, res.Agent.Name, yaml); err != nil {
+		return nil, err
+	}
+	return agentView(res.Agent, res.Warnings), nil
+}
+
+// Agent returns a stored agent, parsed.
+func (r *Registry) Agent(ctx context.Context, tenant int64, name string) (*definition.Agent, error) {
+	a, err := r.db.Agent(ctx, tenant, name)
+	if err != nil {
+		return nil, err
+	}
+	res := definition.LoadAgent(a.YAML)
+	if !res.OK() {
+		return nil, fmt.Errorf("stored agent %q no longer parses: %v", name, res.Errors)
+	}
+	return res.Agent, nil
+}
+
+// AgentView returns a stored agent as the API shows it.
+func (r *Registry) AgentView(ctx context.Context, tenant int64, name string) (*AgentView, error) {
+	a, err := r.Agent(ctx, tenant, name)
+	if err != nil {
+		return nil, err
+	}
+	return agentView(a, nil), nil
+}
+
+// Agents lists a tenant's agents.
+func (r *Registry) Agents(ctx context.Context, tenant int64) ([]*AgentView, error) {
+	as, err := r.db.Agents(ctx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	out := []*AgentView{}
+	for _, a := range as {
+		res := definition.LoadAgent(a.YAML)
+		if res.OK() {
+			out = append(out, agentView(res.Agent, nil))
+		}
+	}
+	return out, nil
+}
+
+// StateTools resolves the tools of an agent's state, in order, with the
+// name of the group each comes from ("built-in" for built-ins). The
+// agent's groups must all be Ready (NotReadyError otherwise).
+func (r *Registry) StateTools(ctx context.Context, tenant int64, agentName, state string) ([]*definition.Tool, []string, error) {
+	eng, err := r.Engine(ctx, tenant, agentName)
+	if err != nil {
+		return nil, nil, err
+	}
+	st := eng.Agent.State(state)
+	if st == nil {
+		return nil, nil, fmt.Errorf("agent %q has no state %q: %w", agentName, state, storage.ErrNotFound)
+	}
+	var tools []*definition.Tool
+	var groups []string
+	for _, ref := range st.Tools {
+		g, t := eng.Resolve(ref.Name)
+		if t == nil {
+			return nil, nil, &UnknownToolError{Name: ref.Name}
+		}
+		tools = append(tools, t)
+		if g != nil {
+			groups = append(groups, g.Name)
+		} else {
+			groups = append(groups, "built-in")
+		}
+	}
+	return tools, groups, nil
+}
+
+// Engine makes the session engine of a tenant's agent: its attached groups
+// (which must all be Ready), the database as its store, and warm plugin
+// processes as its caller.
+func (r *Registry) Engine(ctx context.Context, tenant int64, agentName string) (*session.Engine, error) {
+	a, err := r.Agent(ctx, tenant, agentName)
+	if err != nil {
+		return nil, err
+	}
+	defs, rows, err := r.groupDefinitions(ctx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	var groups []*definition.Group
+	for _, ref := range a.ToolGroups {
+		g, ok := defs[ref.Name]
+		if !ok {
+			return nil, &NotReadyError{Group: ref.Name, Status: "missing", Message: "the agent attaches it, but the tenant has no such valid group"}
+		}
+		if row := rows[ref.Name]; row.Status != Ready {
+			v, _ := viewOf(row)
+			msg := ""
+			if v != nil {
+				msg = v.Message
+			}
+			return nil, &NotReadyError{Group: ref.Name, Status: row.Status, Message: msg}
+		}
+		groups = append(groups, g)
+	}
+	return &session.Engine{Agent: a, Groups: groups, Store: &tenantStore{db: r.db, tenant: tenant}, Caller: &groupCaller{r: r, tenant: tenant}}, nil
+}
+
+// groupCaller runs a group's implementations on its warm plugin process.
+type groupCaller struct {
+	r      *Registry
+	tenant int64
+}
+
+func (c *groupCaller) Call(ctx context.Context, g *definition.Group, impl definition.Implementation, args, callCtx json.RawMessage) *plugins.CallResponse {
+	row, err := c.r.db.Group(ctx, c.tenant, g.Name)
+	if err == nil && row.Status != Ready {
+		err = &NotReadyError{Group: g.Name, Status: row.Status}
+	}
+	if err != nil {
+		return &plugins.CallResponse{Error: &plugins.ToolError{Kind: plugins.ErrLoad, Message: err.Error()}}
+	}
+	rg, release, err := c.r.acquire(ctx, c.tenant, row)
+	if err != nil {
+		return &plugins.CallResponse{Error: &plugins.ToolError{Kind: plugins.ErrLoad, Message: err.Error()}}
+	}
+	defer release()
+	return rg.Call(ctx, impl, args, callCtx)
+}
+
+// tenantStore is the session store of one tenant, in the database.
+type tenantStore struct {
+	db     *storage.DB
+	tenant int64
+}
+
+func (s *tenantStore) SaveSession(ctx context.Context, sess *storage.Session) error {
+	return s.db.SaveSession(ctx, s.tenant, sess)
+}
+
+func (s *tenantStore) Log(ctx context.Context, sessionID, kind, event string, data any) error {
+	return s.db.AddLog(ctx, s.tenant, sessionID, kind, event, data)
+}
+
+func (s *tenantStore) AddMessage(ctx context.Context, sessionID, text string) error {
+	return s.db.AddMessage(ctx, sessionID, text)
+}
+
+func (s *tenantStore) AddUnanswered(ctx context.Context, sessionID, q string) error {
+	return s.db.AddUnanswered(ctx, s.tenant, sessionID, q)
+}
+
+func (s *tenantStore) SearchKnowledge(ctx context.Context, names []string, q string, limit int) ([]storage.Passage, error) {
+	return s.db.SearchKnowledge(ctx, s.tenant, names, q, limit)
+}
