@@ -340,3 +340,29 @@ func (s *DB) SessionTenant(ctx context.Context, id string) (int64, error) {
 	}
 	return t, err
 }
+
+// LogView is a session's log as the API and `toolhost logs` show it: kind
+// "system" (every step), "trace" (the agent's model calls interleaved with
+// the tool calls they led to) or "" (everything).
+func (s *DB) LogView(ctx context.Context, tenantID int64, sessionID, kind string) ([]LogEntry, error) {
+	switch kind {
+	case "", "system":
+		if kind == "" {
+			return s.Logs(ctx, tenantID, sessionID)
+		}
+		return s.Logs(ctx, tenantID, sessionID, "system")
+	case "trace":
+		all, err := s.Logs(ctx, tenantID, sessionID)
+		if err != nil {
+			return nil, err
+		}
+		kept := all[:0]
+		for _, e := range all {
+			if e.Kind == "trace" || e.Event == "tool_call" {
+				kept = append(kept, e)
+			}
+		}
+		return kept, nil
+	}
+	return nil, fmt.Errorf("kind must be system or trace, got %q", kind)
+}

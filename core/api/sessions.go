@@ -335,26 +335,11 @@ func (s *Server) sessionCall(w http.ResponseWriter, r *http.Request, sess *stora
 // calls interleaved with the tool calls they led to) or both.
 func (s *Server) sessionLogs(w http.ResponseWriter, r *http.Request, sess *storage.Session) {
 	kind := r.URL.Query().Get("kind")
-	var entries []storage.LogEntry
-	var err error
-	switch kind {
-	case "":
-		entries, err = s.DB.Logs(r.Context(), tenantOf(r).ID, sess.ID)
-	case "system":
-		entries, err = s.DB.Logs(r.Context(), tenantOf(r).ID, sess.ID, "system")
-	case "trace":
-		entries, err = s.DB.Logs(r.Context(), tenantOf(r).ID, sess.ID)
-		kept := entries[:0]
-		for _, e := range entries {
-			if e.Kind == "trace" || e.Event == "tool_call" {
-				kept = append(kept, e)
-			}
-		}
-		entries = kept
-	default:
+	if kind != "" && kind != "system" && kind != "trace" {
 		problem(w, http.StatusBadRequest, "Bad kind", fmt.Sprintf("kind must be system or trace, got %q", kind), nil)
 		return
 	}
+	entries, err := s.DB.LogView(r.Context(), tenantOf(r).ID, sess.ID, kind)
 	if err != nil {
 		s.internal(w, r, err)
 		return

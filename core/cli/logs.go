@@ -20,11 +20,8 @@ func runLogs(env *Env, args []string) int {
 		fmt.Fprintln(env.Stderr, "toolhost logs: want one SESSION id")
 		return ExitUsage
 	}
-	var kinds []string
 	switch *kind {
-	case "":
-	case "system", "trace":
-		kinds = []string{*kind}
+	case "", "system", "trace":
 	default:
 		fmt.Fprintf(env.Stderr, "toolhost logs: --kind must be system or trace, got %q\n", *kind)
 		return ExitUsage
@@ -41,7 +38,7 @@ func runLogs(env *Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "toolhost logs: session %q: %v\n", pos[0], err)
 		return ExitFailure
 	}
-	entries, err := db.Logs(ctx, tenant, pos[0], kinds...)
+	entries, err := db.LogView(ctx, tenant, pos[0], *kind)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "toolhost logs: %v\n", err)
 		return ExitFailure

@@ -25,7 +25,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	toolhostBin = filepath.Join(dir, "toolhost")
-	if out, err := exec.Command("go", "build", "-o", toolhostBin, "../cmd/toolhost").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-tags", "sqlite_fts5", "-o", toolhostBin, "../cmd/toolhost").CombinedOutput(); err != nil {
 		panic(fmt.Sprintf("build toolhost: %v\n%s", err, out))
 	}
 	code := m.Run()

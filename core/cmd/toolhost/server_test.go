@@ -447,3 +447,198 @@ tools:
 	}
 	waitGone(t, children)
 }
+
+// TestSessionsOverHTTP runs the sample agent's sessions through the real
+// server: agent upload and checks, state tools, init skills that change
+// variables, state-scoped calls, built-in tools, instructions, traces and
+// logs, finish skills, a closed session, and `toolhost logs`.
+func TestSessionsOverHTTP(t *testing.T) {
+	samples, _ := filepath.Abs("../../../sample_groups")
+	data := t.TempDir()
+	s := startServer(t, data, freePort(t), "--load", samples)
+	token := ""
+	for _, line := range strings.Split(s.out.String(), "\n") {
+		if after, ok := strings.CutPrefix(line, "tenant default token: "); ok {
+			token = after
+		}
+	}
+	s.waitStatus(token, "CRM Integration", "Ready")
+	agentYAML, _ := os.ReadFile(filepath.Join(samples, "agents", "collector_agent.yaml"))
+
+	// Agents are checked against the tenant's groups on upload.
+	var p struct {
+		Detail string `json:"detail"`
+		Errors []struct {
+			Line, Column int
+			Message      string
+		} `json:"errors"`
+	}
+	bad := strings.Replace(string(agentYAML), "PostLeadToCRM,", "PostLeadToCMR, SessionInit,", 1)
+	if code := s.do(token, "POST", "/v1/agents", strings.NewReader(bad), &p); code != 422 || len(p.Errors) != 2 ||
+		!strings.Contains(p.Errors[0].Message, `(did you mean "PostLeadToCRM"?)`) || !strings.Contains(p.Errors[1].Message, "skills run by themselves") {
+		t.Errorf("bad agent: %d %+v", code, p)
+	}
+	var agents []map[string]any
+	if s.do(token, "GET", "/v1/agents", nil, &agents); len(agents) != 1 || agents[0]["name"] != "Collector Agent" {
+		t.Fatalf("agents = %v", agents)
+	}
+	var tools struct {
+		Tools []map[string]any `json:"tools"`
+	}
+	if code := s.do(token, "GET", "/v1/agents/Collector%20Agent/states/Closing/tools?dialect=anthropic", nil, &tools); code != 200 ||
+		len(tools.Tools) != 2 || tools.Tools[0]["name"] != "send_chat_message" || tools.Tools[1]["name"] != "finish_session" {
+		t.Errorf("state tools: %d %v", code, tools)
+	}
+
+	// A session: the init skill sets variables.
+	var sess struct {
+		ID        string         `json:"id"`
+		State     string         `json:"state"`
+		Variables map[string]any `json:"variables"`
+		Closed    bool           `json:"closed"`
+		Skills    []struct {
+			Skill   string `json:"skill"`
+			Success bool   `json:"success"`
+		} `json:"skills"`
+	}
+	code := s.do(token, "POST", "/v1/sessions", strings.NewReader(`{"agent":"Collector Agent","variables":{"HumanFullName":"Ann Lee","HumanEmail":"ann@x.org"}}`), &sess)
+	if code != 201 || sess.State != "Collecting" || sess.Variables["HumanFirstName"] != "Ann" || len(sess.Skills) != 1 || !sess.Skills[0].Success {
+		t.Fatalf("create session: %d %+v", code, sess)
+	}
+	id := sess.ID
+	var instr map[string]string
+	s.do(token, "GET", "/v1/sessions/"+id+"/instructions", nil, &instr)
+	if !strings.Contains(instr["instructions"], "first name is Ann and their email is a***@x.org") {
+		t.Errorf("instructions = %q", instr["instructions"])
+	}
+	call := func(body string) (int, map[string]any) {
+		var out map[string]any
+		code := s.do(token, "POST", "/v1/sessions/"+id+"/calls", strings.NewReader(body), &out)
+		return code, out
+	}
+	if code, out := call(`{"tool":"PostLeadToCRM","arguments":{"client_name":"Ann","client_email":"ann@x.org"}}`); code != 200 || out["success"] != true {
+		t.Errorf("tool in state: %d %v", code, out)
+	}
+	s.do(token, "POST", "/v1/sessions/"+id+"/traces", strings.NewReader(`{"prompt":"Customer says hi","generation":"I will search","action":"TriggerKBSearch","action_input":{"query":"refunds"}}`), nil)
+	if code, out := call(`{"tool":"TriggerKBSearch","arguments":{"query":"how long do refunds take"}}`); code != 200 ||
+		!strings.Contains(fmt.Sprint(out["content"]), "five business days") {
+		t.Errorf("kb search: %d %v", code, out)
+	}
+	call(`{"tool":"SendChatMessage","arguments":{"message":"Refunds take five business days."}}`)
+	call(`{"tool":"ReportUnansweredQuestion","arguments":{"question":"Can I pay in bitcoin?"}}`)
+	if code, out := call(`{"tool":"FinishSession"}`); code != 409 {
+		t.Errorf("tool of another state: %d %v", code, out)
+	}
+	if code, _ := call(`{"tool":"post_lead","arguments":{"client_name":3}}`); code != 422 {
+		t.Errorf("invalid arguments: %d", code)
+	}
+	var msgs []map[string]any
+	if s.do(token, "GET", "/v1/sessions/"+id+"/messages", nil, &msgs); len(msgs) != 1 || msgs[0]["text"] != "Refunds take five business days." {
+		t.Errorf("messages = %v", msgs)
+	}
+	var unanswered []map[string]any
+	if s.do(token, "GET", "/v1/unanswered", nil, &unanswered); len(unanswered) != 1 || unanswered[0]["question"] != "Can I pay in bitcoin?" || unanswered[0]["session_id"] != id {
+		t.Errorf("unanswered = %v", unanswered)
+	}
+	// Move on and finish through the FinishSession tool: the finish skill
+	// sets variables; the session is closed.
+	if code := s.do(token, "POST", "/v1/sessions/"+id+"/state", strings.NewReader(`{"state":"Closing"}`), &sess); code != 200 || sess.State != "Closing" {
+		t.Fatalf("state: %d %+v", code, sess)
+	}
+	if code, out := call(`{"tool":"FinishSession"}`); code != 200 || out["success"] != true {
+		t.Fatalf("finish: %d %v", code, out)
+	}
+	s.do(token, "GET", "/v1/sessions/"+id, nil, &sess)
+	if !sess.Closed || sess.Variables["Farewell"] != "Goodbye, Ann!" || sess.Variables["FinishedInState"] != "Closing" {
+		t.Errorf("finished session: %+v", sess)
+	}
+	if code, _ := call(`{"tool":"SendChatMessage","arguments":{"message":"x"}}`); code != 409 {
+		t.Errorf("closed session accepts calls: %d", code)
+	}
+	if code := s.do(token, "POST", "/v1/sessions/"+id+"/finish", nil, nil); code != 409 {
+		t.Errorf("finish twice: %d", code)
+	}
+
+	// Logs: every step, and the trace view interleaving model calls with
+	// the tool calls they led to.
+	var logs []struct {
+		Kind  string         `json:"kind"`
+		Event string         `json:"event"`
+		Data  map[string]any `json:"data"`
+	}
+	s.do(token, "GET", "/v1/sessions/"+id+"/logs?kind=system", nil, &logs)
+	var events []string
+	for _, l := range logs {
+		events = append(events, l.Event)
+	}
+	want := "session_start skill_call tool_call tool_call tool_call tool_call state_change skill_call session_finish tool_call"
+	if strings.Join(events, " ") != want {
+		t.Errorf("system log:\n got  %s\n want %s", strings.Join(events, " "), want)
+	}
+	if logs[2].Data["runtime"] != "cpython" || logs[2].Data["worker"] == float64(0) || logs[2].Data["duration_ms"] == nil || logs[2].Data["tool"] != "PostLeadToCRM" {
+		t.Errorf("tool call entry: %v", logs[2].Data)
+	}
+	s.do(token, "GET", "/v1/sessions/"+id+"/logs?kind=trace", nil, &logs)
+	if len(logs) < 3 || logs[0].Event != "tool_call" || logs[1].Kind != "trace" || logs[2].Data["tool"] != "TriggerKBSearch" {
+		t.Errorf("trace log: %+v", logs)
+	}
+	out, err := exec.Command(bin, "logs", "--data", data, "--kind", "trace", id).Output()
+	if err == nil && s.cmd.Process != nil {
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		if len(lines) != len(logs) || !strings.Contains(lines[1], `"model_call"`) {
+			t.Errorf("toolhost logs:\n%s", out)
+		}
+	} else {
+		t.Errorf("toolhost logs: %v", err)
+	}
+	// Another tenant cannot see the session.
+	other := tenant(t, data, "other")
+	if code := s.do(other, "GET", "/v1/sessions/"+id, nil, nil); code != 404 {
+		t.Errorf("another tenant reads the session: %d", code)
+	}
+}
+
+// TestSessionCommand runs `toolhost session` with the sample agent: init
+// skills, one result per input line, finish skills at the end.
+func TestSessionCommand(t *testing.T) {
+	samples, _ := filepath.Abs("../../../sample_groups")
+	input := strings.Join([]string{
+		`{"tool":"SendChatMessage","arguments":{"message":"Hello"}}`,
+		`{"tool":"TriggerKBSearch","arguments":{"query":"instalments"}}`,
+		`{"tool":"post_lead","arguments":{"client_name":"Ann Lee","client_email":null}}`,
+		`not json`,
+		`{"state":"Closing"}`,
+		`{"tool":"FinishSession"}`,
+	}, "\n")
+	cmd := exec.Command(bin, "session", "--var", "HumanFullName=Ann Lee", "--var", "HumanEmail=ann@x.org",
+		"--knowledge", filepath.Join(samples, "agents", "knowledge"), filepath.Join(samples, "agents", "collector_agent.yaml"))
+	cmd.Stdin = strings.NewReader(input)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if exitCode(err) != 1 { // the "not json" line fails
+		t.Errorf("exit %v\n%s", err, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 6 {
+		t.Fatalf("%d result lines for 6 input lines:\n%s", len(lines), out)
+	}
+	for i, want := range []string{`"sent":true`, `six monthly instalments`, `"status":"accepted"`, `"kind":"input"`, `"state":"Closing"`, `"finished":true`} {
+		if !strings.Contains(lines[i], want) {
+			t.Errorf("line %d: %s\nwant %s", i+1, lines[i], want)
+		}
+	}
+	if !strings.Contains(stderr.String(), `"HumanFirstName":"Ann"`) || !strings.Contains(stderr.String(), `"Farewell":"Goodbye, Ann!"`) {
+		t.Errorf("session events on stderr:\n%s", stderr.String())
+	}
+	// A group alone is a session too; finish skills run at end of input.
+	cmd = exec.Command(bin, "session", "--var", "HumanFullName=Bo", "--var", "HumanEmail=null", "--runtime", "gpython",
+		filepath.Join(samples, "crm_integration", "crm_integration.yaml"))
+	cmd.Stdin = strings.NewReader(`{"tool":"transfer_to_operator"}` + "\n")
+	stderr.Reset()
+	cmd.Stderr = &stderr
+	out, err = cmd.Output()
+	if err != nil || !strings.Contains(string(out), `"transferred":true`) || !strings.Contains(stderr.String(), `"Farewell":"Goodbye, Bo!"`) {
+		t.Errorf("group session: %v\n%s\n%s", err, out, stderr.String())
+	}
+}
