@@ -125,6 +125,10 @@ func TestOpenAPIDescribesEveryEndpoint(t *testing.T) {
 		"/healthz": {"get"}, "/metrics": {"get"}, "/v1/openapi.json": {"get"}, "/v1/files": {"get"},
 		"/v1/files/{path}": {"put", "get", "delete"}, "/v1/groups": {"get", "post"}, "/v1/groups/{name}": {"get", "delete"},
 		"/v1/tools/schemas": {"post"}, "/v1/calls": {"post"},
+		"/v1/agents": {"get", "post"}, "/v1/agents/{name}": {"get"}, "/v1/agents/{name}/states/{state}/tools": {"get"},
+		"/v1/sessions": {"post"}, "/v1/sessions/{id}": {"get"}, "/v1/sessions/{id}/calls": {"post"}, "/v1/sessions/{id}/state": {"post"},
+		"/v1/sessions/{id}/finish": {"post"}, "/v1/sessions/{id}/instructions": {"get"}, "/v1/sessions/{id}/messages": {"get"},
+		"/v1/sessions/{id}/traces": {"post"}, "/v1/sessions/{id}/logs": {"get"}, "/v1/knowledge/{name}": {"put"}, "/v1/unanswered": {"get"},
 	}
 	for path, methods := range want {
 		for _, m := range methods {

@@ -591,6 +591,21 @@ func TestSessionsOverHTTP(t *testing.T) {
 	} else {
 		t.Errorf("toolhost logs: %v", err)
 	}
+	// Knowledge documents are uploaded per tenant and searched at once.
+	if code := s.do(token, "PUT", "/v1/knowledge/faq", strings.NewReader("Shipping is free above fifty euros.\n\nWe ship on Mondays."), nil); code != 200 {
+		t.Errorf("put knowledge: %d", code)
+	}
+	if code := s.do(token, "PUT", "/v1/knowledge/a%2Fb", strings.NewReader("x"), nil); code != 400 {
+		t.Errorf("hostile knowledge name: %d", code)
+	}
+	s.do(token, "POST", "/v1/sessions", strings.NewReader(`{"agent":"Collector Agent","variables":{"HumanFullName":"Bo","HumanEmail":null}}`), &sess)
+	id2 := sess.ID
+	var kb map[string]any
+	s.do(token, "POST", "/v1/sessions/"+id2+"/calls", strings.NewReader(`{"tool":"TriggerKBSearch","arguments":{"query":"is shipping free"}}`), &kb)
+	if !strings.Contains(fmt.Sprint(kb["content"]), "Shipping is free above fifty euros.") || strings.Contains(fmt.Sprint(kb["content"]), "Refunds") {
+		t.Errorf("search after re-upload: %v", kb)
+	}
+
 	// Another tenant cannot see the session.
 	other := tenant(t, data, "other")
 	if code := s.do(other, "GET", "/v1/sessions/"+id, nil, nil); code != 404 {
