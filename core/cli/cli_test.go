@@ -209,3 +209,24 @@ func TestSchema(t *testing.T) {
 		})
 	}
 }
+
+func TestValidateAgent(t *testing.T) {
+	agent := "../../sample_groups/agents/collector_agent.yaml"
+	code, out, _ := run("validate", agent)
+	if code != ExitOK || !strings.Contains(out, "agent Collector Agent: Valid") {
+		t.Errorf("valid agent: %d %s", code, out)
+	}
+	src, _ := os.ReadFile(agent)
+	dir := t.TempDir()
+	bad := writeFile(t, dir, "agent.yaml", strings.Replace(string(src), "PostLeadToCRM,", "PostLeadToCMR,", 1))
+	code, out, _ = run("validate", "--files", "../../sample_groups", bad)
+	if code != ExitFailure || !strings.Contains(out, bad+`:19:54: state "Collecting": no tool with object_name "PostLeadToCMR" in the attached groups (did you mean "PostLeadToCRM"?)`) {
+		t.Errorf("invalid agent: %d %s", code, out)
+	}
+	code, out, _ = run("validate", "--json", "--files", "../../sample_groups", bad)
+	var rep map[string]any
+	json.Unmarshal([]byte(out), &rep)
+	if code != ExitFailure || rep["status"] != "Invalid" || rep["kind"] != "Agent" {
+		t.Errorf("json: %d %s", code, out)
+	}
+}
