@@ -20,7 +20,7 @@ import (
 
 	"toolhost/core/tail"
 	"toolhost/plugins"
-	"toolhost/pyhost/frame"
+	"toolhost/plugins/frame"
 )
 
 //go:embed runner.py

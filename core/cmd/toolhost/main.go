@@ -9,6 +9,7 @@ import (
 
 	"toolhost/core/cli"
 	"toolhost/core/runner"
+	"toolhost/core/templates"
 	"toolhost/pyhost"
 	"toolhost/pyhost/sandbox"
 )
@@ -25,6 +26,9 @@ func main() {
 			sandbox.Init()
 		case "sandbox-probe":
 			sandbox.Probe()
+		case "template-worker":
+			templates.ServeStdio()
+			return
 		}
 	}
 	code := cli.Main(&cli.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}, os.Args[1:])

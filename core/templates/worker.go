@@ -1,0 +1,180 @@
+package templates
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"toolhost/core/tail"
+	"toolhost/plugins/frame"
+)
+
+// request is one render a worker receives.
+type request struct {
+	Template string         `json:"template"`
+	Data     map[string]any `json:"data"`
+	Value    bool           `json:"value"`
+	MaxOut   int            `json:"max_out"`
+}
+
+// answer is a worker's result.
+type answer struct {
+	Result any    `json:"result"`
+	Error  string `json:"error,omitempty"`
+	Line   int    `json:"line,omitempty"`
+	Column int    `json:"column,omitempty"`
+}
+
+// Serve is the worker ("toolhost template-worker"): it renders the
+// requests it reads on in and answers on out until in ends.
+func Serve(in io.Reader, out io.Writer) error {
+	for {
+		var req request
+		if err := frame.Read(in, &req); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		v, err := RenderLocal(req.Template, req.Data, req.Value, req.MaxOut)
+		a := answer{Result: v}
+		if err != nil {
+			a.Error = err.Error()
+			var te *Error
+			if errors.As(err, &te) {
+				a.Error, a.Line, a.Column = te.Msg, te.Line, te.Column
+			}
+		}
+		if err := frame.Write(out, a); err != nil {
+			return err
+		}
+	}
+}
+
+// Renderer renders templates in worker processes, one render at a time
+// per worker, each bounded in time and output.
+type Renderer struct {
+	exe     string
+	timeout time.Duration
+	maxOut  int
+	idle    chan *worker
+	slots   chan struct{}
+}
+
+// NewRenderer makes a renderer that runs the toolhost binary exe as its
+// workers (at most n), with a time and an output limit per render.
+func NewRenderer(exe string, n int, timeout time.Duration, maxOut int) *Renderer {
+	if n < 1 {
+		n = 1
+	}
+	return &Renderer{exe: exe, timeout: timeout, maxOut: maxOut, idle: make(chan *worker, n), slots: make(chan struct{}, n)}
+}
+
+type worker struct {
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    io.ReadCloser
+	stderr *tail.Buffer
+	done   chan struct{}
+}
+
+func (r *Renderer) start() (*worker, error) {
+	cmd := exec.Command(r.exe, "template-worker")
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "GOMAXPROCS=1", "GOMEMLIMIT=256MiB"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	w := &worker{cmd: cmd, in: in, out: out, stderr: tail.New(2048), done: make(chan struct{})}
+	cmd.Stderr = w.stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start the template worker: %w", err)
+	}
+	go func() { cmd.Wait(); close(w.done) }()
+	return w, nil
+}
+
+func (w *worker) kill() {
+	w.cmd.Process.Kill()
+	<-w.done
+}
+
+// Render renders src with data. With value set, a single {{ expression }}
+// yields its JSON value (see RenderLocal). A template that runs past the
+// deadline or crashes its worker is an error of that render only.
+func (r *Renderer) Render(ctx context.Context, src string, data map[string]any, value bool) (any, error) {
+	var w *worker
+	select {
+	case w = <-r.idle:
+	default:
+		select {
+		case w = <-r.idle:
+		case r.slots <- struct{}{}:
+			var err error
+			if w, err = r.start(); err != nil {
+				<-r.slots
+				return nil, err
+			}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	var timedOut sync.Once
+	expired := false
+	timer := time.AfterFunc(r.timeout, func() { timedOut.Do(func() { expired = true; w.cmd.Process.Kill() }) })
+	err := frame.Write(w.in, request{Template: src, Data: data, Value: value, MaxOut: r.maxOut})
+	var a answer
+	if err == nil {
+		err = frame.Read(w.out, &a)
+	}
+	stopped := timer.Stop()
+	if err != nil {
+		w.kill()
+		<-r.slots
+		if !stopped && expired {
+			return nil, &Error{Msg: fmt.Sprintf("the template did not finish within %s (an endless loop?)", r.timeout)}
+		}
+		msg := "the template crashed its renderer"
+		if s := strings.TrimSpace(w.stderr.String()); strings.Contains(s, "stack") {
+			msg += " (it recursed too deep)"
+		}
+		return nil, &Error{Msg: msg}
+	}
+	r.idle <- w
+	if a.Error != "" {
+		return nil, &Error{Line: a.Line, Column: a.Column, Msg: a.Error}
+	}
+	return a.Result, nil
+}
+
+// Close stops the workers.
+func (r *Renderer) Close() {
+	for {
+		select {
+		case w := <-r.idle:
+			w.in.Close()
+			w.kill()
+		default:
+			return
+		}
+	}
+}
+
+// ServeStdio runs the worker on standard input and output.
+func ServeStdio() {
+	if err := Serve(os.Stdin, os.Stdout); err != nil {
+		os.Exit(1)
+	}
+}
