@@ -77,10 +77,10 @@ func TestCheck(t *testing.T) {
 		t.Error(err)
 	}
 	for src, want := range map[string]string{
-		"{% for x in y %}":                 "",
-		"{{ a ": "",
+		"{% for x in y %}":                   "",
+		"{{ a ":                              "",
 		strings.Repeat("(", 100) + "{{ a }}": "nested more than",
-		strings.Repeat("x", MaxSource+1):      "longer than",
+		strings.Repeat("x", MaxSource+1):     "longer than",
 	} {
 		err := Check(src)
 		if err == nil || !strings.Contains(err.Error(), want) {
