@@ -20,8 +20,8 @@ import (
 var (
 	groupKeys     = []string{"kind", "name", "description", "dependencies", "tools", "skills"}
 	groupRequired = []string{"kind", "name", "description"}
-	toolKeys      = []string{"kind", "object_name", "name", "description", "implementation", "parameters"}
-	toolRequired  = toolKeys
+	toolRequired  = []string{"kind", "object_name", "name", "description", "implementation", "parameters"}
+	toolKeys      = append(append([]string{}, toolRequired...), pipelineKeys...)
 	paramKeys     = []string{"name", "type", "description", "optional"}
 	paramRequired = []string{"name", "type", "description"}
 	skillKeys     = []string{"kind", "name", "description", "implementation", "session_init_call", "session_finish_call", "inputs"}
@@ -145,6 +145,7 @@ func (r *reader) group(n *yaml.Node, g *Group) {
 		}
 	}
 	r.uniqueNames(g)
+	r.checkPipelineRefs(g)
 	if len(g.Tools) == 0 && len(g.Skills) == 0 && len(r.errs) == 0 {
 		r.warnf(n, "the group declares no tools and no skills")
 	}
@@ -224,6 +225,7 @@ func (r *reader) tool(n *yaml.Node, modules map[string][]string) *Tool {
 	if e, ok := obj["implementation"]; ok {
 		t.Implementation = r.implementation(e, modules)
 	}
+	r.pipeline(obj, t)
 	if e, ok := obj["parameters"]; ok {
 		items, _ := r.list(e, "parameters (use [] for a tool without parameters)")
 		seen := map[string]int{}

@@ -53,7 +53,9 @@ type Tool struct {
 	// Builtin is true for the tools built into toolhost (FinishSession, ...),
 	// which no definition file declares.
 	Builtin bool
-	Pos     Pos
+	// Pipeline holds the optional per-tool keys of specs 000 and 003.
+	Pipeline Pipeline
+	Pos      Pos
 }
 
 // Parameter is one argument of a tool.

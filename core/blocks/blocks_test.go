@@ -1,0 +1,92 @@
+package blocks
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func decode(t *testing.T, s string) any {
+	t.Helper()
+	var v any
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestSpecBlocks validates the block examples of spec 000 as written.
+func TestSpecBlocks(t *testing.T) {
+	good := []string{
+		`{"type":"chart","spec":{"type":"bar","title":"Цены","labels":["Q1","Q2","Q3","Q4"],"series":[{"name":"Цена","values":[10,20,15,30]}],"options":{"stacked":false}}}`,
+		`{"type":"table","columns":[{"key":"model","title":"Модель","align":"left"},{"key":"price","title":"Цена","align":"right"}],"rows":[{"model":"A","price":100}],"page_info":{"returned":50,"total":500,"has_more":true},"options":{"sortable":true,"searchable":true}}`,
+		`{"type":"file","name":"report.html","mime":"text/html","data":"PGgxPkhpPC9oMT4="}`,
+		`{"type":"map","title":"Академгородок","center":{"lat":54.85,"lon":83.10},"zoom":14,"markers":[{"lat":54.85,"lon":83.10,"label":"Академ"}],"tile_url":"https://tile.openstreetmap.org/{z}/{x}/{y}.png","attribution":"© OpenStreetMap contributors","link":"https://www.openstreetmap.org/?mlat=54.85&mlon=83.10#map=14/54.85/83.10"}`,
+		`{"type":"text","markdown":"Найдено **2**"}`,
+	}
+	for _, g := range good {
+		if _, err := Validate(decode(t, g)); err != nil {
+			t.Errorf("%.50s: %v", g, err)
+		}
+	}
+	bad := map[string]string{
+		`{"type":"chart","spec":{"type":"donut","series":[{"values":[1]}]}}`:                "bar, line, area, pie or scatter",
+		`{"type":"chart","spec":{"type":"bar","labels":["a"],"series":[{"values":[1,2]}]}}`: "2 values for 1 labels",
+		`{"type":"chart","spec":{"type":"bar","series":[{"values":["x"]}]}}`:                "not a number",
+		`{"type":"table","columns":[],"rows":[]}`:                                           "needs columns",
+		`{"type":"table","columns":[{"key":"a"}],"rows":"[{}]"}`:                            "rows (a list of objects), got a string",
+		`{"type":"table","columns":[{"key":"a","align":"middle"}],"rows":[]}`:               "align must be",
+		`{"type":"file","name":"a","mime":"b","data":"!!!"}`:                                "base64",
+		`{"type":"map","center":{"lat":95,"lon":0}}`:                                        "lat in [-90, 90]",
+		`{"type":"video"}`: `unknown block type "video"`,
+		`[1]`:              "must be an object",
+	}
+	for b, want := range bad {
+		if _, err := Validate(decode(t, b)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", b, err, want)
+		}
+	}
+	// A bare chart spec becomes a chart block.
+	b, err := Validate(decode(t, `{"type":"pie","labels":["a","b"],"series":[{"name":"s","values":[1,2]}]}`))
+	if err != nil || b["type"] != "chart" {
+		t.Errorf("bare spec: %v %v", b, err)
+	}
+}
+
+func TestParseMarkdown(t *testing.T) {
+	md := "Here are the prices:\n\n```chart\n{\"type\":\"line\",\"labels\":[\"a\",\"b\"],\"series\":[{\"name\":\"p\",\"values\":[1,2]}]}\n```\n\nAnd the table:\n```table\n{\"columns\":[{\"key\":\"m\"}],\"rows\":[{\"m\":\"A\"}]}\n```\nDone."
+	bs, err := ParseMarkdown(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, b := range bs {
+		types = append(types, b["type"].(string))
+	}
+	if strings.Join(types, ",") != "text,chart,text,table,text" || bs[0]["markdown"] != "Here are the prices:" {
+		t.Errorf("blocks = %v", bs)
+	}
+	if _, err := ParseMarkdown("```table\n{\"columns\":[]}\n```"); err == nil || !strings.Contains(err.Error(), "fenced block 1 (table)") {
+		t.Errorf("bad fenced block: %v", err)
+	}
+	if _, err := ParseMarkdown("```chart\nnot json\n```"); err == nil {
+		t.Error("non-JSON fenced block accepted")
+	}
+}
+
+func FuzzParseMarkdown(f *testing.F) {
+	f.Add("text ```chart\n{\"type\":\"bar\",\"series\":[{\"values\":[1]}]}\n``` more")
+	f.Add("```table\n{}\n```")
+	f.Fuzz(func(t *testing.T, md string) {
+		bs, err := ParseMarkdown(md)
+		if err == nil {
+			for _, b := range bs {
+				if _, err := Validate(b); err != nil {
+					t.Fatalf("returned an invalid block %v: %v", b, err)
+				}
+			}
+		}
+	})
+}
