@@ -61,6 +61,9 @@ type Session struct {
 	Closed     bool           `json:"closed"`
 	CreatedAt  string         `json:"created_at"`
 	FinishedAt string         `json:"finished_at,omitempty"`
+	// AllowedTags, when set, limits the session's tools to those with one
+	// of these tags.
+	AllowedTags []string `json:"allowed_tool_tags,omitempty"`
 }
 
 // SaveSession creates or updates a session of a tenant.
@@ -76,20 +79,21 @@ func (s *DB) SaveSession(ctx context.Context, tenantID int64, sess *Session) err
 	if sess.FinishedAt != "" {
 		finished = sess.FinishedAt
 	}
-	_, err = s.sql.ExecContext(ctx, `INSERT INTO sessions (id, tenant_id, agent, state, variables, closed, created_at, finished_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+	tags, _ := json.Marshal(sess.AllowedTags)
+	_, err = s.sql.ExecContext(ctx, `INSERT INTO sessions (id, tenant_id, agent, state, variables, closed, created_at, finished_at, allowed_tags)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET state = excluded.state, variables = excluded.variables, closed = excluded.closed, finished_at = excluded.finished_at`,
-		sess.ID, tenantID, sess.Agent, sess.State, string(vars), sess.Closed, sess.CreatedAt, finished)
+		sess.ID, tenantID, sess.Agent, sess.State, string(vars), sess.Closed, sess.CreatedAt, finished, string(tags))
 	return err
 }
 
 // Session returns a tenant's session.
 func (s *DB) Session(ctx context.Context, tenantID int64, id string) (*Session, error) {
 	sess := &Session{ID: id}
-	var vars string
+	var vars, tags string
 	var finished sql.NullString
-	err := s.sql.QueryRowContext(ctx, `SELECT agent, state, variables, closed, created_at, finished_at FROM sessions WHERE id = ? AND tenant_id = ?`, id, tenantID).
-		Scan(&sess.Agent, &sess.State, &vars, &sess.Closed, &sess.CreatedAt, &finished)
+	err := s.sql.QueryRowContext(ctx, `SELECT agent, state, variables, closed, created_at, finished_at, allowed_tags FROM sessions WHERE id = ? AND tenant_id = ?`, id, tenantID).
+		Scan(&sess.Agent, &sess.State, &vars, &sess.Closed, &sess.CreatedAt, &finished, &tags)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -97,6 +101,7 @@ func (s *DB) Session(ctx context.Context, tenantID int64, id string) (*Session, 
 		return nil, err
 	}
 	sess.FinishedAt = finished.String
+	json.Unmarshal([]byte(tags), &sess.AllowedTags)
 	dec := json.NewDecoder(strings.NewReader(vars))
 	dec.UseNumber()
 	if err := dec.Decode(&sess.Variables); err != nil {
@@ -365,4 +370,36 @@ func (s *DB) LogView(ctx context.Context, tenantID int64, sessionID, kind string
 		return kept, nil
 	}
 	return nil, fmt.Errorf("kind must be system or trace, got %q", kind)
+}
+
+// SearchWarnings lists the log entries of a tenant whose calls triggered
+// warnings, newest last; contains filters by a part of a warning.
+func (s *DB) SearchWarnings(ctx context.Context, tenantID int64, contains string) ([]LogEntry, error) {
+	rows, err := s.sql.QueryContext(ctx, `SELECT id, kind, event, data, created_at FROM logs
+		WHERE tenant_id = ? AND json_extract(data, '$.warnings') IS NOT NULL ORDER BY id`, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []LogEntry{}
+	for rows.Next() {
+		var e LogEntry
+		var data string
+		if err := rows.Scan(&e.ID, &e.Kind, &e.Event, &data, &e.CreatedAt); err != nil {
+			return nil, err
+		}
+		var d struct {
+			Warnings []string `json:"warnings"`
+		}
+		json.Unmarshal([]byte(data), &d)
+		match := contains == ""
+		for _, w := range d.Warnings {
+			match = match || strings.Contains(w, contains)
+		}
+		if match {
+			e.Data = json.RawMessage(data)
+			out = append(out, e)
+		}
+	}
+	return out, rows.Err()
 }

@@ -19,10 +19,11 @@ import (
 	"time"
 
 	"toolhost/core/arguments"
+	"toolhost/core/blocks"
 	"toolhost/core/definition"
+	"toolhost/core/pipeline"
 	"toolhost/core/registry"
 	"toolhost/core/relpath"
-	"toolhost/core/runner"
 	"toolhost/core/schema"
 	"toolhost/storage"
 )
@@ -154,6 +155,12 @@ func (s *Server) routeTenant(w http.ResponseWriter, r *http.Request, path string
 			return
 		}
 		s.only(w, r, "PUT", func() { s.putKnowledge(w, r, name) })
+	case path == "/v1/continuations":
+		s.only(w, r, "POST", func() { s.continuation(w, r) })
+	case path == "/v1/render":
+		s.only(w, r, "POST", func() { s.render(w, r) })
+	case path == "/v1/warnings":
+		s.only(w, r, "GET", func() { s.warnings(w, r) })
 	case path == "/v1/unanswered":
 		s.only(w, r, "GET", func() {
 			us, err := s.DB.UnansweredQuestions(r.Context(), tenantOf(r).ID)
@@ -419,8 +426,11 @@ func (s *Server) schemas(w http.ResponseWriter, r *http.Request) {
 }
 
 type callRequest struct {
-	Tool      string          `json:"tool"`
-	Arguments json.RawMessage `json:"arguments"`
+	Tool           string          `json:"tool"`
+	Arguments      json.RawMessage `json:"arguments"`
+	IdempotencyKey string          `json:"idempotency_key"`
+	NoWait         bool            `json:"no_wait"`
+	AllowedTags    []string        `json:"allowed_tool_tags"`
 }
 
 func (s *Server) call(w http.ResponseWriter, r *http.Request) {
@@ -453,9 +463,76 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 		problem(w, http.StatusUnprocessableEntity, "Invalid arguments", err.Error(), map[string]any{"tool": t.Tool.Name, "errors": es})
 		return
 	}
-	argJSON, _ := json.Marshal(clean)
 	start := time.Now()
-	resp := s.Registry.Run(r.Context(), tenant, t, argJSON, nil)
-	s.Metrics.ObserveCall(resp, time.Since(start))
-	writeJSON(w, http.StatusOK, runner.NewResult(resp))
+	a, err := s.Registry.RunTool(r.Context(), tenant, t, clean, registry.CallOptions{IdempotencyKey: req.IdempotencyKey,
+		NoWait: req.NoWait, AllowedTags: req.AllowedTags})
+	if err != nil {
+		s.pipelineProblem(w, r, err)
+		return
+	}
+	s.Metrics.ObserveAnswer(a, time.Since(start))
+	if len(a.Warnings) > 0 {
+		s.DB.AddLog(r.Context(), tenant, "", "system", "tool_call", map[string]any{"tool": t.Tool.ObjectName, "arguments": clean,
+			"success": a.Success, "warnings": a.Warnings})
+	}
+	writeJSON(w, http.StatusOK, a)
+}
+
+// pipelineProblem answers the pipeline's refusals.
+func (s *Server) pipelineProblem(w http.ResponseWriter, r *http.Request, err error) {
+	var te *pipeline.TagError
+	switch {
+	case errors.As(err, &te):
+		problem(w, http.StatusForbidden, "Tool not allowed", err.Error(), map[string]any{"tool": te.Tool})
+	case errors.Is(err, pipeline.ErrKeyReused):
+		problem(w, http.StatusUnprocessableEntity, "Idempotency key reused", err.Error(), nil)
+	case errors.Is(err, pipeline.ErrInProgress):
+		problem(w, http.StatusConflict, "Call in progress", err.Error(), nil)
+	case errors.Is(err, storage.ErrGone):
+		problem(w, http.StatusGone, "Continuation gone", err.Error(), nil)
+	default:
+		s.toolProblem(w, r, err)
+	}
+}
+
+func (s *Server) continuation(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		ID string `json:"id"`
+	}
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	a, err := s.Registry.ResumeContinuation(r.Context(), tenantOf(r).ID, req.ID)
+	if err != nil {
+		s.pipelineProblem(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, a)
+}
+
+func (s *Server) render(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Markdown string `json:"markdown"`
+	}
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	bs, err := blocks.ParseMarkdown(req.Markdown)
+	if err != nil {
+		problem(w, http.StatusUnprocessableEntity, "Malformed block", err.Error(), nil)
+		return
+	}
+	if bs == nil {
+		bs = []map[string]any{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"blocks": bs})
+}
+
+func (s *Server) warnings(w http.ResponseWriter, r *http.Request) {
+	entries, err := s.DB.SearchWarnings(r.Context(), tenantOf(r).ID, r.URL.Query().Get("contains"))
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, entries)
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"toolhost/core/pipeline"
 	"toolhost/plugins"
 )
 
@@ -55,6 +56,12 @@ func (m *Metrics) ObserveCall(resp *plugins.CallResponse, d time.Duration) {
 	}
 	m.sum += sec
 	m.count++
+}
+
+// ObserveAnswer counts one call through the pipeline.
+func (m *Metrics) ObserveAnswer(a *pipeline.Answer, d time.Duration) {
+	resp := &plugins.CallResponse{OK: a.Success, Error: a.Error}
+	m.ObserveCall(resp, d)
 }
 
 // Write writes the metrics; warm is the number of warm groups.

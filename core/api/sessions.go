@@ -135,8 +135,9 @@ func lockSession(id string) func() {
 }
 
 type createSessionRequest struct {
-	Agent     string         `json:"agent"`
-	Variables map[string]any `json:"variables"`
+	Agent       string         `json:"agent"`
+	Variables   map[string]any `json:"variables"`
+	AllowedTags []string       `json:"allowed_tool_tags"`
 }
 
 type sessionAnswer struct {
@@ -161,7 +162,7 @@ func (s *Server) routeSessions(w http.ResponseWriter, r *http.Request, path stri
 			if !ok {
 				return
 			}
-			sess, outcomes, err := eng.Start(r.Context(), req.Variables)
+			sess, outcomes, err := eng.StartWith(r.Context(), req.Variables, req.AllowedTags)
 			if err != nil {
 				s.internal(w, r, err)
 				return

@@ -13,7 +13,9 @@ import (
 
 	"toolhost/core/arguments"
 	"toolhost/core/definition"
+	"toolhost/core/pipeline"
 	"toolhost/core/runner"
+	"toolhost/core/templates"
 	"toolhost/core/suggest"
 	"toolhost/plugins"
 )
@@ -23,12 +25,15 @@ type callTarget struct {
 	what   string
 	impl   definition.Implementation
 	params []*definition.Parameter
+	tool   *definition.Tool // nil for a skill
+	group  *definition.Group
+	args   map[string]any
 }
 
 func findCallTarget(g *definition.Group, name string) (*callTarget, error) {
 	for _, t := range g.Tools {
 		if t.Name == name || t.ObjectName == name {
-			return &callTarget{fmt.Sprintf("tool %q", t.Name), t.Implementation, t.Parameters}, nil
+			return &callTarget{what: fmt.Sprintf("tool %q", t.Name), impl: t.Implementation, params: t.Parameters, tool: t}, nil
 		}
 	}
 	for _, s := range g.Skills {
@@ -37,7 +42,7 @@ func findCallTarget(g *definition.Group, name string) (*callTarget, error) {
 			for i, in := range s.Inputs {
 				params[i] = &definition.Parameter{Name: in.Name, Type: in.DType, Description: in.Description}
 			}
-			return &callTarget{fmt.Sprintf("skill %q", s.Name), s.Implementation, params}, nil
+			return &callTarget{what: fmt.Sprintf("skill %q", s.Name), impl: s.Implementation, params: params}, nil
 		}
 	}
 	var names []string
@@ -82,7 +87,17 @@ func prepareCall(env *Env, cmd, file, name, raw string) (*callTarget, []byte, in
 		fmt.Fprintf(env.Stderr, "toolhost %s: %v\n", cmd, err)
 		return nil, nil, ExitFailure
 	}
+	target.args = clean
+	target.group = res.Group
 	return target, argJSON, ExitOK
+}
+
+// localPipeline is the pipeline of the local commands: templates in
+// worker processes of this binary, a ledger in memory.
+func localPipeline() (*pipeline.Pipeline, func()) {
+	exe, _ := os.Executable()
+	r := templates.NewRenderer(exe, 1, 2*time.Second, 1<<20)
+	return &pipeline.Pipeline{Renderer: r, Ledger: &pipeline.MemoryLedger{}}, r.Close
 }
 
 // runFlags are the flags of commands that run a group.
@@ -199,10 +214,27 @@ func runCall(env *Env, args []string) int {
 		return code
 	}
 	defer g.Close()
-	resp := g.Call(context.Background(), target.impl, argJSON, nil)
-	out, _ := json.MarshalIndent(runner.NewResult(resp), "", "  ")
+	var result any
+	ok = false
+	if target.tool == nil { // a skill: no pipeline keys
+		resp := g.Call(context.Background(), target.impl, argJSON, nil)
+		result, ok = runner.NewResult(resp), resp.OK
+	} else {
+		p, closeP := localPipeline()
+		defer closeP()
+		a, err := p.Run(context.Background(), &pipeline.Request{Group: target.group, Tool: target.tool, Args: target.args,
+			Run: func(ctx context.Context, t *definition.Tool, args json.RawMessage, timeout time.Duration) *plugins.CallResponse {
+				return g.CallTimeout(ctx, t.Implementation, args, nil, timeout)
+			}})
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "toolhost call: %v\n", err)
+			return ExitFailure
+		}
+		result, ok = a, a.Success
+	}
+	out, _ := json.MarshalIndent(result, "", "  ")
 	fmt.Fprintf(env.Stdout, "%s\n", out)
-	if !resp.OK {
+	if !ok {
 		return ExitFailure
 	}
 	return ExitOK

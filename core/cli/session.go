@@ -29,7 +29,7 @@ type localCaller struct {
 	open  map[string]*runner.Group
 }
 
-func (c *localCaller) Call(ctx context.Context, g *definition.Group, impl definition.Implementation, args, callCtx json.RawMessage) *plugins.CallResponse {
+func (c *localCaller) Call(ctx context.Context, g *definition.Group, impl definition.Implementation, args, callCtx json.RawMessage, timeout time.Duration) *plugins.CallResponse {
 	c.mu.Lock()
 	rg, ok := c.open[g.Name]
 	if !ok {
@@ -48,7 +48,7 @@ func (c *localCaller) Call(ctx context.Context, g *definition.Group, impl defini
 		c.open[g.Name] = rg
 	}
 	c.mu.Unlock()
-	return rg.Call(ctx, impl, args, callCtx)
+	return rg.CallTimeout(ctx, impl, args, callCtx, timeout)
 }
 
 func (c *localCaller) close() {
@@ -133,7 +133,9 @@ func runSession(env *Env, args []string) int {
 	}
 	caller := &localCaller{opts: opts, files: *rf.files, dirs: dirs, open: map[string]*runner.Group{}}
 	defer caller.close()
-	eng := &session.Engine{Agent: agent, Groups: groups, Store: store, Caller: caller}
+	pl, closeP := localPipeline()
+	defer closeP()
+	eng := &session.Engine{Agent: agent, Groups: groups, Store: store, Caller: caller, Pipeline: pl}
 	ctx := context.Background()
 	sess, _, err := eng.Start(ctx, variables)
 	if err != nil {

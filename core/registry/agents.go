@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"toolhost/core/definition"
 	"toolhost/core/session"
@@ -198,7 +199,8 @@ func (r *Registry) Engine(ctx context.Context, tenant int64, agentName string) (
 		}
 		groups = append(groups, g)
 	}
-	return &session.Engine{Agent: a, Groups: groups, Store: &tenantStore{db: r.db, tenant: tenant}, Caller: &groupCaller{r: r, tenant: tenant}}, nil
+	return &session.Engine{Agent: a, Groups: groups, Store: &tenantStore{db: r.db, tenant: tenant}, Caller: &groupCaller{r: r, tenant: tenant},
+		Pipeline: r.Pipeline(tenant)}, nil
 }
 
 // groupCaller runs a group's implementations on its warm plugin process.
@@ -207,7 +209,7 @@ type groupCaller struct {
 	tenant int64
 }
 
-func (c *groupCaller) Call(ctx context.Context, g *definition.Group, impl definition.Implementation, args, callCtx json.RawMessage) *plugins.CallResponse {
+func (c *groupCaller) Call(ctx context.Context, g *definition.Group, impl definition.Implementation, args, callCtx json.RawMessage, timeout time.Duration) *plugins.CallResponse {
 	row, err := c.r.db.Group(ctx, c.tenant, g.Name)
 	if err == nil && row.Status != Ready {
 		err = &NotReadyError{Group: g.Name, Status: row.Status}
@@ -220,7 +222,7 @@ func (c *groupCaller) Call(ctx context.Context, g *definition.Group, impl defini
 		return &plugins.CallResponse{Error: &plugins.ToolError{Kind: plugins.ErrLoad, Message: err.Error()}}
 	}
 	defer release()
-	return rg.Call(ctx, impl, args, callCtx)
+	return rg.CallTimeout(ctx, impl, args, callCtx, timeout)
 }
 
 // tenantStore is the session store of one tenant, in the database.

@@ -22,6 +22,7 @@ import (
 
 	"toolhost/core/definition"
 	"toolhost/core/runner"
+	"toolhost/core/templates"
 	"toolhost/plugins"
 	"toolhost/storage"
 )
@@ -90,6 +91,8 @@ type Registry struct {
 	stop   chan struct{}
 	closed sync.Once
 
+	renderer *templates.Renderer
+
 	mu    sync.Mutex
 	defs  map[string]*definition.Group // parsed definitions by warm key
 	dirs  map[string]string            // materialised folders by warm key
@@ -157,12 +160,17 @@ func New(ctx context.Context, cfg Config) (*Registry, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
+	exe := cfg.Run.Executable
+	if exe == "" {
+		exe, _ = os.Executable()
+	}
 	if cfg.Run.Packages.CacheDir == "" {
 		cfg.Run.Packages.CacheDir = filepath.Join(cfg.DB.Dir(), "venvs")
 	}
 	r := &Registry{db: cfg.DB, run: cfg.Run, warm: runner.NewWarm(cfg.MaxWarm, cfg.IdleAfter), log: cfg.Log,
 		roots: filepath.Join(cfg.DB.Dir(), "roots"), jobs: make(chan job, 4096), stop: make(chan struct{}),
-		defs: map[string]*definition.Group{}, dirs: map[string]string{}, index: map[int64]*toolIndex{}}
+		defs: map[string]*definition.Group{}, dirs: map[string]string{}, index: map[int64]*toolIndex{},
+		renderer: templates.NewRenderer(exe, 2, 2*time.Second, 1<<20)}
 	for _, pattern := range []string{filepath.Join(r.roots, "*", ".building-*"), filepath.Join(cfg.Run.Packages.CacheDir, ".building-*")} {
 		left, _ := filepath.Glob(pattern)
 		for _, d := range left {
@@ -206,6 +214,7 @@ func (r *Registry) Close() {
 		close(r.stop)
 		r.wg.Wait()
 		r.warm.Close()
+		r.renderer.Close()
 	})
 }
 

@@ -347,6 +347,14 @@ func baseEnv() []string {
 // Call runs one implementation with already validated arguments. It never
 // returns a Go error: every failure is in the response's Error.
 func (g *Group) Call(ctx context.Context, impl definition.Implementation, args json.RawMessage, callCtx json.RawMessage) *plugins.CallResponse {
+	return g.CallTimeout(ctx, impl, args, callCtx, g.opts.Timeout)
+}
+
+// CallTimeout is Call with a timeout of its own (a tool's timeout key).
+func (g *Group) CallTimeout(ctx context.Context, impl definition.Implementation, args json.RawMessage, callCtx json.RawMessage, timeout time.Duration) *plugins.CallResponse {
+	if timeout <= 0 {
+		timeout = g.opts.Timeout
+	}
 	start := time.Now()
 	fail := func(kind, msg string) *plugins.CallResponse {
 		return &plugins.CallResponse{Runtime: g.runtime, Error: &plugins.ToolError{Kind: kind, Message: msg},
@@ -370,16 +378,16 @@ func (g *Group) Call(ctx context.Context, impl definition.Implementation, args j
 		args = json.RawMessage("{}")
 	}
 	req := &plugins.CallRequest{Callable: plugins.Callable{Module: impl.Module, Func: impl.Callable},
-		Args: args, TimeoutMs: g.opts.Timeout.Milliseconds(), Context: callCtx}
+		Args: args, TimeoutMs: timeout.Milliseconds(), Context: callCtx}
 	// The plugin enforces the timeout; the grace period covers a plugin
 	// that cannot (a stuck gpython interpreter, a hung process).
-	cctx, cancel := context.WithTimeout(ctx, g.opts.Timeout+5*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, timeout+5*time.Second)
 	defer cancel()
 	resp, err := p.host.Call(cctx, req)
 	if err != nil {
 		g.replace(p)
 		if status.Code(err) == codes.DeadlineExceeded || errors.Is(cctx.Err(), context.DeadlineExceeded) {
-			return fail(plugins.ErrTimeout, fmt.Sprintf("%s did not finish within %s; the plugin process was replaced", req.Callable, g.opts.Timeout))
+			return fail(plugins.ErrTimeout, fmt.Sprintf("%s did not finish within %s; the plugin process was replaced", req.Callable, timeout))
 		}
 		return fail(plugins.ErrCrash, fmt.Sprintf("the plugin process failed during the call to %s: %s%s; it will be restarted for the next call",
 			req.Callable, processExit(p), stderrNote(p.stderr)))

@@ -19,6 +19,7 @@ import (
 
 	"toolhost/core/arguments"
 	"toolhost/core/definition"
+	"toolhost/core/pipeline"
 	"toolhost/core/runner"
 	"toolhost/core/suggest"
 	"toolhost/plugins"
@@ -34,9 +35,10 @@ type Store interface {
 	SearchKnowledge(ctx context.Context, names []string, query string, limit int) ([]storage.Passage, error)
 }
 
-// Caller runs one implementation of a group.
+// Caller runs one implementation of a group; a timeout of 0 means the
+// group's default.
 type Caller interface {
-	Call(ctx context.Context, group *definition.Group, impl definition.Implementation, args, callCtx json.RawMessage) *plugins.CallResponse
+	Call(ctx context.Context, group *definition.Group, impl definition.Implementation, args, callCtx json.RawMessage, timeout time.Duration) *plugins.CallResponse
 }
 
 // Engine runs the sessions of one agent.
@@ -46,6 +48,10 @@ type Engine struct {
 	Groups []*definition.Group
 	Store  Store
 	Caller Caller
+	// Pipeline, when set, takes every tool call of a group (templates,
+	// idempotency, retries, fallbacks, tags); without it calls go straight
+	// to the Caller.
+	Pipeline *pipeline.Pipeline
 }
 
 // Errors a caller tells apart.
@@ -85,6 +91,11 @@ func NewID() string {
 // state, and runs every session_init_call skill of the attached groups in
 // order; a failing skill is reported and logged, and the others still run.
 func (e *Engine) Start(ctx context.Context, vars map[string]any) (*storage.Session, []SkillOutcome, error) {
+	return e.StartWith(ctx, vars, nil)
+}
+
+// StartWith is Start with allowed_tool_tags for the whole session.
+func (e *Engine) StartWith(ctx context.Context, vars map[string]any, allowedTags []string) (*storage.Session, []SkillOutcome, error) {
 	init := e.Agent.InitState()
 	if init == nil {
 		return nil, nil, fmt.Errorf("agent %q has no initial state", e.Agent.Name)
@@ -92,7 +103,8 @@ func (e *Engine) Start(ctx context.Context, vars map[string]any) (*storage.Sessi
 	if vars == nil {
 		vars = map[string]any{}
 	}
-	s := &storage.Session{ID: NewID(), Agent: e.Agent.Name, State: init.Name, Variables: vars, CreatedAt: time.Now().UTC().Format(time.RFC3339Nano)}
+	s := &storage.Session{ID: NewID(), Agent: e.Agent.Name, State: init.Name, Variables: vars, AllowedTags: allowedTags,
+		CreatedAt: time.Now().UTC().Format(time.RFC3339Nano)}
 	if err := e.Store.SaveSession(ctx, s); err != nil {
 		return nil, nil, err
 	}
@@ -161,7 +173,7 @@ func (e *Engine) runSkill(ctx context.Context, s *storage.Session, g *definition
 	}
 	args, _ := json.Marshal(clean)
 	logData["inputs"] = clean
-	resp := e.Caller.Call(ctx, g, sk.Implementation, args, e.callContext(s))
+	resp := e.Caller.Call(ctx, g, sk.Implementation, args, e.callContext(s), 0)
 	logData["runtime"], logData["worker"] = resp.Runtime, resp.Worker
 	if resp.Output != "" {
 		logData["output"] = resp.Output
@@ -232,7 +244,7 @@ func (e *Engine) Resolve(objectName string) (*definition.Group, *definition.Tool
 
 // Call runs a tool inside the session: only tools of the current state;
 // arguments are checked before anything runs. Built-in tools run here.
-func (e *Engine) Call(ctx context.Context, s *storage.Session, name string, args json.RawMessage) (*runner.Result, error) {
+func (e *Engine) Call(ctx context.Context, s *storage.Session, name string, args json.RawMessage) (*pipeline.Answer, error) {
 	if s.Closed {
 		return nil, ErrClosed
 	}
@@ -251,11 +263,14 @@ func (e *Engine) Call(ctx context.Context, s *storage.Session, name string, args
 	}
 	start := time.Now()
 	var resp *plugins.CallResponse
+	if !t.Builtin && e.Pipeline != nil {
+		return e.callPipeline(ctx, s, g, t, clean)
+	}
 	if t.Builtin {
 		resp = e.builtin(ctx, s, t, clean)
 	} else {
 		argJSON, _ := json.Marshal(clean)
-		resp = e.Caller.Call(ctx, g, t.Implementation, argJSON, e.callContext(s))
+		resp = e.Caller.Call(ctx, g, t.Implementation, argJSON, e.callContext(s), 0)
 	}
 	if resp.DurationUs == 0 {
 		resp.DurationUs = time.Since(start).Microseconds()
@@ -271,7 +286,52 @@ func (e *Engine) Call(ctx context.Context, s *storage.Session, name string, args
 		entry["output"] = resp.Output
 	}
 	e.log(ctx, s, "system", "tool_call", entry)
-	return runner.NewResult(resp), nil
+	return &pipeline.Answer{Result: runner.NewResult(resp), Tool: t.ObjectName, Attempts: 1}, nil
+}
+
+// callPipeline runs a group's tool through the pipeline and logs the
+// answer (warnings included, so that they can be searched).
+func (e *Engine) callPipeline(ctx context.Context, s *storage.Session, g *definition.Group, t *definition.Tool, args map[string]any) (*pipeline.Answer, error) {
+	callCtx := e.callContext(s)
+	a, err := e.Pipeline.Run(ctx, &pipeline.Request{Group: g, Tool: t, Args: args, Session: s.ID, AllowedTags: s.AllowedTags,
+		Run: func(ctx context.Context, tool *definition.Tool, a json.RawMessage, timeout time.Duration) *plugins.CallResponse {
+			return e.Caller.Call(ctx, g, tool.Implementation, a, callCtx, timeout)
+		}})
+	if err != nil {
+		var te *pipeline.TagError
+		if errors.As(err, &te) {
+			return nil, &ToolError{Status: 403, Message: err.Error()}
+		}
+		return nil, err
+	}
+	entry := map[string]any{"tool": t.ObjectName, "name": t.Name, "arguments": args, "success": a.Success,
+		"duration_ms": a.DurationMs, "runtime": a.Runtime, "worker": a.Worker, "attempts": a.Attempts}
+	if a.Success {
+		entry["result"] = a.Content
+	} else {
+		entry["error"] = a.Error
+	}
+	for k, v := range map[string]any{"warnings": a.Warnings, "errors": a.Errors, "fallback": a.Fallback, "output": a.Logs} {
+		switch x := v.(type) {
+		case []string:
+			if len(x) > 0 {
+				entry[k] = x
+			}
+		case []*plugins.ToolError:
+			if len(x) > 0 {
+				entry[k] = x
+			}
+		case string:
+			if x != "" {
+				entry[k] = x
+			}
+		}
+	}
+	if a.Replayed {
+		entry["replayed"] = true
+	}
+	e.log(ctx, s, "system", "tool_call", entry)
+	return a, nil
 }
 
 // builtin runs a built-in tool.

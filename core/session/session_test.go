@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"toolhost/core/definition"
 	"toolhost/core/runner"
@@ -35,8 +36,8 @@ func TestMain(m *testing.M) {
 // caller runs the test group on a real plugin process.
 type caller struct{ g *runner.Group }
 
-func (c caller) Call(ctx context.Context, _ *definition.Group, impl definition.Implementation, args, callCtx json.RawMessage) *plugins.CallResponse {
-	return c.g.Call(ctx, impl, args, callCtx)
+func (c caller) Call(ctx context.Context, _ *definition.Group, impl definition.Implementation, args, callCtx json.RawMessage, timeout time.Duration) *plugins.CallResponse {
+	return c.g.CallTimeout(ctx, impl, args, callCtx, timeout)
 }
 
 func engine(t *testing.T, runtime string) (*Engine, *Memory) {

@@ -1,0 +1,564 @@
+// Package pipeline is the one path every tool call takes (from the CLI,
+// /v1/calls or a session): tags → idempotency → run (timeout, retries,
+// fallback) → warnings → templates and blocks → continuations → ledger.
+package pipeline
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"toolhost/core/blocks"
+	"toolhost/core/definition"
+	"toolhost/core/runner"
+	"toolhost/core/templates"
+	"toolhost/plugins"
+	"toolhost/storage"
+)
+
+// Ledger keeps idempotency keys (SQLite in the server, memory in the CLI).
+type Ledger interface {
+	Claim(ctx context.Context, key, hash string, window, stale time.Duration) (*storage.LedgerEntry, bool, error)
+	Complete(ctx context.Context, key string, response []byte) error
+	Release(ctx context.Context, key string) error
+}
+
+// Continuations keeps the continuations of paged tables.
+type Continuations interface {
+	Save(ctx context.Context, c storage.Continuation) (string, error)
+}
+
+// Runner runs one tool's implementation with a timeout.
+type Runner func(ctx context.Context, tool *definition.Tool, args json.RawMessage, timeout time.Duration) *plugins.CallResponse
+
+// Pipeline runs calls through the keys of spec 000 and 003.
+type Pipeline struct {
+	Renderer      *templates.Renderer
+	Ledger        Ledger
+	Continuations Continuations
+	// Sleep waits between retries (time.Sleep unless a test sets it).
+	Sleep func(time.Duration)
+}
+
+// Request is one call.
+type Request struct {
+	Group *definition.Group
+	Tool  *definition.Tool
+	// Args are the validated arguments.
+	Args    map[string]any
+	Session string
+	// IdempotencyKey is an explicit key; with none, tools with idempotency
+	// get the auto key.
+	IdempotencyKey string
+	// NoWait answers InProgressError instead of waiting for a concurrent
+	// duplicate.
+	NoWait bool
+	// AllowedTags, when not empty, refuses tools (and fallbacks) whose tags
+	// meet none of them.
+	AllowedTags []string
+	Run         Runner
+}
+
+// Answer is the result of a call with what the pipeline adds.
+type Answer struct {
+	*runner.Result
+	Tool           string               `json:"tool"`
+	Icon           string               `json:"icon,omitempty"`
+	CallText       string               `json:"call_text,omitempty"`
+	ResultText     string               `json:"result_text,omitempty"`
+	Blocks         []map[string]any     `json:"blocks,omitempty"`
+	Warnings       []string             `json:"warnings,omitempty"`
+	Attempts       int                  `json:"attempts"`
+	Errors         []*plugins.ToolError `json:"errors,omitempty"`
+	Fallback       string               `json:"fallback,omitempty"`
+	IdempotencyKey string               `json:"idempotency_key,omitempty"`
+	Replayed       bool                 `json:"replayed,omitempty"`
+	// Worker is the process that served the call (for logs).
+	Worker int `json:"-"`
+}
+
+// Errors a caller tells apart.
+var (
+	// ErrKeyReused is an explicit key reused with other arguments.
+	ErrKeyReused = errors.New("the idempotency key was used before with different arguments")
+	// ErrInProgress is a duplicate of a call still running (with NoWait).
+	ErrInProgress = errors.New("a call with this idempotency key is still running")
+)
+
+// TagError is a tool whose tags meet none of the allowed ones.
+type TagError struct {
+	Tool    string
+	Tags    []string
+	Allowed []string
+}
+
+// Error implements error.
+func (e *TagError) Error() string {
+	return fmt.Sprintf("tool %q (tags: %s) is not allowed here: allowed_tool_tags are %s", e.Tool, orNone(e.Tags), strings.Join(e.Allowed, ", "))
+}
+
+func orNone(tags []string) string {
+	if len(tags) == 0 {
+		return "none"
+	}
+	return strings.Join(tags, ", ")
+}
+
+func allowed(t *definition.Tool, tags []string) bool {
+	if len(tags) == 0 {
+		return true
+	}
+	for _, a := range tags {
+		for _, b := range t.Pipeline.Tags {
+			if a == b {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// DefaultTimeout is a tool's timeout without a timeout key.
+const DefaultTimeout = 30 * time.Second
+
+// AutoKey is the key of `idempotency: auto`: tool, session and a hash of
+// the canonical arguments.
+func AutoKey(tool, session string, args map[string]any) string {
+	return "auto:" + tool + ":" + session + ":" + hashArgs(args)
+}
+
+func hashArgs(args map[string]any) string {
+	b, _ := json.Marshal(args) // encoding/json sorts map keys: canonical
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:16])
+}
+
+// Run runs one call through the pipeline.
+func (p *Pipeline) Run(ctx context.Context, req *Request) (*Answer, error) {
+	t := req.Tool
+	if !allowed(t, req.AllowedTags) {
+		return nil, &TagError{Tool: t.ObjectName, Tags: t.Pipeline.Tags, Allowed: req.AllowedTags}
+	}
+	key, window := req.IdempotencyKey, time.Duration(definition.DefaultIdempotencyWindow)*time.Second
+	if idem := t.Pipeline.Idempotency; idem != nil {
+		window = time.Duration(idem.WindowSecs) * time.Second
+		if key == "" {
+			key = AutoKey(t.ObjectName, req.Session, req.Args)
+		}
+	}
+	if key == "" || p.Ledger == nil {
+		return p.execute(ctx, req)
+	}
+	hash := hashArgs(map[string]any{"tool": t.ObjectName, "args": req.Args})
+	timeout := timeoutOf(t)
+	for {
+		entry, owned, err := p.Ledger.Claim(ctx, key, hash, window, 2*timeout+time.Minute)
+		if err != nil {
+			return nil, err
+		}
+		if owned {
+			break
+		}
+		if entry.RequestHash != hash {
+			return nil, ErrKeyReused
+		}
+		if !entry.Running {
+			var a Answer
+			if err := json.Unmarshal(entry.Response, &a); err != nil {
+				return nil, err
+			}
+			a.Replayed, a.IdempotencyKey = true, key
+			return &a, nil
+		}
+		if req.NoWait {
+			return nil, ErrInProgress
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	a, err := p.execute(ctx, req)
+	if err != nil {
+		p.Ledger.Release(context.WithoutCancel(ctx), key)
+		return nil, err
+	}
+	a.IdempotencyKey = key
+	b, _ := json.Marshal(a)
+	if err := p.Ledger.Complete(context.WithoutCancel(ctx), key, b); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+func timeoutOf(t *definition.Tool) time.Duration {
+	if t.Pipeline.Timeout > 0 {
+		return time.Duration(t.Pipeline.Timeout * float64(time.Second))
+	}
+	return DefaultTimeout
+}
+
+// retries is how many extra attempts a tool gets after an exception or a
+// crash: error_recovery.retry_max, unless retry_on_error is false, or the
+// tool declares side effects and has no idempotency (a blind retry could
+// repeat its effect).
+func retries(t *definition.Tool) int {
+	p := t.Pipeline
+	if p.Recovery == nil || !p.RetryOnError || p.SideEffects && p.Idempotency == nil {
+		return 0
+	}
+	return p.Recovery.RetryMax
+}
+
+// execute runs the tool (with retries and fallback) and shapes the answer.
+func (p *Pipeline) execute(ctx context.Context, req *Request) (*Answer, error) {
+	t := req.Tool
+	args, _ := json.Marshal(req.Args)
+	a := &Answer{Tool: t.ObjectName}
+	if ui := t.Pipeline.UI; ui != nil {
+		a.Icon = ui.Icon
+		if ui.CallTemplate != nil {
+			if s, err := p.text(ctx, ui.CallTemplate.Source, map[string]any{"input": req.Args}); err == nil {
+				a.CallText = s
+			}
+		}
+	}
+	var resp *plugins.CallResponse
+	tries := retries(t)
+	for attempt := 0; ; attempt++ {
+		resp = req.Run(ctx, t, args, timeoutOf(t))
+		a.Attempts++
+		if resp.OK || resp.Error == nil {
+			break
+		}
+		a.Errors = append(a.Errors, resp.Error)
+		kind := resp.Error.Kind
+		if kind == plugins.ErrTimeout || attempt >= tries || kind != plugins.ErrException && kind != plugins.ErrCrash {
+			break
+		}
+		if rc := t.Pipeline.Recovery; rc != nil && rc.RetryDelay > 0 {
+			p.sleep(time.Duration(rc.RetryDelay * float64(time.Second)))
+		}
+	}
+	if !resp.OK && resp.Error != nil {
+		if fb := p.fallback(t, resp.Error.Kind, req); fb != nil {
+			a.Fallback = fb.ObjectName
+			fresp := req.Run(ctx, fb, args, timeoutOf(fb))
+			a.Attempts++
+			if !fresp.OK && fresp.Error != nil {
+				a.Errors = append(a.Errors, fresp.Error)
+			} else {
+				resp = fresp
+			}
+		} else if fbName := fallbackName(t, resp.Error.Kind); fbName != "" {
+			a.Errors = append(a.Errors, &plugins.ToolError{Kind: "fallback", Message: fmt.Sprintf("the fallback %q is not allowed by allowed_tool_tags", fbName)})
+		}
+	}
+	a.Worker = resp.Worker
+	a.Result = runner.NewResult(resp)
+	if len(a.Errors) == 1 && !resp.OK {
+		a.Errors = nil // the one error is the answer's error
+	}
+	p.shape(ctx, req, a, resp)
+	return a, nil
+}
+
+func fallbackName(t *definition.Tool, kind string) string {
+	rc := t.Pipeline.Recovery
+	if rc == nil {
+		return ""
+	}
+	switch kind {
+	case plugins.ErrTimeout:
+		return rc.OnTimeout
+	case plugins.ErrException, plugins.ErrCrash:
+		return rc.OnException
+	}
+	return ""
+}
+
+// fallback is the fallback tool for an error kind, if it exists and is
+// allowed.
+func (p *Pipeline) fallback(t *definition.Tool, kind string, req *Request) *definition.Tool {
+	name := fallbackName(t, kind)
+	if name == "" || req.Group == nil {
+		return nil
+	}
+	fb := req.Group.Fallback(name)
+	if fb == nil || !allowed(fb, req.AllowedTags) {
+		return nil
+	}
+	return fb
+}
+
+func (p *Pipeline) sleep(d time.Duration) {
+	if p.Sleep != nil {
+		p.Sleep(d)
+		return
+	}
+	time.Sleep(d)
+}
+
+// shape applies warnings, templates, output, blocks and continuations.
+func (p *Pipeline) shape(ctx context.Context, req *Request, a *Answer, resp *plugins.CallResponse) {
+	t := req.Tool
+	var extracted any
+	if resp.OK {
+		dec := json.NewDecoder(strings.NewReader(string(resp.Result)))
+		dec.UseNumber()
+		dec.Decode(&extracted)
+	}
+	// A Python tool may set its layers itself: toolhost.result(content, visual).
+	var visual []any
+	if m, ok := extracted.(map[string]any); ok {
+		if r, ok := m["__toolhost_result__"].(map[string]any); ok {
+			extracted = r["content"]
+			visual, _ = r["visual"].([]any)
+			b, _ := json.Marshal(extracted)
+			a.Content = b
+		}
+	}
+	// Warnings look at the serialised output (the error's, on failure).
+	serialised := string(a.Content)
+	if !resp.OK && resp.Error != nil {
+		b, _ := json.Marshal(resp.Error)
+		serialised = string(b)
+	}
+	for _, w := range t.Pipeline.Warnings {
+		if w.Failed && !resp.OK || w.Contains != "" && strings.Contains(serialised, w.Contains) {
+			a.Warnings = append(a.Warnings, w.Message)
+		}
+	}
+	data := map[string]any{"input": req.Args, "extracted": extracted, "success": resp.OK}
+	ui := t.Pipeline.UI
+	if !resp.OK {
+		msg := ""
+		if resp.Error != nil {
+			msg = resp.Error.Message
+		}
+		a.ResultText = msg
+		if ui != nil && ui.FailureTemplate != nil {
+			fd := map[string]any{"error": msg, "status": nil, "extracted": nil, "content": serialised, "success": false}
+			if s, err := p.text(ctx, ui.FailureTemplate.Source, fd); err == nil {
+				a.ResultText = s
+			} else {
+				a.Warnings = append(a.Warnings, "failure_template: "+err.Error())
+			}
+		}
+		return
+	}
+	if ui != nil && ui.ResultTemplate != nil {
+		s, err := p.text(ctx, ui.ResultTemplate.Source, data)
+		if err != nil {
+			p.failShape(a, "result_template", err)
+			return
+		}
+		a.ResultText = s
+	}
+	if out := t.Pipeline.Output; len(out) > 0 {
+		content := map[string]any{}
+		for _, f := range out {
+			v, err := p.value(ctx, f.Template, data)
+			if err != nil {
+				p.failShape(a, "output."+f.Key, err)
+				return
+			}
+			content[f.Key] = v
+		}
+		b, _ := json.Marshal(content)
+		a.Content = b
+	}
+	// Blocks: the tool's own, else visual, else ui.result_blocks, else the
+	// chart and table shorthands, else the result text as one text block.
+	var raw []any
+	switch {
+	case visual != nil:
+		raw = visual
+	case len(t.Pipeline.Visual) > 0:
+		raw = t.Pipeline.Visual
+	case ui != nil && len(ui.ResultBlocks) > 0:
+		raw = ui.ResultBlocks
+	case ui != nil && (ui.Chart != nil || ui.Table != nil):
+		if ui.Chart != nil {
+			raw = append(raw, map[string]any{"type": "chart", "spec": ui.Chart})
+		}
+		if ui.Table != nil {
+			tb, _ := ui.Table.(map[string]any)
+			tc := map[string]any{"type": "table"}
+			for k, v := range tb {
+				tc[k] = v
+			}
+			raw = append(raw, tc)
+		}
+	case a.ResultText != "":
+		raw = []any{map[string]any{"type": "text", "markdown": a.ResultText}}
+	}
+	for i, b := range raw {
+		v := b
+		if visual == nil {
+			var err error
+			if v, err = p.value(ctx, b, data); err != nil {
+				p.failShape(a, fmt.Sprintf("block %d", i+1), err)
+				return
+			}
+		}
+		vb, err := blocks.Validate(v)
+		if err != nil {
+			p.failShape(a, fmt.Sprintf("block %d", i+1), err)
+			return
+		}
+		if err := p.continuation(ctx, req, vb); err != nil {
+			p.failShape(a, fmt.Sprintf("block %d", i+1), err)
+			return
+		}
+		a.Blocks = append(a.Blocks, vb)
+	}
+}
+
+// failShape turns a call whose layers could not be built into an error of
+// that call (not a crash).
+func (p *Pipeline) failShape(a *Answer, where string, err error) {
+	a.Success = false
+	a.Content = json.RawMessage("null")
+	a.Blocks = nil
+	a.Error = &plugins.ToolError{Kind: plugins.ErrResult, Message: where + ": " + err.Error()}
+}
+
+// continuation saves the next page of a table block that has more, and
+// puts its id in the block.
+func (p *Pipeline) continuation(ctx context.Context, req *Request, b map[string]any) error {
+	c, ok := b["continuation"].(map[string]any)
+	if b["type"] != "table" || !ok {
+		return nil
+	}
+	if p.Continuations == nil || req.Group == nil {
+		delete(b, "continuation")
+		return nil
+	}
+	next := map[string]any{}
+	for k, v := range req.Args {
+		next[k] = v
+	}
+	for k, v := range c {
+		next[k] = v
+	}
+	id, err := p.Continuations.Save(ctx, storage.Continuation{Group: req.Group.Name, Tool: req.Tool.ObjectName, Arguments: next, SessionID: req.Session})
+	if err != nil {
+		return err
+	}
+	b["continuation"] = map[string]any{"id": id}
+	return nil
+}
+
+// text renders a text template.
+func (p *Pipeline) text(ctx context.Context, src string, data map[string]any) (string, error) {
+	if p.Renderer == nil || !templates.IsTemplate(src) {
+		return src, nil
+	}
+	v, err := p.Renderer.Render(ctx, src, jsonData(data), false)
+	if err != nil {
+		return "", err
+	}
+	s, _ := v.(string)
+	return s, nil
+}
+
+// value renders every template string inside a value (value mode: a single
+// expression yields its JSON value).
+func (p *Pipeline) value(ctx context.Context, v any, data map[string]any) (any, error) {
+	switch x := v.(type) {
+	case string:
+		if !templates.IsTemplate(x) || p.Renderer == nil {
+			return x, nil
+		}
+		return p.Renderer.Render(ctx, x, jsonData(data), true)
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			r, err := p.value(ctx, x[k], data)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", k, err)
+			}
+			out[k] = r
+		}
+		return out, nil
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			r, err := p.value(ctx, e, data)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = r
+		}
+		return out, nil
+	}
+	return v, nil
+}
+
+// jsonData round-trips data through JSON so that the worker sees plain
+// JSON values.
+func jsonData(d map[string]any) map[string]any {
+	b, _ := json.Marshal(d)
+	var out map[string]any
+	json.Unmarshal(b, &out)
+	return out
+}
+
+// MemoryLedger is a Ledger in memory (the CLI's).
+type MemoryLedger struct {
+	mu      sync.Mutex
+	entries map[string]*memEntry
+}
+
+type memEntry struct {
+	hash    string
+	running bool
+	resp    []byte
+	expires time.Time
+}
+
+// Claim implements Ledger.
+func (m *MemoryLedger) Claim(_ context.Context, key, hash string, window, _ time.Duration) (*storage.LedgerEntry, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.entries == nil {
+		m.entries = map[string]*memEntry{}
+	}
+	if e, ok := m.entries[key]; ok && time.Now().Before(e.expires) {
+		return &storage.LedgerEntry{RequestHash: e.hash, Running: e.running, Response: e.resp}, false, nil
+	}
+	m.entries[key] = &memEntry{hash: hash, running: true, expires: time.Now().Add(window)}
+	return nil, true, nil
+}
+
+// Complete implements Ledger.
+func (m *MemoryLedger) Complete(_ context.Context, key string, resp []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e, ok := m.entries[key]; ok {
+		e.running, e.resp = false, resp
+	}
+	return nil
+}
+
+// Release implements Ledger.
+func (m *MemoryLedger) Release(_ context.Context, key string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.entries, key)
+	return nil
+}

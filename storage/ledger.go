@@ -1,0 +1,136 @@
+package storage
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+)
+
+// LedgerEntry is an idempotency key already taken.
+type LedgerEntry struct {
+	RequestHash string
+	// Running is true while the first call is still in progress.
+	Running  bool
+	Response []byte
+}
+
+// ClaimKey takes an idempotency key for a call. It answers owned=true when
+// the caller now holds the key (no entry, an expired one, or a running one
+// older than stale, whose server died) and must run the call and Complete
+// it; otherwise it answers the entry found.
+func (s *DB) ClaimKey(ctx context.Context, tenantID int64, key, hash string, window, stale time.Duration) (*LedgerEntry, bool, error) {
+	tx, err := s.sql.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, false, err
+	}
+	defer tx.Rollback()
+	var e LedgerEntry
+	var state, created, expires string
+	err = tx.QueryRowContext(ctx, `SELECT request_hash, state, response, created_at, expires_at FROM idempotency WHERE tenant_id = ? AND key = ?`,
+		tenantID, key).Scan(&e.RequestHash, &state, &e.Response, &created, &expires)
+	nowT := time.Now().UTC()
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return nil, false, err
+	default:
+		exp, _ := time.Parse(time.RFC3339Nano, expires)
+		cre, _ := time.Parse(time.RFC3339Nano, created)
+		expired := nowT.After(exp)
+		abandoned := state == "running" && nowT.Sub(cre) > stale
+		if !expired && !abandoned {
+			e.Running = state == "running"
+			return &e, false, nil
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO idempotency (tenant_id, key, request_hash, state, response, created_at, expires_at)
+		VALUES (?, ?, ?, 'running', NULL, ?, ?)
+		ON CONFLICT (tenant_id, key) DO UPDATE SET request_hash = excluded.request_hash, state = 'running', response = NULL,
+			created_at = excluded.created_at, expires_at = excluded.expires_at`,
+		tenantID, key, hash, nowT.Format(time.RFC3339Nano), nowT.Add(window).Format(time.RFC3339Nano)); err != nil {
+		return nil, false, err
+	}
+	return nil, true, tx.Commit()
+}
+
+// CompleteKey stores the answer of the call that holds a key.
+func (s *DB) CompleteKey(ctx context.Context, tenantID int64, key string, response []byte) error {
+	_, err := s.sql.ExecContext(ctx, `UPDATE idempotency SET state = 'done', response = ? WHERE tenant_id = ? AND key = ?`, response, tenantID, key)
+	return err
+}
+
+// ReleaseKey gives up a key whose call could not finish, so that a retry
+// runs it.
+func (s *DB) ReleaseKey(ctx context.Context, tenantID int64, key string) error {
+	_, err := s.sql.ExecContext(ctx, `DELETE FROM idempotency WHERE tenant_id = ? AND key = ? AND state = 'running'`, tenantID, key)
+	return err
+}
+
+// PruneKeys deletes expired keys and continuations.
+func (s *DB) PruneKeys(ctx context.Context) (int64, error) {
+	n := now()
+	res, err := s.sql.ExecContext(ctx, `DELETE FROM idempotency WHERE expires_at < ?`, n)
+	if err != nil {
+		return 0, err
+	}
+	a, _ := res.RowsAffected()
+	res, err = s.sql.ExecContext(ctx, `DELETE FROM continuations WHERE expires_at < ?`, n)
+	if err != nil {
+		return a, err
+	}
+	b, _ := res.RowsAffected()
+	return a + b, nil
+}
+
+// Continuation is what re-invokes a tool for the next page of a table.
+type Continuation struct {
+	Group     string         `json:"group"`
+	Tool      string         `json:"tool"`
+	Arguments map[string]any `json:"arguments"`
+	SessionID string         `json:"session_id"`
+}
+
+// ErrGone is an unknown or expired continuation.
+var ErrGone = errors.New("the continuation is unknown or expired")
+
+// SaveContinuation stores a continuation for ttl and returns its id.
+func (s *DB) SaveContinuation(ctx context.Context, tenantID int64, c Continuation, ttl time.Duration) (string, error) {
+	b := make([]byte, 16)
+	rand.Read(b)
+	id := "cont_" + hex.EncodeToString(b)
+	args, err := json.Marshal(c.Arguments)
+	if err != nil {
+		return "", err
+	}
+	_, err = s.sql.ExecContext(ctx, `INSERT INTO continuations (id, tenant_id, group_name, tool, arguments, session_id, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		id, tenantID, c.Group, c.Tool, string(args), c.SessionID, time.Now().UTC().Add(ttl).Format(time.RFC3339Nano))
+	return id, err
+}
+
+// Continuation loads a continuation; ErrGone when unknown or expired.
+func (s *DB) Continuation(ctx context.Context, tenantID int64, id string) (*Continuation, error) {
+	var c Continuation
+	var args, expires string
+	err := s.sql.QueryRowContext(ctx, `SELECT group_name, tool, arguments, session_id, expires_at FROM continuations WHERE id = ? AND tenant_id = ?`, id, tenantID).
+		Scan(&c.Group, &c.Tool, &args, &c.SessionID, &expires)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrGone
+	}
+	if err != nil {
+		return nil, err
+	}
+	if exp, _ := time.Parse(time.RFC3339Nano, expires); time.Now().After(exp) {
+		return nil, ErrGone
+	}
+	dec := json.NewDecoder(strings.NewReader(args))
+	dec.UseNumber()
+	if err := dec.Decode(&c.Arguments); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
