@@ -15,8 +15,8 @@ import (
 	"toolhost/core/definition"
 	"toolhost/core/pipeline"
 	"toolhost/core/runner"
-	"toolhost/core/templates"
 	"toolhost/core/suggest"
+	"toolhost/core/templates"
 	"toolhost/plugins"
 )
 

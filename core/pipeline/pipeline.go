@@ -332,8 +332,9 @@ func (p *Pipeline) shape(ctx context.Context, req *Request, a *Answer, resp *plu
 		b, _ := json.Marshal(resp.Error)
 		serialised = string(b)
 	}
+	pyStyle := pythonJSON(serialised)
 	for _, w := range t.Pipeline.Warnings {
-		if w.Failed && !resp.OK || w.Contains != "" && strings.Contains(serialised, w.Contains) {
+		if w.Failed && !resp.OK || w.Contains != "" && (strings.Contains(serialised, w.Contains) || strings.Contains(pyStyle, w.Contains)) {
 			a.Warnings = append(a.Warnings, w.Message)
 		}
 	}
@@ -437,6 +438,11 @@ func (p *Pipeline) failShape(a *Answer, where string, err error) {
 func (p *Pipeline) continuation(ctx context.Context, req *Request, b map[string]any) error {
 	c, ok := b["continuation"].(map[string]any)
 	if b["type"] != "table" || !ok {
+		delete(b, "continuation")
+		return nil
+	}
+	if pi, _ := b["page_info"].(map[string]any); pi != nil && pi["has_more"] == false {
+		delete(b, "continuation")
 		return nil
 	}
 	if p.Continuations == nil || req.Group == nil {
@@ -561,4 +567,26 @@ func (m *MemoryLedger) Release(_ context.Context, key string) error {
 	defer m.mu.Unlock()
 	delete(m.entries, key)
 	return nil
+}
+
+// pythonJSON re-serialises compact JSON as Python's json.dumps does by
+// default (", " and ": "), so that a warning's contains written against a
+// Python tool's printed output (spec 000) matches either form.
+func pythonJSON(compact string) string {
+	var b strings.Builder
+	inString, escaped := false, false
+	for _, r := range compact {
+		b.WriteRune(r)
+		switch {
+		case inString && escaped:
+			escaped = false
+		case inString && r == '\\':
+			escaped = true
+		case r == '"':
+			inString = !inString
+		case !inString && (r == ',' || r == ':'):
+			b.WriteByte(' ')
+		}
+	}
+	return b.String()
 }

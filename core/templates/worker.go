@@ -1,7 +1,9 @@
 package templates
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -37,10 +39,16 @@ type answer struct {
 func Serve(in io.Reader, out io.Writer) error {
 	for {
 		var req request
-		if err := frame.Read(in, &req); err != nil {
+		body, err := frame.ReadRaw(in)
+		if err != nil {
 			if errors.Is(err, io.EOF) {
 				return nil
 			}
+			return err
+		}
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.UseNumber() // 2 stays 2, not 2.0
+		if err := dec.Decode(&req); err != nil {
 			return err
 		}
 		v, err := RenderLocal(req.Template, req.Data, req.Value, req.MaxOut)

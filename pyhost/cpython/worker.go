@@ -27,7 +27,17 @@ import (
 var runnerSource string
 
 //go:embed toolhost.py
-var helperSource string
+var helperCore string
+
+//go:embed blocks_helpers.py
+var blockHelpers string
+
+// helperSource is the toolhost module of cpython workers.
+var helperSource = helperCore + "\n\n" + blockHelpers
+
+// BlockHelpers is the Python source of the block helpers, which the
+// gpython runtime adds to its toolhost module.
+func BlockHelpers() string { return blockHelpers }
 
 // initFrame is the first frame a worker reads.
 type initFrame struct {

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/go-python/gpython/py"
+
+	"toolhost/pyhost/cpython"
 )
 
 // The modules the host provides to gpython code: json (gpython has none)
@@ -19,7 +21,8 @@ func init() {
 		Globals: py.StringDict{},
 	})
 	py.RegisterModule(&py.ModuleImpl{
-		Info: py.ModuleInfo{Name: "toolhost", Doc: "What tool code can ask its host."},
+		Info:    py.ModuleInfo{Name: "toolhost", Doc: "What tool code can ask its host.", FileDesc: "<toolhost>"},
+		CodeSrc: cpython.BlockHelpers(),
 		Methods: []*py.Method{
 			py.MustNewMethod("context", toolhostContext, 0, "context() -> dict: the context of the call in progress."),
 			py.MustNewMethod("session_id", toolhostSessionID, 0, "session_id() -> str or None."),
