@@ -208,7 +208,9 @@ func (l testLedger) Claim(ctx context.Context, key, hash string, window, stale t
 func (l testLedger) Complete(ctx context.Context, key string, r []byte) error {
 	return l.db.CompleteKey(ctx, l.t, key, r)
 }
-func (l testLedger) Release(ctx context.Context, key string) error { return l.db.ReleaseKey(ctx, l.t, key) }
+func (l testLedger) Release(ctx context.Context, key string) error {
+	return l.db.ReleaseKey(ctx, l.t, key)
+}
 
 // TestIdempotencyConcurrency: N parallel duplicates run the tool exactly
 // once, on the SQLite ledger and on the memory one.
@@ -415,7 +417,9 @@ func BenchmarkPipelineOverhead(b *testing.B) {
 	src, _ := os.ReadFile(carsYAML)
 	g := loadGroup(b, string(src))
 	result := ok(`{"total":2,"items":[{"model":"A","price":1},{"model":"B","price":2}],"page_info":{"returned":2,"total":2,"has_more":false},"next":null}`)
-	run := func(context.Context, *definition.Tool, json.RawMessage, time.Duration) *plugins.CallResponse { return result }
+	run := func(context.Context, *definition.Tool, json.RawMessage, time.Duration) *plugins.CallResponse {
+		return result
+	}
 	db, _ := storage.Open(b.TempDir())
 	defer db.Close()
 	tn, _, _ := db.CreateTenant(context.Background(), "t")

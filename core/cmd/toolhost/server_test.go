@@ -657,3 +657,100 @@ func TestSessionCommand(t *testing.T) {
 		t.Errorf("group session: %v\n%s\n%s", err, out, stderr.String())
 	}
 }
+
+// TestPipelineOverHTTP: continuations (next page without a model round, 410
+// for unknown ids), fenced blocks, allowed_tool_tags, idempotency with
+// parallel duplicates, and warnings that can be searched.
+func TestPipelineOverHTTP(t *testing.T) {
+	samples, _ := filepath.Abs("../../../sample_groups")
+	data := t.TempDir()
+	s := startServer(t, data, freePort(t), "--load", samples)
+	token := ""
+	for _, line := range strings.Split(s.out.String(), "\n") {
+		if after, ok := strings.CutPrefix(line, "tenant default token: "); ok {
+			token = after
+		}
+	}
+	s.waitStatus(token, "Car Search", "Ready")
+	type answer struct {
+		Success  bool             `json:"success"`
+		Content  json.RawMessage  `json:"content"`
+		Blocks   []map[string]any `json:"blocks"`
+		Warnings []string         `json:"warnings"`
+		Replayed bool             `json:"replayed"`
+		Fallback string           `json:"fallback"`
+	}
+	var a answer
+	if code := s.do(token, "POST", "/v1/calls", strings.NewReader(`{"tool":"search_cars","arguments":{"query":"o"}}`), &a); code != 200 || len(a.Blocks) != 2 {
+		t.Fatalf("search: %d %+v", code, a)
+	}
+	rows := func(b map[string]any) string { return fmt.Sprint(b["rows"]) }
+	firstPage := rows(a.Blocks[1])
+	cont, _ := a.Blocks[1]["continuation"].(map[string]any)
+	id, _ := cont["id"].(string)
+	if id == "" {
+		t.Fatalf("no continuation: %v", a.Blocks[1])
+	}
+	var next answer
+	if code := s.do(token, "POST", "/v1/continuations", strings.NewReader(`{"id":"`+id+`"}`), &next); code != 200 || len(next.Blocks) != 2 ||
+		rows(next.Blocks[1]) == firstPage || !strings.Contains(rows(next.Blocks[1]), "Skoda") {
+		t.Errorf("next page: %d %v", code, next.Blocks)
+	}
+	if _, more := next.Blocks[1]["continuation"]; more {
+		t.Errorf("the last page has a continuation: %v", next.Blocks[1])
+	}
+	if code := s.do(token, "POST", "/v1/continuations", strings.NewReader(`{"id":"cont_nope"}`), nil); code != 410 {
+		t.Errorf("unknown continuation: %d", code)
+	}
+	// Fenced blocks of a model's answer.
+	var rendered struct {
+		Blocks []map[string]any `json:"blocks"`
+	}
+	md := "Prices:\n```chart\n{\"type\":\"bar\",\"labels\":[\"a\"],\"series\":[{\"name\":\"p\",\"values\":[1]}]}\n```\n"
+	body, _ := json.Marshal(map[string]string{"markdown": md})
+	if code := s.do(token, "POST", "/v1/render", bytes.NewReader(body), &rendered); code != 200 || len(rendered.Blocks) != 2 || rendered.Blocks[1]["type"] != "chart" {
+		t.Errorf("render: %d %v", code, rendered)
+	}
+	// allowed_tool_tags.
+	if code := s.do(token, "POST", "/v1/calls", strings.NewReader(`{"tool":"reserve_car","arguments":{"model":"Kia Rio","customer":"Ann"},"allowed_tool_tags":["read"]}`), nil); code != 403 {
+		t.Errorf("tags: %d", code)
+	}
+	// Eight parallel duplicates with one explicit key: one reservation.
+	var wg sync.WaitGroup
+	contents := make(chan string, 8)
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var r answer
+			s.do(token, "POST", "/v1/calls", strings.NewReader(`{"tool":"reserve_car","arguments":{"model":"Kia Rio","customer":"Bo"},"idempotency_key":"order-42"}`), &r)
+			contents <- string(r.Content)
+		}()
+	}
+	wg.Wait()
+	close(contents)
+	seen := map[string]int{}
+	for c := range contents {
+		seen[c]++
+	}
+	if len(seen) != 1 {
+		t.Errorf("duplicates answered differently: %v", seen)
+	}
+	for c := range seen {
+		if !strings.Contains(c, `"reservation":1`) {
+			t.Errorf("the first reservation should be the only one: %s", c)
+		}
+	}
+	var p problemBody
+	if code := s.do(token, "POST", "/v1/calls", strings.NewReader(`{"tool":"reserve_car","arguments":{"model":"Lada","customer":"Bo"},"idempotency_key":"order-42"}`), &p); code != 422 {
+		t.Errorf("key reused with other arguments: %d %+v", code, p)
+	}
+	// Warnings are in the answer and can be searched.
+	if s.do(token, "POST", "/v1/calls", strings.NewReader(`{"tool":"search_cars","arguments":{"query":"zzz"}}`), &a); len(a.Warnings) != 1 {
+		t.Errorf("warnings: %+v", a)
+	}
+	var found []map[string]any
+	if s.do(token, "GET", "/v1/warnings?contains=Нет", nil, &found); len(found) != 1 {
+		t.Errorf("warning search: %v", found)
+	}
+}
