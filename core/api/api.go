@@ -484,7 +484,7 @@ func (s *Server) pipelineProblem(w http.ResponseWriter, r *http.Request, err err
 	switch {
 	case errors.As(err, &te):
 		problem(w, http.StatusForbidden, "Tool not allowed", err.Error(), map[string]any{"tool": te.Tool})
-	case errors.Is(err, pipeline.ErrKeyReused):
+	case errors.Is(err, pipeline.ErrKeyReused), errors.Is(err, pipeline.ErrNotIdempotent):
 		problem(w, http.StatusUnprocessableEntity, "Idempotency key reused", err.Error(), nil)
 	case errors.Is(err, pipeline.ErrInProgress):
 		problem(w, http.StatusConflict, "Call in progress", err.Error(), nil)

@@ -191,6 +191,8 @@ func openGroup(env *Env, cmd, file string, rf runFlags) (*definition.Group, *run
 func runCall(env *Env, args []string) int {
 	fs := newFlags(env, "call")
 	rf := addRunFlags(fs)
+	key := fs.String("idempotency-key", "", "an idempotency `KEY` for the call (tools with idempotency only)")
+	tags := fs.String("allowed-tool-tags", "", "comma-separated `TAGS`: refuse the tool (and its fallback) unless it has one")
 	pos, code, ok := parse(fs, args)
 	if !ok {
 		return code
@@ -222,13 +224,18 @@ func runCall(env *Env, args []string) int {
 	} else {
 		p, closeP := localPipeline()
 		defer closeP()
+		var allowed []string
+		if *tags != "" {
+			allowed = strings.Split(*tags, ",")
+		}
 		a, err := p.Run(context.Background(), &pipeline.Request{Group: target.group, Tool: target.tool, Args: target.args,
+			IdempotencyKey: *key, AllowedTags: allowed,
 			Run: func(ctx context.Context, t *definition.Tool, args json.RawMessage, timeout time.Duration) *plugins.CallResponse {
 				return g.CallTimeout(ctx, t.Implementation, args, nil, timeout)
 			}})
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "toolhost call: %v\n", err)
-			return ExitFailure
+			return ExitUsage
 		}
 		result, ok = a, a.Success
 	}

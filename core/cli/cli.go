@@ -42,7 +42,7 @@ func init() {
 		"schema": {"print the tool schemas of a group in a model API's dialect",
 			"toolhost schema [--dialect D] GROUP.yaml [NAME ...]", runSchema},
 		"call": {"run one tool or skill of a group and print its result",
-			"toolhost call [--files DIR] [--runtime R] [--timeout SEC] [--network allow|deny] GROUP.yaml NAME [ARGS_JSON]", runCall},
+			"toolhost call [--files DIR] [--runtime R] [--timeout SEC] [--network allow|deny] [--idempotency-key K] [--allowed-tool-tags T] GROUP.yaml NAME [ARGS_JSON]", runCall},
 		"bench": {"measure cold start, warm latency and throughput of one tool",
 			"toolhost bench [--json] [--n N] [--concurrency C] [--baselines] GROUP.yaml NAME [ARGS_JSON]", runBench},
 		"doctor": {"report which sandbox mechanisms this machine allows",

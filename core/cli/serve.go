@@ -108,7 +108,8 @@ func runServe(env *Env, args []string) int {
 	return ExitOK
 }
 
-// pruneLogs deletes session logs older than keep, at start and hourly.
+// pruneLogs deletes session logs older than keep, and expired idempotency
+// keys and continuations, at start and hourly.
 func pruneLogs(ctx context.Context, db *storage.DB, keep time.Duration, log *slog.Logger) {
 	t := time.NewTicker(time.Hour)
 	defer t.Stop()
@@ -117,6 +118,11 @@ func pruneLogs(ctx context.Context, db *storage.DB, keep time.Duration, log *slo
 			log.Error("pruning logs", "error", err)
 		} else if n > 0 {
 			log.Info("pruned logs", "entries", n)
+		}
+		if n, err := db.PruneKeys(ctx); err != nil {
+			log.Error("pruning idempotency keys", "error", err)
+		} else if n > 0 {
+			log.Info("pruned expired idempotency keys and continuations", "entries", n)
 		}
 		select {
 		case <-ctx.Done():

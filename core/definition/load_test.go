@@ -294,6 +294,37 @@ skills:
 			{19, 9, `a skill input is missing the required key "description"`},
 		}},
 		{"alias bomb", aliasBomb(), nil},
+		{"pipeline keys", `kind: Plugin
+name: a
+description: b
+dependencies: [m.py]
+tools:
+  - kind: Tool
+    object_name: O
+    name: n
+    description: d
+    implementation: m.f
+    parameters: []
+    ui:
+      call_template: "Ищу {{ input.query"
+      result_blocks:
+        - {type: text, markdown: "{% for %}"}
+    warnings:
+      - {message: nothing to trigger}
+    idempotency: sometimes
+    timeout: -1
+    error_recovery: {retry_max: 1.5, on_exception: Nope}
+    tags: [a, a]
+`, []diag{
+			{13, 22, "call_template: template syntax error"},
+			{15, 34, "a result block.markdown: template syntax error"},
+			{17, 9, "a warning needs contains: TEXT or failed: true"},
+			{18, 18, "idempotency must be auto or {window_secs: N}"},
+			{19, 14, "timeout must be between"},
+			{20, 21, `names the fallback "Nope", which is not a tool of this group`},
+			{20, 33, "retry_max must be a whole number"},
+			{21, 15, `"a" is listed twice in tags`},
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -90,6 +90,9 @@ var (
 	ErrKeyReused = errors.New("the idempotency key was used before with different arguments")
 	// ErrInProgress is a duplicate of a call still running (with NoWait).
 	ErrInProgress = errors.New("a call with this idempotency key is still running")
+	// ErrNotIdempotent is an explicit key for a tool without idempotency:
+	// such tools are never deduplicated.
+	ErrNotIdempotent = errors.New("the tool has no idempotency key in its definition, so calls to it are never deduplicated; send no idempotency_key")
 )
 
 // TagError is a tool whose tags meet none of the allowed ones.
@@ -147,6 +150,9 @@ func (p *Pipeline) Run(ctx context.Context, req *Request) (*Answer, error) {
 		return nil, &TagError{Tool: t.ObjectName, Tags: t.Pipeline.Tags, Allowed: req.AllowedTags}
 	}
 	key, window := req.IdempotencyKey, time.Duration(definition.DefaultIdempotencyWindow)*time.Second
+	if key != "" && t.Pipeline.Idempotency == nil {
+		return nil, ErrNotIdempotent
+	}
 	if idem := t.Pipeline.Idempotency; idem != nil {
 		window = time.Duration(idem.WindowSecs) * time.Second
 		if key == "" {

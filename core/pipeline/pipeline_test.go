@@ -265,11 +265,16 @@ func TestIdempotencyConcurrency(t *testing.T) {
 			if calls != 3 {
 				t.Errorf("distinct calls ran %d times in all, want 3", calls)
 			}
-			// An explicit key reused with other arguments is an error.
-			p.Run(context.Background(), &Request{Group: g, Tool: g.Tool("Plain"), Args: map[string]any{"a": 1}, IdempotencyKey: "k1", Run: run})
-			if _, err := p.Run(context.Background(), &Request{Group: g, Tool: g.Tool("Plain"), Args: map[string]any{"a": 2}, IdempotencyKey: "k1", Run: run}); !errors.Is(err, ErrKeyReused) {
+			// An explicit key reused with other arguments is an error; a tool
+			// without idempotency takes no key.
+			p.Run(context.Background(), &Request{Group: g, Tool: g.Tool("Pay"), Args: map[string]any{"amount": json.Number("1")}, IdempotencyKey: "k1", Run: run})
+			if _, err := p.Run(context.Background(), &Request{Group: g, Tool: g.Tool("Pay"), Args: map[string]any{"amount": json.Number("2")}, IdempotencyKey: "k1", Run: run}); !errors.Is(err, ErrKeyReused) {
 				t.Errorf("key reuse: %v", err)
 			}
+			if _, err := p.Run(context.Background(), &Request{Group: g, Tool: g.Tool("Plain"), IdempotencyKey: "k9", Run: run}); !errors.Is(err, ErrNotIdempotent) {
+				t.Errorf("key for a plain tool: %v", err)
+			}
+			calls-- // the k1 call above ran once
 			// Failures are stored too; a tool without idempotency is never
 			// deduplicated.
 			failing := func(context.Context, *definition.Tool, json.RawMessage, time.Duration) *plugins.CallResponse {
@@ -278,7 +283,7 @@ func TestIdempotencyConcurrency(t *testing.T) {
 			}
 			before := calls
 			for i := 0; i < 2; i++ {
-				a, _ := p.Run(context.Background(), &Request{Group: g, Tool: g.Tool("Plain"), IdempotencyKey: "k2", Run: failing})
+				a, _ := p.Run(context.Background(), &Request{Group: g, Tool: g.Tool("Pay"), Args: map[string]any{"amount": json.Number("7")}, IdempotencyKey: "k2", Run: failing})
 				if a.Success || a.Error.Message != "declined" {
 					t.Errorf("failed call: %+v", a)
 				}
@@ -445,4 +450,42 @@ func BenchmarkPipelineOverhead(b *testing.B) {
 			full.Run(context.Background(), &Request{Group: g, Tool: &t, Args: map[string]any{"query": fmt.Sprint(i)}, Run: run})
 		}
 	})
+}
+
+// TestSpecResultBlocks runs the ui.result_blocks example of spec 000 as
+// written.
+func TestSpecResultBlocks(t *testing.T) {
+	g := loadGroup(t, `kind: Plugin
+name: S
+description: d
+dependencies: [m.py]
+tools:
+  - kind: Tool
+    object_name: T
+    name: t
+    description: d
+    implementation: m.t
+    parameters: []
+    ui:
+      result_blocks:
+        - type: text
+          markdown: "Найдено **{{ extracted.count }}**"
+        - type: table
+          columns: [{ key: model, title: "Модель" }]
+          rows: "{{ extracted.items | tojson }}"
+`)
+	p := &Pipeline{Renderer: renderer(t)}
+	var calls int32
+	a, err := p.Run(context.Background(), &Request{Group: g, Tool: g.Tool("T"),
+		Run: scripted(&calls, map[string][]*plugins.CallResponse{"T": {ok(`{"count":2,"items":[{"model":"A"},{"model":"B"}]}`)}})})
+	if err != nil || !a.Success || len(a.Blocks) != 2 || a.Blocks[0]["markdown"] != "Найдено **2**" || len(a.Blocks[1]["rows"].([]any)) != 2 {
+		b, _ := json.Marshal(a)
+		t.Errorf("%v %s", err, b)
+	}
+	// Without a failure_template the raw error text is shown.
+	a, _ = p.Run(context.Background(), &Request{Group: g, Tool: g.Tool("T"),
+		Run: scripted(&calls, map[string][]*plugins.CallResponse{"T": {fail("exception", "boom")}})})
+	if a.Success || a.ResultText != "boom" || len(a.Blocks) != 0 {
+		t.Errorf("failure: %+v", a)
+	}
 }
