@@ -104,6 +104,9 @@ type LoadRequest struct {
 	// Scratch is the folder tool code may write to.
 	Scratch string `json:"scratch"`
 	Limits  Limits `json:"limits"`
+	// CallbackID, when not 0, is the broker id of the core's Callbacks
+	// (toolhost.call_tool).
+	CallbackID uint32 `json:"callback_id,omitempty"`
 }
 
 // Param is one parameter of a Python signature.

@@ -45,14 +45,17 @@ type GRPCPlugin struct {
 }
 
 // GRPCServer registers the service.
-func (p *GRPCPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
+func (p *GRPCPlugin) GRPCServer(b *plugin.GRPCBroker, s *grpc.Server) error {
+	if u, ok := p.Impl.(BrokerUser); ok {
+		u.SetBroker(b)
+	}
 	s.RegisterService(&serviceDesc, p.Impl)
 	return nil
 }
 
 // GRPCClient returns a Host that calls the plugin.
-func (p *GRPCPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *grpc.ClientConn) (interface{}, error) {
-	return &client{conn: c}, nil
+func (p *GRPCPlugin) GRPCClient(_ context.Context, b *plugin.GRPCBroker, c *grpc.ClientConn) (interface{}, error) {
+	return &client{conn: c, broker: b}, nil
 }
 
 // codecName is the content subtype of the JSON codec.
@@ -100,7 +103,10 @@ func unary[Req, Resp any](m func(Host, context.Context, *Req) (*Resp, error)) fu
 }
 
 // client is the Host the core holds: every method is one gRPC call.
-type client struct{ conn *grpc.ClientConn }
+type client struct {
+	conn   *grpc.ClientConn
+	broker *plugin.GRPCBroker
+}
 
 func invoke[Req, Resp any](ctx context.Context, c *client, method string, in *Req) (*Resp, error) {
 	out := new(Resp)

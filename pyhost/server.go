@@ -26,15 +26,19 @@ type runtime interface {
 
 // Server implements plugins.Host.
 type Server struct {
-	mu   sync.Mutex
-	rt   runtime
-	last *plugins.LoadResponse
+	mu     sync.Mutex
+	rt     runtime
+	last   *plugins.LoadResponse
+	broker *plugin.GRPCBroker
 	// AfterCall runs after every cpython call with the pid of the worker
 	// that served it (or 0) and the number of live workers: the sandbox
 	// kills what the call left behind. (gpython code cannot start
 	// processes.)
 	AfterCall func(worker, workers int)
 }
+
+// SetBroker implements plugins.BrokerUser.
+func (s *Server) SetBroker(b *plugin.GRPCBroker) { s.broker = b }
 
 // Load implements plugins.Host.
 func (s *Server) Load(ctx context.Context, req *plugins.LoadRequest) (*plugins.LoadResponse, error) {
@@ -44,6 +48,14 @@ func (s *Server) Load(ctx context.Context, req *plugins.LoadRequest) (*plugins.L
 		s.rt.Close()
 		s.rt = nil
 	}
+	var callbacks plugins.Callbacks
+	if req.CallbackID != 0 && s.broker != nil {
+		cb, err := plugins.DialCallbacks(s.broker, req.CallbackID)
+		if err != nil {
+			return nil, fmt.Errorf("connect to the core for toolhost.call_tool: %w", err)
+		}
+		callbacks = cb
+	}
 	var rt runtime
 	switch req.Runtime {
 	case plugins.RuntimeCPython:
@@ -52,9 +64,12 @@ func (s *Server) Load(ctx context.Context, req *plugins.LoadRequest) (*plugins.L
 		}
 		p := cpython.New(req, workerEnv(req.Scratch))
 		p.AfterCall = s.AfterCall
+		p.Callbacks = callbacks
 		rt = p
 	case plugins.RuntimeGPython:
-		rt = gpython.New(req)
+		g := gpython.New(req)
+		g.Callbacks = callbacks
+		rt = g
 	default:
 		return nil, fmt.Errorf("unknown runtime %q", req.Runtime)
 	}

@@ -135,7 +135,7 @@ func (rf runFlags) limits() plugins.Limits {
 
 // openGroup loads, checks and starts a group for the run commands. It
 // prints what went wrong and returns the exit code when it fails.
-func openGroup(env *Env, cmd, file string, rf runFlags) (*definition.Group, *runner.Group, int) {
+func openGroup(env *Env, cmd, file string, rf runFlags, configure ...func(*runner.Options)) (*definition.Group, *runner.Group, int) {
 	src, err := os.ReadFile(file)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "toolhost %s: %v\n", cmd, err)
@@ -169,6 +169,9 @@ func openGroup(env *Env, cmd, file string, rf runFlags) (*definition.Group, *run
 	}
 	for _, w := range opts.Sandbox.Warnings() {
 		fmt.Fprintf(env.Stderr, "toolhost %s: WARNING: %s\n", cmd, w)
+	}
+	for _, f := range configure {
+		f(&opts)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -211,7 +214,14 @@ func runCall(env *Env, args []string) int {
 	if target == nil {
 		return code
 	}
-	_, g, code := openGroup(env, "call", file, rf)
+	p, closeP := localPipeline()
+	defer closeP()
+	var g *runner.Group
+	_, g, code = openGroup(env, "call", file, rf, func(o *runner.Options) {
+		o.OnToolCall = func(ctx context.Context, req *plugins.ToolCallRequest) *plugins.ToolCallResponse {
+			return localToolCall(ctx, p, g, target.group, req)
+		}
+	})
 	if g == nil {
 		return code
 	}
@@ -222,8 +232,6 @@ func runCall(env *Env, args []string) int {
 		resp := g.Call(context.Background(), target.impl, argJSON, nil)
 		result, ok = runner.NewResult(resp), resp.OK
 	} else {
-		p, closeP := localPipeline()
-		defer closeP()
 		var allowed []string
 		if *tags != "" {
 			allowed = strings.Split(*tags, ",")
@@ -245,4 +253,43 @@ func runCall(env *Env, args []string) int {
 		return ExitFailure
 	}
 	return ExitOK
+}
+
+// localToolCall serves toolhost.call_tool in `toolhost call`: the tools of
+// the same group, through the local pipeline.
+func localToolCall(ctx context.Context, p *pipeline.Pipeline, g *runner.Group, def *definition.Group, req *plugins.ToolCallRequest) *plugins.ToolCallResponse {
+	fail := func(msg string) *plugins.ToolCallResponse { return &plugins.ToolCallResponse{Error: msg} }
+	if g == nil || def == nil {
+		return fail("the group is not open")
+	}
+	nested, _, err := pipeline.Nested(req.Context)
+	if err != nil {
+		return fail(err.Error())
+	}
+	var tool *definition.Tool
+	for _, t := range def.Tools {
+		if t.Name == req.Tool || t.ObjectName == req.Tool {
+			tool = t
+		}
+	}
+	if tool == nil {
+		return fail(fmt.Sprintf("no tool %q in the group (toolhost call reaches only the tools of its own group)", req.Tool))
+	}
+	args := req.Args
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	clean, err := arguments.Check(tool.Parameters, args)
+	if err != nil {
+		return fail("invalid arguments: " + err.Error())
+	}
+	a, err := p.Run(ctx, &pipeline.Request{Group: def, Tool: tool, Args: clean, IdempotencyKey: req.IdempotencyKey,
+		Run: func(ctx context.Context, t *definition.Tool, args json.RawMessage, timeout time.Duration) *plugins.CallResponse {
+			return g.CallTimeout(ctx, t.Implementation, args, nested, timeout)
+		}})
+	if err != nil {
+		return fail(err.Error())
+	}
+	b, _ := json.Marshal(a)
+	return &plugins.ToolCallResponse{Answer: b}
 }

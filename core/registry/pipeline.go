@@ -3,8 +3,10 @@ package registry
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
+	"toolhost/core/arguments"
 	"toolhost/core/definition"
 	"toolhost/core/pipeline"
 	"toolhost/plugins"
@@ -83,4 +85,39 @@ func (r *Registry) ResumeContinuation(ctx context.Context, tenant int64, id stri
 		return nil, err
 	}
 	return r.RunTool(ctx, tenant, t, c.Arguments, CallOptions{Session: c.SessionID})
+}
+
+// toolCalls serves toolhost.call_tool for a tenant's groups: the tool is
+// found by name or object_name among the tenant's Ready groups, its
+// arguments checked, and the call goes through the pipeline with the
+// caller's session.
+func (r *Registry) toolCalls(tenant int64) func(ctx context.Context, req *plugins.ToolCallRequest) *plugins.ToolCallResponse {
+	return func(ctx context.Context, req *plugins.ToolCallRequest) *plugins.ToolCallResponse {
+		fail := func(msg string) *plugins.ToolCallResponse { return &plugins.ToolCallResponse{Error: msg} }
+		nested, session, err := pipeline.Nested(req.Context)
+		if err != nil {
+			return fail(err.Error())
+		}
+		t, err := r.FindTool(ctx, tenant, req.Tool, true)
+		if err != nil {
+			return fail(err.Error())
+		}
+		if t.Def == nil {
+			return fail(fmt.Sprintf("%s is a built-in tool; it runs inside a session", req.Tool))
+		}
+		args := req.Args
+		if len(args) == 0 {
+			args = json.RawMessage("{}")
+		}
+		clean, err := arguments.Check(t.Tool.Parameters, args)
+		if err != nil {
+			return fail("invalid arguments: " + err.Error())
+		}
+		a, err := r.RunTool(ctx, tenant, t, clean, CallOptions{Session: session, SessionContext: nested, IdempotencyKey: req.IdempotencyKey})
+		if err != nil {
+			return fail(err.Error())
+		}
+		b, _ := json.Marshal(a)
+		return &plugins.ToolCallResponse{Answer: b}
+	}
 }

@@ -523,7 +523,9 @@ func (r *Registry) acquire(ctx context.Context, tenant int64, g storage.Group) (
 		r.dirs[key] = root
 		r.mu.Unlock()
 	}
-	return r.warm.Acquire(ctx, key, def, root, r.run)
+	opts := r.run
+	opts.OnToolCall = r.toolCalls(tenant)
+	return r.warm.Acquire(ctx, key, def, root, opts)
 }
 
 // definition parses a stored definition once per generation.

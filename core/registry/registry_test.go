@@ -251,3 +251,64 @@ func BenchmarkFileChange1000(b *testing.B) {
 		i++
 	}
 }
+
+// TestCallToolFromPython: tool code calls another tool through the host
+// (toolhost.call_tool), on both runtimes; a tool calling itself stops at
+// the depth limit with an error.
+func TestCallToolFromPython(t *testing.T) {
+	for _, rt := range []string{"cpython", "gpython"} {
+		t.Run(rt, func(t *testing.T) {
+			ctx := context.Background()
+			db, err := storage.Open(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			sb, _ := runner.NewSandbox(toolhostBin, "allow")
+			reg, err := New(ctx, Config{DB: db, Run: runner.Options{Executable: toolhostBin, Sandbox: sb, Runtime: rt},
+				Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer reg.Close()
+			tn, _, _ := db.CreateTenant(ctx, "t")
+			put(t, reg, tn.ID, "c.py", `import toolhost
+
+def echo(x):
+    return {"x": x}
+
+def relay(x):
+    a = toolhost.call_tool("echo", {"x": x})
+    return {"relayed": a["content"], "ok": a["success"]}
+
+def forever():
+    return toolhost.call_tool("forever")
+`)
+			reg.PutGroup(ctx, tn.ID, []byte(`kind: Plugin
+name: C
+description: d
+dependencies: [c.py]
+tools:
+  - {kind: Tool, object_name: Echo, name: echo, description: d, implementation: c.echo, parameters: [{name: x, type: int, description: d}]}
+  - {kind: Tool, object_name: Relay, name: relay, description: d, implementation: c.relay, parameters: [{name: x, type: int, description: d}]}
+  - {kind: Tool, object_name: Forever, name: forever, description: d, implementation: c.forever, parameters: []}
+`))
+			waitStatus(t, reg, tn.ID, "C", Ready)
+			relay, _ := reg.FindTool(ctx, tn.ID, "relay", true)
+			a, err := reg.RunTool(ctx, tn.ID, relay, map[string]any{"x": json.Number("7")}, CallOptions{})
+			var got map[string]any
+			json.Unmarshal(a.Content, &got)
+			if err != nil || !a.Success || fmt.Sprint(got) != "map[ok:true relayed:map[x:7]]" {
+				b, _ := json.Marshal(a)
+				t.Fatalf("relay: %v %s", err, b)
+			}
+			forever, _ := reg.FindTool(ctx, tn.ID, "forever", true)
+			a, err = reg.RunTool(ctx, tn.ID, forever, map[string]any{}, CallOptions{})
+			// Each level answers the level above; the deepest is refused.
+			if err != nil || !strings.Contains(string(a.Content), "tools may call tools only 3 deep") {
+				b, _ := json.Marshal(a)
+				t.Errorf("forever: %v %s", err, b)
+			}
+		})
+	}
+}

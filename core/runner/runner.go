@@ -58,6 +58,16 @@ type Options struct {
 	Scratch string
 	// Packages says where the packages of requirements.txt come from.
 	Packages Packages
+	// OnToolCall, if set, serves toolhost.call_tool: tool code calling
+	// another tool through the host.
+	OnToolCall func(ctx context.Context, req *plugins.ToolCallRequest) *plugins.ToolCallResponse
+}
+
+// toolCalls adapts Options.OnToolCall to the callback service.
+type toolCalls func(ctx context.Context, req *plugins.ToolCallRequest) *plugins.ToolCallResponse
+
+func (f toolCalls) CallTool(ctx context.Context, req *plugins.ToolCallRequest) (*plugins.ToolCallResponse, error) {
+	return f(ctx, req), nil
 }
 
 // LoadError is a group whose code could not be loaded, or whose
@@ -275,7 +285,13 @@ func (g *Group) start(ctx context.Context, check bool) error {
 		return fmt.Errorf("start the plugin process: %w", err)
 	}
 	p.host = raw.(plugins.Host)
-	resp, err := p.host.Load(ctx, g.load)
+	load := *g.load
+	if g.opts.OnToolCall != nil {
+		if id, ok := plugins.ServeCallbacks(p.host, toolCalls(g.opts.OnToolCall)); ok {
+			load.CallbackID = id
+		}
+	}
+	resp, err := p.host.Load(ctx, &load)
 	if err != nil {
 		p.kill()
 		return fmt.Errorf("load group %q: %s%s", g.def.Name, grpcMessage(err), stderrNote(stderr))

@@ -28,6 +28,8 @@ type Pool struct {
 	// that served it (0 when the worker is gone) and how many workers are
 	// alive: the sandbox kills what the call left behind.
 	AfterCall func(worker, workers int)
+	// Callbacks, if set, serve toolhost.call_tool.
+	Callbacks plugins.Callbacks
 }
 
 // New makes the pool of a group; no worker starts until Load or a call.
@@ -81,8 +83,8 @@ func (p *Pool) Call(ctx context.Context, req *plugins.CallRequest) *plugins.Call
 		timeout = 30 * time.Second
 	}
 	var ans callAnswer
-	err = w.roundtrip(callFrame{Op: "call", Module: req.Module, Func: req.Func, Args: req.Args, Context: req.Context},
-		&ans, deadline(ctx, timeout))
+	err = w.exchange(ctx, callFrame{Op: "call", Module: req.Module, Func: req.Func, Args: req.Args, Context: req.Context},
+		&ans, deadline(ctx, timeout), p.Callbacks)
 	w.calls++
 	if p.AfterCall != nil {
 		p.mu.Lock()

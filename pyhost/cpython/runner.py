@@ -172,6 +172,7 @@ def to_json(value, limit):
 class Worker:
     def __init__(self, init):
         self.root = init["root"]
+        self.pid = os.getpid()
         ROOT[0] = self.root
         self.modules = init.get("modules") or {}
         self.limits = init.get("limits") or {}
@@ -196,7 +197,21 @@ class Worker:
         mod.__file__ = "<toolhost>"
         exec(compile(source, "<toolhost>", "exec"), mod.__dict__)
         mod._context_getter = lambda: self.context
+        mod._call_tool_hook = self.call_tool
         sys.modules["toolhost"] = mod
+
+    def call_tool(self, name, args, key):
+        """Asks the host to call another tool during this call."""
+        if os.getpid() != self.pid:
+            raise RuntimeError("toolhost.call_tool works only in the worker itself")
+        write_frame({"op": "call_tool", "tool": name, "args": args or {}, "idempotency_key": key or "",
+                     "context": self.context})
+        answer = read_frame()
+        if answer is None:
+            raise RuntimeError("the host went away during toolhost.call_tool")
+        if answer.get("error"):
+            raise RuntimeError("toolhost.call_tool(%r): %s" % (name, answer["error"]))
+        return answer.get("answer")
 
     def module(self, name):
         if name in self.loaded:

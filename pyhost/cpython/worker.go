@@ -4,6 +4,7 @@
 package cpython
 
 import (
+	"context"
 	_ "embed"
 	"encoding/json"
 	"errors"
@@ -160,6 +161,61 @@ func (w *worker) roundtrip(req, resp any, deadline time.Time) error {
 		return err
 	}
 	return nil
+}
+
+// exchange is roundtrip for a call, during which the tool may call other
+// tools through the host (toolhost.call_tool): such requests are answered
+// on the worker's request pipe until the call's own answer comes.
+func (w *worker) exchange(ctx context.Context, req, resp any, deadline time.Time, cb plugins.Callbacks) error {
+	var timedOut atomic.Bool
+	timer := time.AfterFunc(time.Until(deadline), func() {
+		timedOut.Store(true)
+		syscall.Kill(-w.pid, syscall.SIGKILL)
+	})
+	defer timer.Stop()
+	fail := func(err error) error {
+		w.kill()
+		if timedOut.Load() {
+			return errTimeout
+		}
+		return err
+	}
+	w.req.SetWriteDeadline(deadline)
+	if err := frame.Write(w.req, req); err != nil {
+		return fail(err)
+	}
+	for {
+		body, err := frame.ReadRaw(w.resp)
+		if err != nil {
+			return fail(err)
+		}
+		var op struct {
+			Op string `json:"op"`
+		}
+		json.Unmarshal(body, &op)
+		if op.Op != "call_tool" {
+			if err := json.Unmarshal(body, resp); err != nil {
+				return fail(fmt.Errorf("malformed frame: %w", err))
+			}
+			return nil
+		}
+		var tc plugins.ToolCallRequest
+		json.Unmarshal(body, &tc)
+		answer := &plugins.ToolCallResponse{Error: "toolhost.call_tool is not available here"}
+		if cb != nil {
+			cctx, cancel := context.WithDeadline(ctx, deadline)
+			a, err := cb.CallTool(cctx, &tc)
+			cancel()
+			if err != nil {
+				answer = &plugins.ToolCallResponse{Error: err.Error()}
+			} else {
+				answer = a
+			}
+		}
+		if err := frame.Write(w.req, answer); err != nil {
+			return fail(err)
+		}
+	}
 }
 
 // blockingPipe makes a pipe whose read end is in blocking mode (os.Pipe's

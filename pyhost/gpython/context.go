@@ -9,6 +9,8 @@ import (
 	"github.com/go-python/gpython/py"
 	"github.com/go-python/gpython/vm"
 
+	"toolhost/plugins"
+
 	// The safe parts of gpython's standard library. Its os, glob and
 	// tempfile modules are deliberately not imported, so they are never
 	// registered.
@@ -30,6 +32,8 @@ type context struct {
 	modules map[string]string // module name → file relative to root
 	// callContext is the context JSON of the call in progress.
 	callContext json.RawMessage
+	// callbacks serve toolhost.call_tool.
+	callbacks plugins.Callbacks
 
 	closeOnce sync.Once
 	running   sync.WaitGroup

@@ -1,11 +1,14 @@
 package gpython
 
 import (
+	gocontext "context"
 	"encoding/json"
 	"strings"
+	"time"
 
 	"github.com/go-python/gpython/py"
 
+	"toolhost/plugins"
 	"toolhost/pyhost/cpython"
 )
 
@@ -29,6 +32,7 @@ func init() {
 			py.MustNewMethod("variables", toolhostVariables, 0, "variables() -> dict: the session's variables."),
 			py.MustNewMethod("agent", toolhostField("agent"), 0, "agent() -> str or None: the session's agent."),
 			py.MustNewMethod("state", toolhostField("state"), 0, "state() -> str or None: the session's workflow state."),
+			py.MustNewMethod("call_tool", toolhostCallTool, 0, "call_tool(name, args=None, idempotency_key=None) -> dict: call another tool through the host."),
 		},
 		Globals: py.StringDict{},
 	})
@@ -108,4 +112,41 @@ func toolhostVariables(self py.Object, args py.Tuple) (py.Object, error) {
 		return toPy(v)
 	}
 	return py.NewStringDict(), nil
+}
+
+func toolhostCallTool(self py.Object, args py.Tuple, kwargs py.StringDict) (py.Object, error) {
+	var name, a, key py.Object = nil, py.None, py.None
+	if err := py.ParseTupleAndKeywords(args, kwargs, "s|OO:call_tool", []string{"name", "args", "idempotency_key"}, &name, &a, &key); err != nil {
+		return nil, err
+	}
+	mod, ok := self.(*py.Module)
+	if !ok {
+		return nil, py.ExceptionNewf(py.RuntimeError, "toolhost.call_tool is not available here")
+	}
+	c, ok := mod.Context.(*context)
+	if !ok || c.callbacks == nil {
+		return nil, py.ExceptionNewf(py.RuntimeError, "toolhost.call_tool is not available here")
+	}
+	argJSON := []byte("{}")
+	if a != py.None {
+		b, err := toJSON(a)
+		if err != nil {
+			return nil, py.ExceptionNewf(py.TypeError, "call_tool args: %v", err)
+		}
+		argJSON = b
+	}
+	k := ""
+	if s, ok := key.(py.String); ok {
+		k = string(s)
+	}
+	ctx, cancel := gocontext.WithTimeout(gocontext.Background(), 5*time.Minute)
+	defer cancel()
+	resp, err := c.callbacks.CallTool(ctx, &plugins.ToolCallRequest{Tool: string(name.(py.String)), Args: argJSON, IdempotencyKey: k, Context: c.callContext})
+	if err != nil {
+		return nil, py.ExceptionNewf(py.RuntimeError, "toolhost.call_tool(%q): %v", string(name.(py.String)), err)
+	}
+	if resp.Error != "" {
+		return nil, py.ExceptionNewf(py.RuntimeError, "toolhost.call_tool(%q): %s", string(name.(py.String)), resp.Error)
+	}
+	return fromJSON(resp.Answer)
 }

@@ -35,6 +35,8 @@ type Runtime struct {
 	// stuck is set once a call overran its deadline: its goroutine cannot
 	// be stopped, so the process must be replaced.
 	stuck bool
+	// Callbacks, if set, serve toolhost.call_tool.
+	Callbacks plugins.Callbacks
 }
 
 // interp is one gpython interpreter with the group's modules imported.
@@ -59,6 +61,7 @@ func (r *Runtime) newInterp() (*interp, error) {
 	if err != nil {
 		return nil, err
 	}
+	ctx.callbacks = r.Callbacks
 	in := &interp{ctx: ctx, importErrs: map[string]error{}, out: &outBuffer{limit: r.limits.OutputBytes}}
 	sys := ctx.store.MustGetModule("sys")
 	writer := &py.Module{

@@ -12,10 +12,25 @@ CARS = [
 PAGE = 2
 
 
+def _lower(text):
+    # gpython's str has no lower(): ASCII letters by hand.
+    out = ""
+    for ch in text:
+        if "A" <= ch <= "Z":
+            ch = chr(ord(ch) + 32)
+        out += ch
+    return out
+
+
 def search(query, cursor=0):
     if query == "explode":
         raise RuntimeError("the catalogue service is down")
-    found = [c for c in CARS if query.lower() in c["model"].lower()]
+    # A loop, not a comprehension: gpython's comprehensions cannot see the
+    # function's locals.
+    found = []
+    for c in CARS:
+        if _lower(query) in _lower(c["model"]):
+            found.append(c)
     page = found[cursor:cursor + PAGE]
     more = cursor + PAGE < len(found)
     nxt = None
@@ -59,3 +74,20 @@ RESERVATIONS = []
 def reserve(model, customer):
     RESERVATIONS.append((model, customer))
     return {"reserved": model, "for": customer, "reservation": len(RESERVATIONS)}
+
+
+def best_offer(query):
+    """Calls search_cars through the host (its whole pipeline) and picks
+    the cheapest car of the first page from the table it shows."""
+    answer = toolhost.call_tool("search_cars", {"query": query})
+    if not answer["success"]:
+        return {"error": answer["error"]["message"]}
+    rows = []
+    for block in answer["blocks"]:
+        if block["type"] == "table":
+            rows = block["rows"]
+    best = None
+    for row in rows:
+        if best is None or row["price"] < best["price"]:
+            best = row
+    return {"best": best, "searched": answer["content"]["total"]}

@@ -161,3 +161,33 @@ func TestDoctorAndBench(t *testing.T) {
 		}
 	}
 }
+
+// TestCallToolCommand: the Car Search sample on both runtimes through
+// `toolhost call`, with toolhost.call_tool, blocks made by the tool, the
+// spec's templates, and allowed_tool_tags.
+func TestCallToolCommand(t *testing.T) {
+	samples, _ := filepath.Abs("../../../sample_groups")
+	cars := filepath.Join(samples, "car_search", "car_search.yaml")
+	for _, rt := range []string{"cpython", "gpython"} {
+		out, err := exec.Command(bin, "call", "--runtime", rt, cars, "best_offer", `{"query":"o"}`).Output()
+		if err != nil || !strings.Contains(string(out), `"model": "Toyota Corolla"`) || !strings.Contains(string(out), `"searched": 4`) {
+			t.Errorf("%s best_offer: %v\n%s", rt, err, out)
+		}
+		out, err = exec.Command(bin, "call", "--runtime", rt, cars, "dealer_map").Output()
+		var a struct {
+			Blocks []map[string]any `json:"blocks"`
+		}
+		json.Unmarshal(out, &a)
+		if err != nil || len(a.Blocks) != 3 || a.Blocks[0]["type"] != "map" || a.Blocks[2]["data"] != "PGgxPkhpPC9oMT4=" {
+			t.Errorf("%s dealer_map: %v\n%s", rt, err, out)
+		}
+		out, err = exec.Command(bin, "call", "--runtime", rt, cars, "search_cars", `{"query":"Kia"}`).Output()
+		if err != nil || !strings.Contains(string(out), `"call_text": "Ищу Kia..."`) || !strings.Contains(string(out), `"result_text": "1 найдено"`) {
+			t.Errorf("%s search_cars: %v\n%s", rt, err, out)
+		}
+	}
+	out, err := exec.Command(bin, "call", "--allowed-tool-tags", "write", cars, "search_cars", `{"query":"a"}`).CombinedOutput()
+	if exitCode(err) != 2 || !strings.Contains(string(out), "is not allowed here") {
+		t.Errorf("tags: %v %s", err, out)
+	}
+}
