@@ -231,11 +231,6 @@ func (p *Pipeline) execute(ctx context.Context, req *Request) (*Answer, error) {
 	a := &Answer{Tool: t.ObjectName}
 	if ui := t.Pipeline.UI; ui != nil {
 		a.Icon = ui.Icon
-		if ui.CallTemplate != nil {
-			if s, err := p.text(ctx, ui.CallTemplate.Source, map[string]any{"input": req.Args}); err == nil {
-				a.CallText = s
-			}
-		}
 	}
 	var resp *plugins.CallResponse
 	tries := retries(t)
@@ -344,7 +339,6 @@ func (p *Pipeline) shape(ctx context.Context, req *Request, a *Answer, resp *plu
 			a.Warnings = append(a.Warnings, w.Message)
 		}
 	}
-	data := map[string]any{"input": req.Args, "extracted": extracted, "success": resp.OK}
 	ui := t.Pipeline.UI
 	if !resp.OK {
 		msg := ""
@@ -352,36 +346,44 @@ func (p *Pipeline) shape(ctx context.Context, req *Request, a *Answer, resp *plu
 			msg = resp.Error.Message
 		}
 		a.ResultText = msg
+		// The failure template sees error, status, extracted, content and
+		// success: false (spec 000); the call template sees input.
+		var bt batch
+		ct, ft := -1, -1
+		if ui != nil && ui.CallTemplate != nil {
+			ct = bt.add(ui.CallTemplate.Source, false, "call_template")
+		}
 		if ui != nil && ui.FailureTemplate != nil {
-			fd := map[string]any{"error": msg, "status": nil, "extracted": nil, "content": serialised, "success": false}
-			if s, err := p.text(ctx, ui.FailureTemplate.Source, fd); err == nil {
-				a.ResultText = s
-			} else {
-				a.Warnings = append(a.Warnings, "failure_template: "+err.Error())
+			ft = bt.add(ui.FailureTemplate.Source, false, "failure_template")
+		}
+		fd := map[string]any{"input": req.Args, "error": msg, "status": nil, "extracted": nil, "content": serialised, "success": false}
+		results, err := p.renderBatch(ctx, &bt, fd)
+		switch {
+		case err != nil:
+			a.Warnings = append(a.Warnings, err.Error())
+		default:
+			if ct >= 0 {
+				a.CallText, _ = results[ct].(string)
+			}
+			if ft >= 0 {
+				a.ResultText, _ = results[ft].(string)
 			}
 		}
 		return
 	}
-	if ui != nil && ui.ResultTemplate != nil {
-		s, err := p.text(ctx, ui.ResultTemplate.Source, data)
-		if err != nil {
-			p.failShape(a, "result_template", err)
-			return
-		}
-		a.ResultText = s
+	data := map[string]any{"input": req.Args, "extracted": extracted, "success": resp.OK}
+	// Every template of the success path renders in one round trip.
+	var bt batch
+	ct, rt := -1, -1
+	if ui != nil && ui.CallTemplate != nil {
+		ct = bt.add(ui.CallTemplate.Source, false, "call_template")
 	}
-	if out := t.Pipeline.Output; len(out) > 0 {
-		content := map[string]any{}
-		for _, f := range out {
-			v, err := p.value(ctx, f.Template, data)
-			if err != nil {
-				p.failShape(a, "output."+f.Key, err)
-				return
-			}
-			content[f.Key] = v
-		}
-		b, _ := json.Marshal(content)
-		a.Content = b
+	if ui != nil && ui.ResultTemplate != nil {
+		rt = bt.add(ui.ResultTemplate.Source, false, "result_template")
+	}
+	outPlans := make([]any, len(t.Pipeline.Output))
+	for i, f := range t.Pipeline.Output {
+		outPlans[i] = bt.plan(f.Template, "output."+f.Key)
 	}
 	// Blocks: the tool's own, else visual, else ui.result_blocks, else the
 	// chart and table shorthands, else the result text as one text block.
@@ -405,19 +407,39 @@ func (p *Pipeline) shape(ctx context.Context, req *Request, a *Answer, resp *plu
 			}
 			raw = append(raw, tc)
 		}
-	case a.ResultText != "":
-		raw = []any{map[string]any{"type": "text", "markdown": a.ResultText}}
 	}
-	for i, b := range raw {
-		v := b
-		if visual == nil {
-			var err error
-			if v, err = p.value(ctx, b, data); err != nil {
-				p.failShape(a, fmt.Sprintf("block %d", i+1), err)
-				return
-			}
+	blockPlans := make([]any, len(raw))
+	for i, r := range raw {
+		if visual != nil {
+			blockPlans[i] = r // the tool's own blocks are data, not templates
+		} else {
+			blockPlans[i] = bt.plan(r, fmt.Sprintf("block %d", i+1))
 		}
-		vb, err := blocks.Validate(v)
+	}
+	results, err := p.renderBatch(ctx, &bt, data)
+	if err != nil {
+		p.failShape(a, "templates", err)
+		return
+	}
+	if ct >= 0 {
+		a.CallText, _ = results[ct].(string)
+	}
+	if rt >= 0 {
+		a.ResultText, _ = results[rt].(string)
+	}
+	if len(outPlans) > 0 {
+		content := map[string]any{}
+		for i, f := range t.Pipeline.Output {
+			content[f.Key] = fill(outPlans[i], results)
+		}
+		b, _ := json.Marshal(content)
+		a.Content = b
+	}
+	if len(raw) == 0 && a.ResultText != "" {
+		blockPlans = []any{map[string]any{"type": "text", "markdown": a.ResultText}}
+	}
+	for i, plan := range blockPlans {
+		vb, err := blocks.Validate(fill(plan, results))
 		if err != nil {
 			p.failShape(a, fmt.Sprintf("block %d", i+1), err)
 			return
@@ -428,6 +450,96 @@ func (p *Pipeline) shape(ctx context.Context, req *Request, a *Answer, resp *plu
 		}
 		a.Blocks = append(a.Blocks, vb)
 	}
+}
+
+// batch collects the templates of one call, to render them at once.
+type batch struct {
+	items []templates.Item
+	names []string
+}
+
+// slot stands for the result of a batch item inside a plan.
+type slot int
+
+func (b *batch) add(src string, value bool, name string) int {
+	b.items = append(b.items, templates.Item{Template: src, Value: value})
+	b.names = append(b.names, name)
+	return len(b.items) - 1
+}
+
+// plan copies a value, replacing each template string by a slot.
+func (b *batch) plan(v any, name string) any {
+	switch x := v.(type) {
+	case string:
+		if templates.IsTemplate(x) {
+			return slot(b.add(x, true, name))
+		}
+		return x
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			out[k] = b.plan(x[k], name+"."+k)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = b.plan(e, name)
+		}
+		return out
+	}
+	return v
+}
+
+// fill puts the rendered results into a plan.
+func fill(plan any, results []any) any {
+	switch x := plan.(type) {
+	case slot:
+		return results[x]
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, v := range x {
+			out[k] = fill(v, results)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, v := range x {
+			out[i] = fill(v, results)
+		}
+		return out
+	}
+	return plan
+}
+
+// renderBatch renders a batch; the first template that fails is the error,
+// named by where it is.
+func (p *Pipeline) renderBatch(ctx context.Context, b *batch, data map[string]any) ([]any, error) {
+	if len(b.items) == 0 {
+		return nil, nil
+	}
+	if p.Renderer == nil {
+		out := make([]any, len(b.items))
+		for i, it := range b.items {
+			out[i] = it.Template
+		}
+		return out, nil
+	}
+	results, errs, err := p.Renderer.RenderMany(ctx, b.items, jsonData(data))
+	if err != nil {
+		return nil, err
+	}
+	for i, e := range errs {
+		if e != nil {
+			return nil, fmt.Errorf("%s: %w", b.names[i], e)
+		}
+	}
+	return results, nil
 }
 
 // failShape turns a call whose layers could not be built into an error of
@@ -468,57 +580,6 @@ func (p *Pipeline) continuation(ctx context.Context, req *Request, b map[string]
 	}
 	b["continuation"] = map[string]any{"id": id}
 	return nil
-}
-
-// text renders a text template.
-func (p *Pipeline) text(ctx context.Context, src string, data map[string]any) (string, error) {
-	if p.Renderer == nil || !templates.IsTemplate(src) {
-		return src, nil
-	}
-	v, err := p.Renderer.Render(ctx, src, jsonData(data), false)
-	if err != nil {
-		return "", err
-	}
-	s, _ := v.(string)
-	return s, nil
-}
-
-// value renders every template string inside a value (value mode: a single
-// expression yields its JSON value).
-func (p *Pipeline) value(ctx context.Context, v any, data map[string]any) (any, error) {
-	switch x := v.(type) {
-	case string:
-		if !templates.IsTemplate(x) || p.Renderer == nil {
-			return x, nil
-		}
-		return p.Renderer.Render(ctx, x, jsonData(data), true)
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			r, err := p.value(ctx, x[k], data)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", k, err)
-			}
-			out[k] = r
-		}
-		return out, nil
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			r, err := p.value(ctx, e, data)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = r
-		}
-		return out, nil
-	}
-	return v, nil
 }
 
 // jsonData round-trips data through JSON so that the worker sees plain

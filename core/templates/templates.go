@@ -19,6 +19,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/nikolalohinski/gonja/v2"
 	"github.com/nikolalohinski/gonja/v2/builtins"
@@ -90,6 +91,33 @@ func compile(src string) (*exec.Template, error) {
 		}
 		return nil, e
 	}
+	return tpl, nil
+}
+
+// compiled caches compiled templates: a worker renders the same templates
+// call after call. It is reset when full.
+var (
+	compiledMu sync.Mutex
+	compiled   = map[string]*exec.Template{}
+)
+
+func cachedCompile(src string) (*exec.Template, error) {
+	compiledMu.Lock()
+	tpl, ok := compiled[src]
+	compiledMu.Unlock()
+	if ok {
+		return tpl, nil
+	}
+	tpl, err := compile(src)
+	if err != nil {
+		return nil, err
+	}
+	compiledMu.Lock()
+	if len(compiled) >= 512 {
+		compiled = map[string]*exec.Template{}
+	}
+	compiled[src] = tpl
+	compiledMu.Unlock()
 	return tpl, nil
 }
 
@@ -197,7 +225,7 @@ func RenderLocal(src string, data map[string]any, value bool, maxOut int) (any, 
 	} else {
 		value = false
 	}
-	tpl, err := compile(src)
+	tpl, err := cachedCompile(src)
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -18,15 +18,21 @@ import (
 	"toolhost/plugins/frame"
 )
 
-// request is one render a worker receives.
-type request struct {
-	Template string         `json:"template"`
-	Data     map[string]any `json:"data"`
-	Value    bool           `json:"value"`
-	MaxOut   int            `json:"max_out"`
+// Item is one template of a batch.
+type Item struct {
+	Template string `json:"template"`
+	// Value asks for a single expression's JSON value (see RenderLocal).
+	Value bool `json:"value"`
 }
 
-// answer is a worker's result.
+// request is what a worker receives: templates rendered with one data.
+type request struct {
+	Items  []Item         `json:"items"`
+	Data   map[string]any `json:"data"`
+	MaxOut int            `json:"max_out"`
+}
+
+// answer is a worker's result for one item.
 type answer struct {
 	Result any    `json:"result"`
 	Error  string `json:"error,omitempty"`
@@ -51,16 +57,19 @@ func Serve(in io.Reader, out io.Writer) error {
 		if err := dec.Decode(&req); err != nil {
 			return err
 		}
-		v, err := RenderLocal(req.Template, req.Data, req.Value, req.MaxOut)
-		a := answer{Result: v}
-		if err != nil {
-			a.Error = err.Error()
-			var te *Error
-			if errors.As(err, &te) {
-				a.Error, a.Line, a.Column = te.Msg, te.Line, te.Column
+		answers := make([]answer, len(req.Items))
+		for i, it := range req.Items {
+			v, err := RenderLocal(it.Template, req.Data, it.Value, req.MaxOut)
+			answers[i].Result = v
+			if err != nil {
+				answers[i].Error = err.Error()
+				var te *Error
+				if errors.As(err, &te) {
+					answers[i].Error, answers[i].Line, answers[i].Column = te.Msg, te.Line, te.Column
+				}
 			}
 		}
-		if err := frame.Write(out, a); err != nil {
+		if err := frame.Write(out, answers); err != nil {
 			return err
 		}
 	}
@@ -123,6 +132,17 @@ func (w *worker) kill() {
 // yields its JSON value (see RenderLocal). A template that runs past the
 // deadline or crashes its worker is an error of that render only.
 func (r *Renderer) Render(ctx context.Context, src string, data map[string]any, value bool) (any, error) {
+	res, errs, err := r.RenderMany(ctx, []Item{{Template: src, Value: value}}, data)
+	if err != nil {
+		return nil, err
+	}
+	return res[0], errs[0]
+}
+
+// RenderMany renders several templates with one data in one round trip to
+// a worker, within one deadline. err is set when the batch as a whole
+// failed (time, crash); errs holds each template's own error.
+func (r *Renderer) RenderMany(ctx context.Context, items []Item, data map[string]any) ([]any, []error, error) {
 	var w *worker
 	select {
 	case w = <-r.idle:
@@ -133,38 +153,45 @@ func (r *Renderer) Render(ctx context.Context, src string, data map[string]any, 
 			var err error
 			if w, err = r.start(); err != nil {
 				<-r.slots
-				return nil, err
+				return nil, nil, err
 			}
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		}
 	}
-	var timedOut sync.Once
-	expired := false
-	timer := time.AfterFunc(r.timeout, func() { timedOut.Do(func() { expired = true; w.cmd.Process.Kill() }) })
-	err := frame.Write(w.in, request{Template: src, Data: data, Value: value, MaxOut: r.maxOut})
-	var a answer
+	var expired atomic.Bool
+	timer := time.AfterFunc(r.timeout, func() { expired.Store(true); w.cmd.Process.Kill() })
+	err := frame.Write(w.in, request{Items: items, Data: data, MaxOut: r.maxOut})
+	var answers []answer
 	if err == nil {
-		err = frame.Read(w.out, &a)
+		err = frame.Read(w.out, &answers)
 	}
-	stopped := timer.Stop()
+	timer.Stop()
+	if err == nil && len(answers) != len(items) {
+		err = fmt.Errorf("the renderer answered %d of %d templates", len(answers), len(items))
+	}
 	if err != nil {
 		w.kill()
 		<-r.slots
-		if !stopped && expired {
-			return nil, &Error{Msg: fmt.Sprintf("the template did not finish within %s (an endless loop?)", r.timeout)}
+		if expired.Load() {
+			return nil, nil, &Error{Msg: fmt.Sprintf("the template did not finish within %s (an endless loop?)", r.timeout)}
 		}
 		msg := "the template crashed its renderer"
 		if s := strings.TrimSpace(w.stderr.String()); strings.Contains(s, "stack") {
 			msg += " (it recursed too deep)"
 		}
-		return nil, &Error{Msg: msg}
+		return nil, nil, &Error{Msg: msg}
 	}
 	r.idle <- w
-	if a.Error != "" {
-		return nil, &Error{Line: a.Line, Column: a.Column, Msg: a.Error}
+	results := make([]any, len(items))
+	errs := make([]error, len(items))
+	for i, a := range answers {
+		results[i] = a.Result
+		if a.Error != "" {
+			errs[i] = &Error{Line: a.Line, Column: a.Column, Msg: a.Error}
+		}
 	}
-	return a.Result, nil
+	return results, errs, nil
 }
 
 // Close stops the workers.
