@@ -292,14 +292,24 @@ func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request, path string)
 	}
 }
 
-func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) {
+// readDefinition reads a YAML definition body, answering 400 or 413 when
+// it cannot.
+func readDefinition(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, definition.MaxSize+1))
 	if err != nil {
 		problem(w, http.StatusBadRequest, "Bad request", err.Error(), nil)
-		return
+		return nil, false
 	}
 	if len(body) > definition.MaxSize {
 		problem(w, http.StatusRequestEntityTooLarge, "Definition too large", fmt.Sprintf("a definition is limited to %d bytes", definition.MaxSize), nil)
+		return nil, false
+	}
+	return body, true
+}
+
+func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) {
+	body, ok := readDefinition(w, r)
+	if !ok {
 		return
 	}
 	view, err := s.Registry.PutGroup(r.Context(), tenantOf(r).ID, body)

@@ -9,12 +9,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 	"time"
+	"toolhost/core/internal/testbin"
 
 	"toolhost/core/registry"
 	"toolhost/core/runner"
@@ -24,16 +24,10 @@ import (
 var toolhostBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "toolhost-api-test")
-	if err != nil {
-		panic(err)
-	}
-	toolhostBin = filepath.Join(dir, "toolhost")
-	if out, err := exec.Command("go", "build", "-tags", "sqlite_fts5", "-o", toolhostBin, "../cmd/toolhost").CombinedOutput(); err != nil {
-		panic(fmt.Sprintf("build toolhost: %v\n%s", err, out))
-	}
+	var cleanup func()
+	toolhostBin, cleanup = testbin.Build()
 	code := m.Run()
-	os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
 }
 

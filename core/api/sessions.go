@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 
-	"toolhost/core/definition"
 	"toolhost/core/registry"
 	"toolhost/core/schema"
 	"toolhost/core/session"
@@ -73,13 +72,8 @@ func (s *Server) routeAgents(w http.ResponseWriter, r *http.Request, path string
 }
 
 func (s *Server) putAgent(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, definition.MaxSize+1))
-	if err != nil {
-		problem(w, http.StatusBadRequest, "Bad request", err.Error(), nil)
-		return
-	}
-	if len(body) > definition.MaxSize {
-		problem(w, http.StatusRequestEntityTooLarge, "Definition too large", fmt.Sprintf("a definition is limited to %d bytes", definition.MaxSize), nil)
+	body, ok := readDefinition(w, r)
+	if !ok {
 		return
 	}
 	v, err := s.Registry.PutAgent(r.Context(), tenantOf(r).ID, body)

@@ -77,22 +77,7 @@ func (r *AgentResult) OK() bool { return len(r.Errors) == 0 }
 // tools are checked against the groups by CheckAgentTools).
 func LoadAgent(src []byte) *AgentResult {
 	res := &AgentResult{Agent: &Agent{}}
-	if len(src) > MaxSize {
-		res.Errors = []Diagnostic{{Pos: Pos{1, 1}, Message: fmt.Sprintf("the file is %d bytes, more than the %d a definition may have", len(src), MaxSize)}}
-		return res
-	}
-	doc, diag := parseYAML(src)
-	if diag != nil {
-		res.Errors = []Diagnostic{*diag}
-		return res
-	}
-	r := &reader{}
-	root := doc
-	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
-		root = root.Content[0]
-	}
-	r.agent(root, res.Agent)
-	res.Errors, res.Warnings = capDiagnostics(r.errs, "errors"), capDiagnostics(r.warns, "warnings")
+	res.Errors, res.Warnings = read(src, func(r *reader, root *yaml.Node) { r.agent(root, res.Agent) })
 	return res
 }
 

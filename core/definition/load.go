@@ -79,23 +79,27 @@ func (r *Result) Err() error {
 // every defect, malformed YAML included, is a diagnostic in the result.
 func Load(src []byte) *Result {
 	res := &Result{Group: &Group{}}
+	res.Errors, res.Warnings = read(src, func(r *reader, root *yaml.Node) { r.group(root, res.Group) })
+	return res
+}
+
+// read parses one YAML document (at most MaxSize bytes) and walks its root
+// with walk, returning the sorted and capped diagnostics.
+func read(src []byte, walk func(r *reader, root *yaml.Node)) (errs, warns []Diagnostic) {
 	if len(src) > MaxSize {
-		res.Errors = []Diagnostic{{Pos: Pos{1, 1}, Message: fmt.Sprintf("the file is %d bytes, more than the %d a definition may have", len(src), MaxSize)}}
-		return res
+		return []Diagnostic{{Pos: Pos{1, 1}, Message: fmt.Sprintf("the file is %d bytes, more than the %d a definition may have", len(src), MaxSize)}}, nil
 	}
 	doc, diag := parseYAML(src)
 	if diag != nil {
-		res.Errors = []Diagnostic{*diag}
-		return res
+		return []Diagnostic{*diag}, nil
 	}
 	r := &reader{}
 	root := doc
 	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
 		root = root.Content[0]
 	}
-	r.group(root, res.Group)
-	res.Errors, res.Warnings = capDiagnostics(r.errs, "errors"), capDiagnostics(r.warns, "warnings")
-	return res
+	walk(r, root)
+	return capDiagnostics(r.errs, "errors"), capDiagnostics(r.warns, "warnings")
 }
 
 // MaxDiagnostics is how many errors (and, apart, warnings) Load reports at

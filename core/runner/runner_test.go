@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"toolhost/core/internal/testbin"
 
 	"toolhost/core/definition"
 	"toolhost/plugins"
@@ -24,16 +24,10 @@ import (
 var toolhostBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "toolhost-runner-test")
-	if err != nil {
-		panic(err)
-	}
-	toolhostBin = filepath.Join(dir, "toolhost")
-	if out, err := exec.Command("go", "build", "-tags", "sqlite_fts5", "-o", toolhostBin, "../cmd/toolhost").CombinedOutput(); err != nil {
-		panic(fmt.Sprintf("build toolhost: %v\n%s", err, out))
-	}
+	var cleanup func()
+	toolhostBin, cleanup = testbin.Build()
 	code := m.Run()
-	os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
 }
 

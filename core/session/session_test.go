@@ -4,13 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+	"toolhost/core/internal/testbin"
 
 	"toolhost/core/definition"
 	"toolhost/core/runner"
@@ -20,16 +18,10 @@ import (
 var toolhostBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "toolhost-session-test")
-	if err != nil {
-		panic(err)
-	}
-	toolhostBin = filepath.Join(dir, "toolhost")
-	if out, err := exec.Command("go", "build", "-tags", "sqlite_fts5", "-o", toolhostBin, "../cmd/toolhost").CombinedOutput(); err != nil {
-		panic(fmt.Sprintf("build toolhost: %v\n%s", err, out))
-	}
+	var cleanup func()
+	toolhostBin, cleanup = testbin.Build()
 	code := m.Run()
-	os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
 }
 

@@ -3,28 +3,20 @@ package templates
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+	"toolhost/core/internal/testbin"
 )
 
 var toolhostBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "toolhost-templates-test")
-	if err != nil {
-		panic(err)
-	}
-	toolhostBin = filepath.Join(dir, "toolhost")
-	if out, err := exec.Command("go", "build", "-tags", "sqlite_fts5", "-o", toolhostBin, "../cmd/toolhost").CombinedOutput(); err != nil {
-		panic(fmt.Sprintf("build toolhost: %v\n%s", err, out))
-	}
+	var cleanup func()
+	toolhostBin, cleanup = testbin.Build()
 	code := m.Run()
-	os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
 }
 

@@ -8,24 +8,17 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"toolhost/core/internal/testbin"
 )
 
 // bin is the toolhost binary built once for these tests.
 var bin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "toolhost-bin")
-	if err != nil {
-		panic(err)
-	}
-	bin = filepath.Join(dir, "toolhost")
-	out, err := exec.Command("go", "build", "-tags", "sqlite_fts5", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		os.RemoveAll(dir)
-		panic("build toolhost: " + err.Error() + "\n" + string(out))
-	}
+	var cleanup func()
+	bin, cleanup = testbin.Build()
 	code := m.Run()
-	os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
 }
 

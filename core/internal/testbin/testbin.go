@@ -1,0 +1,29 @@
+// Package testbin builds the toolhost binary once for a test package: the
+// plugin process, the sandbox init and the template workers are that
+// binary re-run, so tests need the real thing.
+package testbin
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+)
+
+// Build compiles core/cmd/toolhost (with SQLite's FTS5) into a temporary
+// folder and returns its path and a function that removes it.
+func Build() (string, func()) {
+	dir, err := os.MkdirTemp("", "toolhost-test-bin")
+	if err != nil {
+		panic(err)
+	}
+	_, self, _, _ := runtime.Caller(0)
+	pkg := filepath.Join(filepath.Dir(self), "..", "..", "cmd", "toolhost")
+	bin := filepath.Join(dir, "toolhost")
+	if out, err := exec.Command("go", "build", "-tags", "sqlite_fts5", "-o", bin, pkg).CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		panic(fmt.Sprintf("build toolhost: %v\n%s", err, out))
+	}
+	return bin, func() { os.RemoveAll(dir) }
+}
