@@ -49,7 +49,7 @@ def fork_bomb():
         n += 1
 
 
-def flood(lines=200000):
+def flood(lines=30000):
     for i in range(lines):
         print("line %d of a flood of printed output" % i)
     return "done"
