@@ -354,6 +354,10 @@ func TestProcessesAreIsolatedAndSwept(t *testing.T) {
 	if r := call(t, g, "fork_count", `{}`); !r.OK {
 		t.Fatalf("fork_count: %+v", r.Error)
 	}
+	// A fork bomb keeps forking while it is swept: nothing of it survives.
+	if r := call(t, g, "fork_bomb", `{}`); r.OK {
+		t.Fatalf("fork_bomb succeeded")
+	}
 	r := call(t, g, "processes", `{}`)
 	var pids []int
 	if err := json.Unmarshal(r.Result, &pids); err != nil {

@@ -311,10 +311,22 @@ func Sweep(worker, workers int) {
 	if n, ok := workerPids(); ok && n <= workers {
 		return
 	}
+	// A fork bomb keeps forking while it is killed: scan again until a
+	// pass finds nothing left (its processes cannot fork once dead).
+	for pass := 0; pass < 20; pass++ {
+		if sweepOnce(worker) == 0 {
+			return
+		}
+	}
+}
+
+// sweepOnce kills the leftovers it finds in one scan of /proc, waits until
+// they are dead, and returns how many it killed.
+func sweepOnce(worker int) int {
 	self := os.Getpid()
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return
+		return 0
 	}
 	var killed []int
 	for _, e := range entries {
@@ -323,7 +335,7 @@ func Sweep(worker, workers int) {
 			continue
 		}
 		ppid, pgid, ok := stat(pid)
-		if !ok {
+		if !ok || dead(pid) {
 			continue
 		}
 		if ppid == 1 || worker > 0 && (pgid == worker || ppid == worker) {
@@ -340,6 +352,7 @@ func Sweep(worker, workers int) {
 			time.Sleep(time.Millisecond)
 		}
 	}
+	return len(killed)
 }
 
 var (
