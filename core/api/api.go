@@ -43,7 +43,8 @@ type Server struct {
 	Log         *slog.Logger
 	Metrics     *Metrics
 
-	tokens sync.Map // token → cachedTenant
+	tokens       sync.Map   // token → cachedTenant
+	sessionLocks keyedLocks // serialises the requests of one session
 }
 
 // tokenTTL is how long a verified token is trusted without asking the

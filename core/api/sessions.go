@@ -7,8 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
-	"sync"
 
 	"toolhost/core/registry"
 	"toolhost/core/schema"
@@ -119,15 +119,6 @@ func (s *Server) stateTools(w http.ResponseWriter, r *http.Request, agent, state
 	writeJSON(w, http.StatusOK, map[string]any{"tools": out})
 }
 
-// sessionLocks serialises the requests of one session.
-var sessionLocks sync.Map
-
-func lockSession(id string) func() {
-	m, _ := sessionLocks.LoadOrStore(id, &sync.Mutex{})
-	m.(*sync.Mutex).Lock()
-	return m.(*sync.Mutex).Unlock
-}
-
 type createSessionRequest struct {
 	Agent       string         `json:"agent"`
 	Variables   map[string]any `json:"variables"`
@@ -170,7 +161,7 @@ func (s *Server) routeSessions(w http.ResponseWriter, r *http.Request, path stri
 		problem(w, http.StatusNotFound, "Not Found", fmt.Sprintf("no endpoint %s", path), nil)
 		return
 	}
-	unlock := lockSession(seg[0])
+	unlock := s.sessionLocks.lock(strconv.FormatInt(tenant, 10) + "/" + seg[0])
 	defer unlock()
 	sess, err := s.DB.Session(r.Context(), tenant, seg[0])
 	if errors.Is(err, storage.ErrNotFound) {
