@@ -179,6 +179,31 @@ func (s *DB) TenantByToken(ctx context.Context, token string) (Tenant, error) {
 	return t, err
 }
 
+// RevokeToken deletes a token and returns the tenant it belonged to
+// (ErrNotFound if no tenant has it). A server that already trusted the token
+// keeps trusting it for at most its cache time (one minute).
+func (s *DB) RevokeToken(ctx context.Context, token string) (Tenant, error) {
+	t, err := s.TenantByToken(ctx, token)
+	if err != nil {
+		return t, err
+	}
+	res, err := s.sql.ExecContext(ctx, `DELETE FROM tokens WHERE hash = ?`, tokenHash(token))
+	if err != nil {
+		return t, err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return t, ErrNotFound
+	}
+	return t, nil
+}
+
+// TokenCount is how many live tokens a tenant has.
+func (s *DB) TokenCount(ctx context.Context, tenantID int64) (int, error) {
+	var n int
+	err := s.sql.QueryRowContext(ctx, `SELECT count(*) FROM tokens WHERE tenant_id = ?`, tenantID).Scan(&n)
+	return n, err
+}
+
 // TenantByName finds a tenant by name.
 func (s *DB) TenantByName(ctx context.Context, name string) (Tenant, error) {
 	var t Tenant

@@ -47,6 +47,25 @@ func TestTenantsAndTokens(t *testing.T) {
 	if got, _ := db.TenantByToken(ctx, extra); got.ID != a.ID {
 		t.Error("added token does not work")
 	}
+	if n, _ := db.TokenCount(ctx, a.ID); n != 2 {
+		t.Errorf("acme has %d tokens, want 2", n)
+	}
+	// Revoking one token leaves the tenant's other tokens working.
+	if got, err := db.RevokeToken(ctx, tokA); err != nil || got.ID != a.ID {
+		t.Errorf("revoke = %v, %v", got, err)
+	}
+	if _, err := db.TenantByToken(ctx, tokA); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a revoked token still works: %v", err)
+	}
+	if got, _ := db.TenantByToken(ctx, extra); got.ID != a.ID {
+		t.Error("revoking one token broke another")
+	}
+	if _, err := db.RevokeToken(ctx, tokA); !errors.Is(err, ErrNotFound) {
+		t.Errorf("revoking twice: %v", err)
+	}
+	if n, _ := db.TokenCount(ctx, a.ID); n != 1 {
+		t.Errorf("acme has %d tokens after revoking one, want 1", n)
+	}
 	// Only hashes are stored.
 	var n int
 	db.sql.QueryRow(`SELECT count(*) FROM tokens WHERE hash = ?`, tokA).Scan(&n)

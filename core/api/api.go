@@ -42,14 +42,18 @@ type Server struct {
 	MaxFileSize int64
 	Log         *slog.Logger
 	Metrics     *Metrics
+	// TokenCache is how long a verified token is trusted without asking the
+	// database again: 0 means TokenTTL, a negative value means every request
+	// asks. A revoked token keeps working for at most this long.
+	TokenCache time.Duration
 
 	tokens       sync.Map   // token → cachedTenant
 	sessionLocks keyedLocks // serialises the requests of one session
 }
 
-// tokenTTL is how long a verified token is trusted without asking the
+// TokenTTL is how long a verified token is trusted without asking the
 // database again.
-const tokenTTL = time.Minute
+const TokenTTL = time.Minute
 
 type cachedTenant struct {
 	tenant  storage.Tenant
@@ -203,8 +207,15 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (storage.T
 		return c.(cachedTenant).tenant, true
 	}
 	t, err := s.DB.TenantByToken(r.Context(), token)
-	if err == nil {
-		s.tokens.Store(token, cachedTenant{t, time.Now().Add(tokenTTL)})
+	ttl := s.TokenCache
+	if ttl == 0 {
+		ttl = TokenTTL
+	}
+	switch {
+	case err == nil && ttl > 0:
+		s.tokens.Store(token, cachedTenant{t, time.Now().Add(ttl)})
+	case err != nil:
+		s.tokens.Delete(token) // an expired entry of a revoked token
 	}
 	if err != nil {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="toolhost", error="invalid_token"`)

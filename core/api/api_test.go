@@ -34,6 +34,14 @@ func TestMain(m *testing.M) {
 // newServer runs the API on a real loopback listener over a real database.
 func newServer(t testing.TB) (*httptest.Server, string, *registry.Registry) {
 	t.Helper()
+	srv, token, reg, _ := newServerWith(t, nil)
+	return srv, token, reg
+}
+
+// newServerWith is newServer with a hook to set Server fields before it
+// serves; it also returns the database.
+func newServerWith(t testing.TB, set func(*Server)) (*httptest.Server, string, *registry.Registry, *storage.DB) {
+	t.Helper()
 	db, err := storage.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -50,9 +58,53 @@ func newServer(t testing.TB) (*httptest.Server, string, *registry.Registry) {
 	}
 	t.Cleanup(reg.Close)
 	_, token, _ := db.CreateTenant(context.Background(), "t")
-	srv := httptest.NewServer((&Server{DB: db, Registry: reg, Log: quiet}).Handler())
+	api := &Server{DB: db, Registry: reg, Log: quiet}
+	if set != nil {
+		set(api)
+	}
+	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
-	return srv, token, reg
+	return srv, token, reg, db
+}
+
+// A revoked token is refused once the server's trust in it runs out, and at
+// once when the server does not cache tokens.
+func TestRevokedTokenRefused(t *testing.T) {
+	tests := []struct {
+		name  string
+		cache time.Duration
+	}{
+		{"no cache", -1},
+		{"short cache", 200 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, token, _, db := newServerWith(t, func(s *Server) { s.TokenCache = tt.cache })
+			if resp, b := request(t, srv, token, "GET", "/v1/files", ""); resp.StatusCode != 200 {
+				t.Fatalf("before revoke: %d %s", resp.StatusCode, b)
+			}
+			if _, err := db.RevokeToken(context.Background(), token); err != nil {
+				t.Fatal(err)
+			}
+			if tt.cache < 0 {
+				if resp, _ := request(t, srv, token, "GET", "/v1/files", ""); resp.StatusCode != 401 {
+					t.Fatalf("uncached revoked token: %d, want 401", resp.StatusCode)
+				}
+				return
+			}
+			deadline := time.Now().Add(tt.cache + 10*time.Second)
+			for {
+				resp, _ := request(t, srv, token, "GET", "/v1/files", "")
+				if resp.StatusCode == 401 {
+					return
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("revoked token still accepted %s after the cache time", 10*time.Second)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		})
+	}
 }
 
 func request(t testing.TB, srv *httptest.Server, token, method, path, body string) (*http.Response, []byte) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -40,6 +41,7 @@ func runServe(env *Env, args []string) int {
 	maxWarm := fs.Int("max-warm", 32, "groups whose plugin processes are kept warm")
 	idle := fs.Duration("idle", 10*time.Minute, "stop a group's plugin process after this long without calls")
 	retention := fs.Duration("log-retention", 30*24*time.Hour, "keep session logs this long")
+	tokenCache := fs.Duration("token-cache", api.TokenTTL, "trust a verified token this long before asking the database again (a revoked token works at most this long; 0 asks every time)")
 	var loads multiFlag
 	fs.Var(&loads, "load", "import the groups under `DIR` (with their files) for tenant \"default\" and print its token; repeatable")
 	if _, code, ok := parse(fs, args); !ok {
@@ -83,7 +85,7 @@ func runServe(env *Env, args []string) int {
 		return ExitFailure
 	}
 	srv := &http.Server{
-		Handler:           (&api.Server{DB: db, Registry: reg, MaxFileSize: int64(*maxFileMB) << 20, Log: log}).Handler(),
+		Handler:           (&api.Server{DB: db, Registry: reg, MaxFileSize: int64(*maxFileMB) << 20, Log: log, TokenCache: cacheTime(*tokenCache)}).Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	fmt.Fprintf(env.Stdout, "listening on http://%s\n", ln.Addr())
@@ -308,36 +310,127 @@ func contains(list []string, s string) bool {
 	return false
 }
 
+// cacheTime maps the --token-cache flag (0 = no cache) to api.Server's
+// TokenCache (0 = default, negative = no cache).
+func cacheTime(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
+}
+
+// tenantUsage is the synopsis of every tenant subcommand.
+const tenantUsage = `toolhost tenant create NAME [--data DIR]
+toolhost tenant token NAME [--data DIR]
+toolhost tenant revoke TOKEN|- [--data DIR]
+toolhost tenant list [--data DIR]`
+
 func runTenant(env *Env, args []string) int {
-	if len(args) == 0 || args[0] != "create" {
-		fmt.Fprintln(env.Stderr, "toolhost tenant: want: toolhost tenant create NAME [--data DIR]")
+	subs := map[string]struct {
+		nargs int
+		run   func(ctx context.Context, env *Env, db *storage.DB, args []string) error
+	}{
+		"create": {1, tenantCreate},
+		"token":  {1, tenantToken},
+		"revoke": {1, tenantRevoke},
+		"list":   {0, tenantList},
+	}
+	if len(args) == 0 || args[0] == "" {
+		fmt.Fprintf(env.Stderr, "toolhost tenant: want one of:\n%s\n", tenantUsage)
 		return ExitUsage
 	}
-	fs := flag.NewFlagSet("tenant create", flag.ContinueOnError)
+	switch args[0] {
+	case "-h", "-help", "--help":
+		fmt.Fprintf(env.Stderr, "Usage:\n%s\n\nA new token is printed once; only its hash is stored.\n"+
+			"revoke - reads the token from standard input.\n", tenantUsage)
+		return ExitOK
+	}
+	sub, ok := subs[args[0]]
+	if !ok {
+		fmt.Fprintf(env.Stderr, "toolhost tenant: no subcommand %q; want one of:\n%s\n", args[0], tenantUsage)
+		return ExitUsage
+	}
+	name := "tenant " + args[0]
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
 	data := fs.String("data", "./data", "data `DIR`ectory")
 	pos, code, ok := parse(fs, args[1:])
 	if !ok {
 		return code
 	}
-	if len(pos) != 1 {
-		fmt.Fprintln(env.Stderr, "toolhost tenant create: want one NAME")
+	if len(pos) != sub.nargs {
+		fmt.Fprintf(env.Stderr, "toolhost %s: want %d argument(s), got %d\n", name, sub.nargs, len(pos))
 		return ExitUsage
 	}
 	db, err := storage.Open(*data)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "toolhost tenant create: %v\n", err)
+		fmt.Fprintf(env.Stderr, "toolhost %s: %v\n", name, err)
 		return ExitFailure
 	}
 	defer db.Close()
-	_, token, err := db.CreateTenant(context.Background(), pos[0])
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "toolhost tenant create: %v\n", err)
-		if errors.Is(err, storage.ErrExists) {
+	if err := sub.run(context.Background(), env, db, pos); err != nil {
+		fmt.Fprintf(env.Stderr, "toolhost %s: %v\n", name, err)
+		if errors.Is(err, storage.ErrExists) || errors.Is(err, storage.ErrNotFound) {
 			return ExitUsage
 		}
 		return ExitFailure
 	}
-	fmt.Fprintln(env.Stdout, token)
 	return ExitOK
+}
+
+func tenantCreate(ctx context.Context, env *Env, db *storage.DB, args []string) error {
+	_, token, err := db.CreateTenant(ctx, args[0])
+	if err == nil {
+		fmt.Fprintln(env.Stdout, token)
+	}
+	return err
+}
+
+func tenantToken(ctx context.Context, env *Env, db *storage.DB, args []string) error {
+	t, err := db.TenantByName(ctx, args[0])
+	if err != nil {
+		return fmt.Errorf("tenant %q: %w", args[0], err)
+	}
+	token, err := db.AddToken(ctx, t.ID)
+	if err == nil {
+		fmt.Fprintln(env.Stdout, token)
+	}
+	return err
+}
+
+// tenantRevoke reads the token from standard input when it is "-", so that
+// it need not appear in the process list or the shell history.
+func tenantRevoke(ctx context.Context, env *Env, db *storage.DB, args []string) error {
+	token := args[0]
+	if token == "-" {
+		b, err := io.ReadAll(io.LimitReader(env.Stdin, 4096))
+		if err != nil {
+			return err
+		}
+		token = string(b)
+	}
+	token = strings.TrimSpace(token)
+	t, err := db.RevokeToken(ctx, token)
+	if errors.Is(err, storage.ErrNotFound) {
+		return fmt.Errorf("no tenant has this token: %w", err)
+	}
+	if err == nil {
+		fmt.Fprintf(env.Stdout, "revoked a token of tenant %q (a running server stops accepting it within %s)\n", t.Name, api.TokenTTL)
+	}
+	return err
+}
+
+func tenantList(ctx context.Context, env *Env, db *storage.DB, _ []string) error {
+	ts, err := db.Tenants(ctx)
+	if err != nil {
+		return err
+	}
+	for _, t := range ts {
+		n, err := db.TokenCount(ctx, t.ID)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(env.Stdout, "%s\t%d token(s)\n", t.Name, n)
+	}
+	return nil
 }

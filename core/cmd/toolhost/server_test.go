@@ -754,3 +754,33 @@ func TestPipelineOverHTTP(t *testing.T) {
 		t.Errorf("warning search: %v", found)
 	}
 }
+
+// TestTokenRotation: a running server (no token cache) refuses a token the
+// moment `toolhost tenant revoke` deletes it, while the tenant's rotated
+// token keeps working.
+func TestTokenRotation(t *testing.T) {
+	data := t.TempDir()
+	old := tenant(t, data, "acme")
+	s := startServer(t, data, freePort(t), "--token-cache", "0")
+	if code := s.do(old, "GET", "/v1/files", nil, nil); code != 200 {
+		t.Fatalf("first token: %d", code)
+	}
+	out, err := exec.Command(bin, "tenant", "token", "acme", "--data", data).Output()
+	if err != nil {
+		t.Fatalf("tenant token: %v", err)
+	}
+	rotated := strings.TrimSpace(string(out))
+	revoke := exec.Command(bin, "tenant", "revoke", "-", "--data", data)
+	revoke.Stdin = strings.NewReader(old + "\n")
+	if out, err := revoke.CombinedOutput(); err != nil || !strings.Contains(string(out), `"acme"`) {
+		t.Fatalf("tenant revoke: %v %s", err, out)
+	}
+	for _, tt := range []struct {
+		token string
+		want  int
+	}{{old, 401}, {rotated, 200}} {
+		if code := s.do(tt.token, "GET", "/v1/files", nil, nil); code != tt.want {
+			t.Errorf("token %.8s…: %d, want %d", tt.token, code, tt.want)
+		}
+	}
+}
