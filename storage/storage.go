@@ -40,6 +40,9 @@ type DB struct {
 	sql  *sql.DB
 	dir  string
 	blob string
+	// blobMu lets uploads and readers of blob paths (read lock) run
+	// together, and CollectBlobs (write lock) run alone.
+	blobMu sync.RWMutex
 
 	ftsOnce sync.Once
 	ftsErr  error
@@ -275,6 +278,8 @@ func (s *DB) PutFile(ctx context.Context, tenantID int64, path string, r io.Read
 		return FileInfo{}, err
 	}
 	sha := hex.EncodeToString(h.Sum(nil))
+	s.blobMu.RLock() // the blob must not be collected before its row exists
+	defer s.blobMu.RUnlock()
 	dst := s.BlobPath(sha)
 	if _, err := os.Stat(dst); err != nil {
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
@@ -329,8 +334,8 @@ func (s *DB) File(ctx context.Context, tenantID int64, path string) (FileInfo, e
 	return f, err
 }
 
-// DeleteFile removes a file from a tenant's storage (the blob stays for
-// other paths that share it).
+// DeleteFile removes a file from a tenant's storage. Its blob stays while
+// other paths share it, and until CollectBlobs otherwise.
 func (s *DB) DeleteFile(ctx context.Context, tenantID int64, path string) error {
 	res, err := s.sql.ExecContext(ctx, `DELETE FROM files WHERE tenant_id = ? AND path = ?`, tenantID, path)
 	if err != nil {

@@ -278,7 +278,7 @@ func (s *Server) listFiles(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getFile(w http.ResponseWriter, r *http.Request, path string) {
-	fi, err := s.DB.File(r.Context(), tenantOf(r).ID, path)
+	fi, f, err := s.DB.OpenFile(r.Context(), tenantOf(r).ID, path)
 	if errors.Is(err, storage.ErrNotFound) {
 		problem(w, http.StatusNotFound, "Not Found", fmt.Sprintf("no file %q", path), nil)
 		return
@@ -287,9 +287,10 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request, path string) {
 		s.internal(w, r, err)
 		return
 	}
+	defer f.Close()
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("ETag", `"`+fi.SHA256+`"`)
-	http.ServeFile(w, r, s.DB.BlobPath(fi.SHA256))
+	http.ServeContent(w, r, "", time.Time{}, f)
 }
 
 func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request, path string) {

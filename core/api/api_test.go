@@ -242,3 +242,51 @@ func BenchmarkHTTPCall(b *testing.B) {
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-us")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-us")
 }
+
+// Downloads answer conditional and range requests, and survive a blob
+// collection after the file was replaced.
+func TestFileDownload(t *testing.T) {
+	srv, token, _, db := newServerWith(t, nil)
+	for _, body := range []string{"first version\n", "second version\n"} {
+		if resp, b := request(t, srv, token, "PUT", "/v1/files/m.py", body); resp.StatusCode != 200 {
+			t.Fatalf("upload: %d %s", resp.StatusCode, b)
+		}
+	}
+	if n, _, err := db.CollectBlobs(context.Background()); err != nil || n != 1 {
+		t.Fatalf("collected %d, %v; want the first version's blob", n, err)
+	}
+	etag := ""
+	tests := []struct {
+		name    string
+		headers map[string]string
+		status  int
+		body    string
+	}{
+		{"whole", nil, 200, "second version\n"},
+		{"range", map[string]string{"Range": "bytes=0-5"}, 206, "second"},
+		{"not modified", map[string]string{"If-None-Match": "{etag}"}, 304, ""},
+		{"stale etag", map[string]string{"If-None-Match": `"0000"`}, 200, "second version\n"},
+	}
+	for _, tt := range tests {
+		req, _ := http.NewRequest("GET", srv.URL+"/v1/files/m.py", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		for k, v := range tt.headers {
+			req.Header.Set(k, strings.ReplaceAll(v, "{etag}", etag))
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tt.status || string(b) != tt.body {
+			t.Errorf("%s: %d %q, want %d %q", tt.name, resp.StatusCode, b, tt.status, tt.body)
+		}
+		if etag == "" {
+			etag = resp.Header.Get("ETag")
+			if len(etag) != 66 {
+				t.Fatalf("ETag %q is not a quoted sha256", etag)
+			}
+		}
+	}
+}

@@ -110,8 +110,8 @@ func runServe(env *Env, args []string) int {
 	return ExitOK
 }
 
-// pruneLogs deletes session logs older than keep, and expired idempotency
-// keys and continuations, at start and hourly.
+// pruneLogs deletes session logs older than keep, expired idempotency keys
+// and continuations, and file blobs no file refers to, at start and hourly.
 func pruneLogs(ctx context.Context, db *storage.DB, keep time.Duration, log *slog.Logger) {
 	t := time.NewTicker(time.Hour)
 	defer t.Stop()
@@ -125,6 +125,11 @@ func pruneLogs(ctx context.Context, db *storage.DB, keep time.Duration, log *slo
 			log.Error("pruning idempotency keys", "error", err)
 		} else if n > 0 {
 			log.Info("pruned expired idempotency keys and continuations", "entries", n)
+		}
+		if n, bytes, err := db.CollectBlobs(ctx); err != nil {
+			log.Error("collecting unreferenced file blobs", "error", err)
+		} else if n > 0 {
+			log.Info("collected unreferenced file blobs", "blobs", n, "bytes", bytes)
 		}
 		select {
 		case <-ctx.Done():

@@ -551,6 +551,16 @@ func (r *Registry) definition(key string, g storage.Group) (*definition.Group, e
 // built in a temporary folder and renamed into place, so a folder, once it
 // exists, is complete and never changes.
 func (r *Registry) materialize(ctx context.Context, tenant int64, def *definition.Group) (string, error) {
+	// No blob may be collected between reading a file's hash and linking it.
+	var dir string
+	err := r.db.WithBlobs(func() (err error) {
+		dir, err = r.layOut(ctx, tenant, def)
+		return err
+	})
+	return dir, err
+}
+
+func (r *Registry) layOut(ctx context.Context, tenant int64, def *definition.Group) (string, error) {
 	type entry struct{ path, sha string }
 	var entries []entry
 	for _, d := range def.Dependencies {

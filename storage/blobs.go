@@ -1,0 +1,101 @@
+package storage
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+)
+
+// WithBlobs runs fn while no blob can be collected: a caller that reads a
+// file's sha256 and then opens or links its blob does both inside fn.
+func (s *DB) WithBlobs(fn func() error) error {
+	s.blobMu.RLock()
+	defer s.blobMu.RUnlock()
+	return fn()
+}
+
+// OpenFile finds a tenant's file and opens its bytes. The open file stays
+// readable even if CollectBlobs removes the blob afterwards.
+func (s *DB) OpenFile(ctx context.Context, tenantID int64, path string) (FileInfo, *os.File, error) {
+	s.blobMu.RLock()
+	defer s.blobMu.RUnlock()
+	fi, err := s.File(ctx, tenantID, path)
+	if err != nil {
+		return fi, nil, err
+	}
+	f, err := os.Open(s.BlobPath(fi.SHA256))
+	return fi, f, err
+}
+
+// CollectBlobs deletes the blobs no file of any tenant refers to (left by
+// replaced and deleted files) and returns how many it deleted and their
+// bytes. Uploads wait while it runs. Hard links that materialised group
+// folders hold keep their bytes; only the blob folder's name goes.
+func (s *DB) CollectBlobs(ctx context.Context) (n int, bytes int64, err error) {
+	s.blobMu.Lock()
+	defer s.blobMu.Unlock()
+	rows, err := s.sql.QueryContext(ctx, `SELECT DISTINCT sha256 FROM files`)
+	if err != nil {
+		return 0, 0, err
+	}
+	live := map[string]bool{}
+	for rows.Next() {
+		var sha string
+		if err := rows.Scan(&sha); err != nil {
+			rows.Close()
+			return 0, 0, err
+		}
+		live[sha] = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, 0, err
+	}
+	shards, err := os.ReadDir(s.blob)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, shard := range shards {
+		if !shard.IsDir() || !isHex(shard.Name(), 2) {
+			continue // tmp/ and anything that is not ours
+		}
+		dir := filepath.Join(s.blob, shard.Name())
+		blobs, err := os.ReadDir(dir)
+		if err != nil {
+			return n, bytes, err
+		}
+		for _, b := range blobs {
+			name := b.Name()
+			if live[name] || !isHex(name, 64) || name[:2] != shard.Name() {
+				continue
+			}
+			info, err := b.Info()
+			if err != nil || !info.Mode().IsRegular() {
+				continue
+			}
+			if err := ctx.Err(); err != nil {
+				return n, bytes, err
+			}
+			if err := os.Remove(filepath.Join(dir, name)); err != nil {
+				return n, bytes, err
+			}
+			n++
+			bytes += info.Size()
+		}
+		os.Remove(dir) // only succeeds when the shard is empty
+	}
+	return n, bytes, nil
+}
+
+// isHex reports whether s is n lowercase hex digits.
+func isHex(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
