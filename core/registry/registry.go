@@ -171,11 +171,13 @@ func New(ctx context.Context, cfg Config) (*Registry, error) {
 		roots: filepath.Join(cfg.DB.Dir(), "roots"), jobs: make(chan job, 4096), stop: make(chan struct{}),
 		defs: map[string]*definition.Group{}, dirs: map[string]string{}, index: map[int64]*toolIndex{},
 		renderer: templates.NewRenderer(exe, 2, 2*time.Second, 1<<20)}
-	for _, pattern := range []string{filepath.Join(r.roots, "*", ".building-*"), filepath.Join(cfg.Run.Packages.CacheDir, ".building-*")} {
-		left, _ := filepath.Glob(pattern)
-		for _, d := range left {
-			os.RemoveAll(d)
-		}
+	// No plugin process outlives the server that started it, so no group
+	// folder is in use yet: the ones earlier runs laid out (for every
+	// generation they loaded) go, and are laid out again when needed.
+	os.RemoveAll(r.roots)
+	left, _ := filepath.Glob(filepath.Join(cfg.Run.Packages.CacheDir, ".building-*"))
+	for _, d := range left {
+		os.RemoveAll(d)
 	}
 	for i := 0; i < cfg.Loaders; i++ {
 		r.wg.Add(1)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -303,5 +304,48 @@ tools:
 				t.Errorf("forever: %v %s", err, b)
 			}
 		})
+	}
+}
+
+// Group folders laid out by an earlier run (one per generation it loaded)
+// are removed when a registry starts on the same data folder, and the group
+// still runs.
+func TestRootsClearedAtStart(t *testing.T) {
+	ctx := context.Background()
+	reg, db, tn := newRegistry(t)
+	if _, err := reg.PutGroup(ctx, tn, []byte(groupYAML)); err != nil {
+		t.Fatal(err)
+	}
+	for v := 1; v <= 3; v++ {
+		put(t, reg, tn, "m.py", fmt.Sprintf("def echo(x):\n    return {'v': %d}\n", v))
+		waitStatus(t, reg, tn, "G", Ready)
+	}
+	roots := func() int {
+		dirs, _ := filepath.Glob(filepath.Join(db.Dir(), "roots", "*", "*"))
+		return len(dirs)
+	}
+	if n := roots(); n != 3 {
+		t.Fatalf("%d group folders after three versions, want 3", n)
+	}
+	reg.Close()
+	sb, _ := runner.NewSandbox(toolhostBin, "allow")
+	reg2, err := New(ctx, Config{DB: db, Run: runner.Options{Executable: toolhostBin, Sandbox: sb},
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg2.Close()
+	if n := roots(); n != 0 {
+		t.Fatalf("%d group folders left at start, want 0", n)
+	}
+	target, err := reg2.FindTool(ctx, tn, "echo", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := reg2.Run(ctx, tn, target, json.RawMessage(`{"x":1}`), nil); !r.OK || !strings.Contains(string(r.Result), `"v": 3`) && !strings.Contains(string(r.Result), `"v":3`) {
+		t.Fatalf("call after restart: %+v %s", r.Error, r.Result)
+	}
+	if n := roots(); n != 1 {
+		t.Fatalf("%d group folders after one call, want 1", n)
 	}
 }
