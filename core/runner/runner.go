@@ -102,6 +102,7 @@ type Group struct {
 
 // process is one running plugin process.
 type process struct {
+	cmd     *exec.Cmd // read its ProcessState only once client.Exited()
 	client  *plugin.Client
 	host    plugins.Host
 	stderr  *tail.Buffer
@@ -273,7 +274,7 @@ func (g *Group) start(ctx context.Context, check bool) error {
 		StartTimeout:     30 * time.Second,
 		Logger:           hclog.New(&hclog.LoggerOptions{Output: io.Discard, Level: hclog.Off}),
 	})
-	p := &process{client: client, stderr: stderr, cleanup: cleanup}
+	p := &process{cmd: cmd, client: client, stderr: stderr, cleanup: cleanup}
 	rpc, err := client.Client()
 	if err != nil {
 		p.kill()
@@ -457,11 +458,29 @@ func (g *Group) Close() {
 	}
 }
 
+// processExit says how the plugin process ended, waiting a moment for
+// go-plugin to reap it: a broken connection usually means it just died.
 func processExit(p *process) string {
-	if p.client.Exited() {
+	deadline := time.Now().Add(time.Second)
+	for !p.client.Exited() && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if !p.client.Exited() {
+		return "the connection broke while the process still ran"
+	}
+	// Exited is set under go-plugin's lock after cmd.Wait returned, so
+	// ProcessState is complete here.
+	ps := p.cmd.ProcessState
+	if ps == nil {
 		return "the process exited"
 	}
-	return "the connection broke"
+	// sandbox-init exits with 128+N when the plugin process under it was
+	// killed by signal N, as a shell does.
+	if code := ps.ExitCode(); len(p.cmd.Args) > 1 && p.cmd.Args[1] == "sandbox-init" && code > 128 && code < 128+65 {
+		sig := syscall.Signal(code - 128)
+		return fmt.Sprintf("the process was killed by signal %d (%s) in its sandbox", int(sig), sig)
+	}
+	return "the process " + plugins.ExitStatus(ps)
 }
 
 func stderrNote(t *tail.Buffer) string {

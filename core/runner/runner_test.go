@@ -302,7 +302,7 @@ func TestHostileToolsAreContained(t *testing.T) {
 		{"flood", `{}`, "", "", "done"},
 		{"huge_result", `{}`, plugins.ErrResult, "more than the limit of 1048576", ""},
 		{"not_json", `{}`, plugins.ErrResult, "a value of type object", ""},
-		{"kill_parent", `{}`, plugins.ErrCrash, "plugin process failed", ""},
+		{"kill_parent", `{}`, plugins.ErrCrash, "plugin process failed during the call to hostile.kill_parent: the process was killed by signal 9 (killed)", ""},
 		{"exit_now", `{}`, plugins.ErrCrash, "exited with status 3", ""},
 		{"segfault", `{}`, plugins.ErrCrash, "signal 11", ""},
 		{"hostname", `{}`, "", "", "toolhost-sandbox"},
@@ -520,7 +520,8 @@ func TestCrashMidCall(t *testing.T) {
 		}
 		return 0
 	})
-	if r.OK || r.Error.Kind != plugins.ErrCrash || !strings.Contains(r.Error.Message, "plugin process failed") {
+	if r.OK || r.Error.Kind != plugins.ErrCrash || !strings.Contains(r.Error.Message, "plugin process failed") ||
+		!strings.Contains(r.Error.Message, "the process was killed by signal 9 (killed)") {
 		t.Fatalf("plugin killed: %+v", r.Error)
 	}
 	if r := call(t, g, "ok", `{}`); !r.OK {

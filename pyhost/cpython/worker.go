@@ -262,21 +262,13 @@ func (w *worker) describeFailure(during string, err error) *plugins.ToolError {
 	}
 	status := "is still running"
 	if ps := w.cmd.ProcessState; ps != nil {
-		status = exitStatus(ps)
+		status = plugins.ExitStatus(ps)
 	}
 	msg := fmt.Sprintf("the python worker (pid %d) %s during %s", w.pid, status, during)
 	if last := strings.TrimSpace(w.tail.String()); last != "" {
 		msg += "; its last output:\n" + last
 	}
 	return &plugins.ToolError{Kind: plugins.ErrCrash, Message: msg}
-}
-
-// exitStatus says how a process ended.
-func exitStatus(ps *os.ProcessState) string {
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return fmt.Sprintf("was killed by signal %d (%s)", int(ws.Signal()), ws.Signal())
-	}
-	return fmt.Sprintf("exited with status %d", ps.ExitCode())
 }
 
 // callAnswer is a worker's answer to a call.
