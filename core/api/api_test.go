@@ -290,3 +290,18 @@ func TestFileDownload(t *testing.T) {
 		}
 	}
 }
+
+// A template that used to crash gonja's lexer is an Invalid group with its
+// error, and the server keeps serving.
+func TestTemplateEngineTrapIsInvalid(t *testing.T) {
+	srv, token, _ := newServer(t)
+	yaml := "kind: Plugin\nname: Trap\ndescription: d\ndependencies: [m.py]\ntools:\n" +
+		"  - {kind: Tool, object_name: O, name: n, description: d, implementation: m.f, parameters: [], ui: {call_template: \"{{0.迫}}\"}}\n"
+	resp, b := request(t, srv, token, "POST", "/v1/groups", yaml)
+	if resp.StatusCode >= 500 || !strings.Contains(string(b), `"status":"Invalid"`) || !strings.Contains(string(b), "a number followed by '.'") {
+		t.Fatalf("trap: %d %s", resp.StatusCode, b)
+	}
+	if resp, b := request(t, srv, token, "GET", "/v1/groups/Trap", ""); resp.StatusCode != 200 || !strings.Contains(string(b), `"status":"Invalid"`) {
+		t.Fatalf("after the trap: %d %s", resp.StatusCode, b)
+	}
+}

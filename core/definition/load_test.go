@@ -325,6 +325,26 @@ tools:
 			{20, 33, "retry_max must be a whole number"},
 			{21, 15, `"a" is listed twice in tags`},
 		}},
+		// These made the template engine panic (found by fuzzing): a clear
+		// error at the character instead.
+		{"template engine traps", `kind: Plugin
+name: a
+description: b
+dependencies: [m.py]
+tools:
+  - kind: Tool
+    object_name: O
+    name: n
+    description: d
+    implementation: m.f
+    parameters: []
+    ui:
+      call_template: "{{0.迫}}"
+      result_template: "{{ x.0.ü }}"
+`, []diag{
+			{13, 22, `call_template: template syntax error: a number followed by '.' and '迫'`},
+			{14, 24, `result_template: template syntax error: a number followed by '.' and 'ü'`},
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

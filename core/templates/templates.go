@@ -81,8 +81,23 @@ func compile(src string) (*exec.Template, error) {
 	if max > maxNesting || strings.Count(src, "{%") > 2000 {
 		return nil, &Error{Msg: fmt.Sprintf("template nested more than %d deep", maxNesting)}
 	}
+	if err := guard(src); err != nil {
+		return nil, err
+	}
+	return parse(src)
+}
+
+// parse runs gonja's parser. A panic inside it (a bug of the library, never
+// of the template's author) becomes an error of that template, so that no
+// definition can crash the process that checks it.
+func parse(src string) (tpl *exec.Template, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			tpl, err = nil, &Error{Msg: fmt.Sprintf("the template engine failed on this template (%v)", r)}
+		}
+	}()
 	loader := loaders.MustNewMemoryLoader(map[string]string{"/template": src})
-	tpl, err := exec.NewTemplate("/template", gonja.DefaultConfig, loader, environment)
+	tpl, err = exec.NewTemplate("/template", gonja.DefaultConfig, loader, environment)
 	if err != nil {
 		e := &Error{Msg: parsePrefix.ReplaceAllString(err.Error(), "")}
 		if m := posRe.FindStringSubmatch(err.Error()); m != nil {

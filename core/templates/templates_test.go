@@ -3,6 +3,7 @@ package templates
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -124,4 +125,63 @@ func FuzzRender(f *testing.F) {
 		}
 		RenderLocal(src, d, true, 1<<12)
 	})
+}
+
+// TestLexerTraps: sources that make gonja v2.9.1's lexer panic or loop
+// forever (found by FuzzRender) are refused with a position before gonja
+// sees them, while close relatives that it reads correctly still compile.
+func TestLexerTraps(t *testing.T) {
+	tests := []struct {
+		src        string
+		line, col  int    // 0: must compile
+		msgContain string // part of the error
+	}{
+		{"{{0.迫}}", 1, 5, `'.' and '迫'`},
+		{"{{ x.0.迫 }}", 1, 8, `'.' and '迫'`},
+		{"{{ 1.5.é }}", 1, 8, `'.' and 'é'`},
+		{"{{ [1, 2.ü] }}", 1, 10, `'.' and 'ü'`},
+		{"text\n{% if 1.é %}{% endif %}", 2, 9, `'.' and 'é'`},
+		{"{{ {'a': 1}.get('a') }} {{ 0.é }}", 1, 30, `'.' and 'é'`},
+		{"{{\xd10.迫", 1, 3, "not valid UTF-8"},
+		{"ok\n{{ a }}\xff", 2, 8, "not valid UTF-8"},
+		// Read correctly: not refused.
+		{"{{ '1.é' }}", 0, 0, ""},
+		{`{{ "0.迫" ~ x }}`, 0, 0, ""},
+		{"Version 1.é {{ a }} and 2.ü", 0, 0, ""},
+		{"{{ 1. }} é", 0, 0, ""},
+		{"{{ 0.5 }}é", 0, 0, ""},
+		{"{{ {'k': 1}.k }} 3.ä", 0, 0, ""},
+		{"{{ a }}{# 1.é #}", 0, 0, ""},
+	}
+	for _, tt := range tests {
+		var err error
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Fatalf("Check(%q) panicked: %v", tt.src, r)
+				}
+			}()
+			err = Check(tt.src)
+		}()
+		if tt.line == 0 {
+			if err != nil {
+				t.Errorf("Check(%q) = %v, want nil", tt.src, err)
+			}
+			continue
+		}
+		var te *Error
+		if !errors.As(err, &te) || te.Line != tt.line || te.Column != tt.col || !strings.Contains(te.Msg, tt.msgContain) {
+			t.Errorf("Check(%q) = %#v, want line %d column %d containing %q", tt.src, err, tt.line, tt.col, tt.msgContain)
+		}
+	}
+}
+
+// A panic inside gonja's parser becomes an error of that template.
+func TestParsePanicIsAnError(t *testing.T) {
+	// The guard is bypassed: this is what it protects against.
+	_, err := parse("{{0.迫}}")
+	var te *Error
+	if !errors.As(err, &te) || !strings.Contains(te.Msg, "the template engine failed on this template") {
+		t.Fatalf("parse = %v", err)
+	}
 }
