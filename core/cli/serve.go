@@ -41,6 +41,7 @@ func runServe(env *Env, args []string) int {
 	maxWarm := fs.Int("max-warm", 32, "groups whose plugin processes are kept warm")
 	idle := fs.Duration("idle", 10*time.Minute, "stop a group's plugin process after this long without calls")
 	retention := fs.Duration("log-retention", 30*24*time.Hour, "keep session logs this long")
+	venvKeep := fs.Duration("venv-retention", 7*24*time.Hour, "remove a requirements environment no group has started with for this long")
 	tokenCache := fs.Duration("token-cache", api.TokenTTL, "trust a verified token this long before asking the database again (a revoked token works at most this long; 0 asks every time)")
 	var loads multiFlag
 	fs.Var(&loads, "load", "import the groups under `DIR` (with their files) for tenant \"default\" and print its token; repeatable")
@@ -78,7 +79,7 @@ func runServe(env *Env, args []string) int {
 		}
 		fmt.Fprintf(env.Stdout, "tenant default token: %s\n", token)
 	}
-	go pruneLogs(ctx, db, *retention, log)
+	go prune(ctx, db, reg, *retention, *venvKeep, log)
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "toolhost serve: %v\n", err)
@@ -110,9 +111,10 @@ func runServe(env *Env, args []string) int {
 	return ExitOK
 }
 
-// pruneLogs deletes session logs older than keep, expired idempotency keys
-// and continuations, and file blobs no file refers to, at start and hourly.
-func pruneLogs(ctx context.Context, db *storage.DB, keep time.Duration, log *slog.Logger) {
+// prune deletes session logs older than keep, expired idempotency keys and
+// continuations, file blobs no file refers to, and requirements
+// environments unused for venvKeep, at start and hourly.
+func prune(ctx context.Context, db *storage.DB, reg *registry.Registry, keep, venvKeep time.Duration, log *slog.Logger) {
 	t := time.NewTicker(time.Hour)
 	defer t.Stop()
 	for {
@@ -130,6 +132,11 @@ func pruneLogs(ctx context.Context, db *storage.DB, keep time.Duration, log *slo
 			log.Error("collecting unreferenced file blobs", "error", err)
 		} else if n > 0 {
 			log.Info("collected unreferenced file blobs", "blobs", n, "bytes", bytes)
+		}
+		if n, err := reg.PruneVenvs(venvKeep); err != nil {
+			log.Error("removing unused requirements environments", "error", err)
+		} else if n > 0 {
+			log.Info("removed unused requirements environments", "environments", n)
 		}
 		select {
 		case <-ctx.Done():

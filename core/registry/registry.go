@@ -607,6 +607,13 @@ func (r *Registry) layOut(ctx context.Context, tenant int64, def *definition.Gro
 	return dir, nil
 }
 
+// PruneVenvs removes the virtual environments that no open group runs in
+// and that no group has started with for keep, and returns how many.
+func (r *Registry) PruneVenvs(keep time.Duration) (int, error) {
+	removed, err := runner.PruneVenvs(r.run.Packages.CacheDir, keep, r.warm.Venvs())
+	return len(removed), err
+}
+
 // CallTarget is a tool found for a call, with its group.
 type CallTarget struct {
 	Group  storage.Group

@@ -93,6 +93,9 @@ type Group struct {
 	// sockets is the folder where the plugin process makes its go-plugin
 	// socket (the sandbox lets it write there and nowhere else but scratch).
 	sockets string
+	// venv is the virtual environment the group's python runs in ("" when
+	// its requirements list nothing).
+	venv string
 
 	mu      sync.Mutex
 	proc    *process
@@ -165,6 +168,7 @@ func Open(ctx context.Context, def *definition.Group, root string, opts Options)
 	g.load = g.loadRequest()
 	if venvPython != "" {
 		g.load.Python = venvPython
+		g.venv = filepath.Dir(filepath.Dir(venvPython))
 	}
 	if err := g.start(ctx, true); err != nil {
 		g.Close()
@@ -224,6 +228,9 @@ func StopAll() { plugin.CleanupClients() }
 
 // Runtime is the runtime the group runs on.
 func (g *Group) Runtime() string { return g.runtime }
+
+// Venv is the virtual environment the group runs in, or "".
+func (g *Group) Venv() string { return g.venv }
 
 func (g *Group) loadRequest() *plugins.LoadRequest {
 	req := &plugins.LoadRequest{Group: g.def.Name, Root: g.root, Modules: map[string]string{},

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // Packages says where requirements.txt packages come from.
@@ -87,7 +88,9 @@ func EnsureVenv(ctx context.Context, py *Python, requirements []byte, reqName st
 		return "", err
 	}
 	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
-	if _, err := os.Stat(filepath.Join(dir, ".toolhost-complete")); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, completeMarker)); err == nil {
+		now := time.Now()
+		os.Chtimes(filepath.Join(dir, completeMarker), now, now) // last use, for PruneVenvs
 		return python, nil
 	}
 	os.RemoveAll(dir)
@@ -114,13 +117,61 @@ func EnsureVenv(ctx context.Context, py *Python, requirements []byte, reqName st
 	if out, err := runQuiet(ctx, py.Executable, args...); err != nil {
 		return "", &InstallError{Requirements: reqName, Output: lastLines(out, 20), Err: err}
 	}
-	if err := os.WriteFile(filepath.Join(venv, ".toolhost-complete"), []byte(reqName+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(venv, completeMarker), []byte(reqName+"\n"), 0o644); err != nil {
 		return "", err
 	}
 	if err := os.Rename(venv, dir); err != nil {
 		return "", err
 	}
 	return python, nil
+}
+
+// completeMarker is written into a virtual environment once it is fully
+// installed; its modification time is the environment's last use.
+const completeMarker = ".toolhost-complete"
+
+// PruneVenvs removes the virtual environments under cache that no group in
+// inUse runs in and that nothing has used for keep, and returns their
+// folders. An environment being built or opened (its lock is held) is left
+// alone; its lock file stays, so that lockers always share one file.
+func PruneVenvs(cache string, keep time.Duration, inUse map[string]bool) ([]string, error) {
+	dirs, err := filepath.Glob(filepath.Join(cache, "venv-*"))
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	for _, dir := range dirs {
+		if strings.HasSuffix(dir, ".lock") || inUse[dir] {
+			continue
+		}
+		if info, err := os.Stat(dir); err != nil || !info.IsDir() {
+			continue
+		}
+		gone, err := pruneVenv(dir, keep)
+		if err != nil {
+			return removed, err
+		}
+		if gone {
+			removed = append(removed, dir)
+		}
+	}
+	return removed, nil
+}
+
+func pruneVenv(dir string, keep time.Duration) (bool, error) {
+	lock, err := os.OpenFile(dir+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return false, err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return false, nil // being built or opened right now
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	if info, err := os.Stat(filepath.Join(dir, completeMarker)); err == nil && time.Since(info.ModTime()) < keep {
+		return false, nil
+	}
+	return true, os.RemoveAll(dir)
 }
 
 func runQuiet(ctx context.Context, name string, args ...string) (string, error) {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -135,5 +136,129 @@ func TestCommentOnlyRequirementsNeedNoInstall(t *testing.T) {
 	open(t, crmYAML, Options{Packages: Packages{CacheDir: cache}})
 	if entries, _ := os.ReadDir(cache); len(entries) != 0 {
 		t.Errorf("an install happened: %v", entries)
+	}
+}
+
+// TestPruneVenvs: unused environments past the retention go; fresh ones,
+// ones an open group runs in, and ones locked by a builder stay.
+func TestPruneVenvs(t *testing.T) {
+	cache := t.TempDir()
+	old := time.Now().Add(-48 * time.Hour)
+	mk := func(name string, complete bool, used time.Time) string {
+		dir := filepath.Join(cache, name)
+		os.MkdirAll(filepath.Join(dir, "bin"), 0o755)
+		if complete {
+			m := filepath.Join(dir, completeMarker)
+			os.WriteFile(m, []byte("requirements.txt\n"), 0o644)
+			os.Chtimes(m, used, used)
+		}
+		return dir
+	}
+	tests := []struct {
+		name     string
+		complete bool
+		used     time.Time
+		inUse    bool
+		locked   bool
+		removed  bool
+	}{
+		{"venv-unused", true, old, false, false, true},
+		{"venv-fresh", true, time.Now(), false, false, false},
+		{"venv-in-use", true, old, true, false, false},
+		{"venv-locked", true, old, false, true, false},
+		{"venv-incomplete", false, old, false, false, true},
+	}
+	inUse := map[string]bool{}
+	for _, tt := range tests {
+		dir := mk(tt.name, tt.complete, tt.used)
+		if tt.inUse {
+			inUse[dir] = true
+		}
+		if tt.locked {
+			f, err := os.OpenFile(dir+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	os.WriteFile(filepath.Join(cache, "venv-a-file"), []byte("x"), 0o644) // not an environment
+	removed, err := PruneVenvs(cache, 24*time.Hour, inUse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, d := range removed {
+		got[filepath.Base(d)] = true
+	}
+	for _, tt := range tests {
+		_, statErr := os.Stat(filepath.Join(cache, tt.name))
+		if got[tt.name] != tt.removed || os.IsNotExist(statErr) != tt.removed {
+			t.Errorf("%s: reported removed %v, exists %v; want removed %v", tt.name, got[tt.name], statErr == nil, tt.removed)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(cache, "venv-a-file")); err != nil {
+		t.Error("a file that is not an environment was removed")
+	}
+}
+
+// A real environment: reusing it refreshes its last use; once unused and
+// pruned, the next group that needs it builds it again.
+func TestPruneRealVenv(t *testing.T) {
+	wheels := t.TempDir()
+	buildWheel(t, wheels, "tinylib", "1.0", "def shout(s):\n    return s.upper() + '!'\n")
+	pk := Packages{Wheelhouse: wheels, CacheDir: t.TempDir()}
+	reqs := "tinylib==1.0\n"
+	g := open(t, writeGroup(t, reqs), Options{Sandbox: sandbox(t, "allow"), Packages: pk})
+	if g.Venv() == "" {
+		t.Fatal("the group has no environment")
+	}
+	marker := filepath.Join(g.Venv(), completeMarker)
+	old := time.Now().Add(-48 * time.Hour)
+	os.Chtimes(marker, old, old)
+	// In use: kept although its last start is old.
+	if removed, _ := PruneVenvs(pk.CacheDir, 24*time.Hour, map[string]bool{g.Venv(): true}); len(removed) != 0 {
+		t.Fatalf("removed an environment in use: %v", removed)
+	}
+	// Reused by another group: its last use is now.
+	g2 := open(t, writeGroup(t, reqs), Options{Sandbox: sandbox(t, "allow"), Packages: pk})
+	if info, err := os.Stat(marker); err != nil || time.Since(info.ModTime()) > time.Hour {
+		t.Fatalf("reuse did not refresh the last use: %v %v", info.ModTime(), err)
+	}
+	g.Close()
+	g2.Close()
+	os.Chtimes(marker, old, old)
+	if removed, _ := PruneVenvs(pk.CacheDir, 24*time.Hour, nil); len(removed) != 1 {
+		t.Fatalf("removed %v, want the one environment", removed)
+	}
+	g3 := open(t, writeGroup(t, reqs), Options{Sandbox: sandbox(t, "allow"), Packages: pk})
+	if r := call(t, g3, "shout", `{"text":"back"}`); !r.OK || string(r.Result) != `"BACK!"` {
+		t.Fatalf("after pruning: %s %+v", r.Result, r.Error)
+	}
+}
+
+// The warm pool reports the environments its open groups run in.
+func TestWarmVenvs(t *testing.T) {
+	wheels := t.TempDir()
+	buildWheel(t, wheels, "tinylib", "1.0", "def shout(s):\n    return s\n")
+	pk := Packages{Wheelhouse: wheels, CacheDir: t.TempDir()}
+	w := NewWarm(4, time.Hour)
+	defer w.Close()
+	yamlPath := writeGroup(t, "tinylib==1.0\n")
+	g, release, err := w.Acquire(context.Background(), "k", loadDef(t, yamlPath), filepath.Dir(yamlPath),
+		Options{Executable: toolhostBin, Sandbox: sandbox(t, "allow"), Packages: pk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	if v := w.Venvs(); len(v) != 1 || !v[g.Venv()] {
+		t.Fatalf("Venvs = %v, want %s", v, g.Venv())
+	}
+	w.Forget("k")
+	if v := w.Venvs(); len(v) != 0 {
+		t.Fatalf("Venvs after Forget = %v", v)
 	}
 }

@@ -85,6 +85,19 @@ func (w *Warm) Acquire(ctx context.Context, key string, def *definition.Group, r
 	}, nil
 }
 
+// Venvs is the set of virtual environments that open groups run in.
+func (w *Warm) Venvs() map[string]bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := map[string]bool{}
+	for _, e := range w.groups {
+		if e.g != nil && e.g.venv != "" {
+			out[e.g.venv] = true
+		}
+	}
+	return out
+}
+
 // Forget stops the group of key (its definition or files changed) once no
 // call uses it.
 func (w *Warm) Forget(key string) {
