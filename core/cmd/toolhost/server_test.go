@@ -784,3 +784,51 @@ func TestTokenRotation(t *testing.T) {
 		}
 	}
 }
+
+// TestServerCollectsBlobs: the bytes of a replaced file are deleted when the
+// server (re)starts, and the current bytes stay served.
+func TestServerCollectsBlobs(t *testing.T) {
+	data := t.TempDir()
+	token := tenant(t, data, "acme")
+	blobs := func() int {
+		n := 0
+		root := filepath.Join(data, "blobs")
+		filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+			if rel, _ := filepath.Rel(root, p); err == nil && !d.IsDir() && !strings.HasPrefix(rel, "tmp") {
+				n++
+			}
+			return nil
+		})
+		return n
+	}
+	addr := freePort(t)
+	s := startServer(t, data, addr)
+	for _, v := range []string{"x = 1\n", "x = 2\n"} {
+		if code := s.do(token, "PUT", "/v1/files/m.py", strings.NewReader(v), nil); code != 200 {
+			t.Fatalf("upload: %d", code)
+		}
+	}
+	if n := blobs(); n != 2 {
+		t.Fatalf("%d blobs before the restart, want 2", n)
+	}
+	s.kill9()
+	s = startServer(t, data, addr)
+	deadline := time.Now().Add(10 * time.Second)
+	for blobs() != 1 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := blobs(); n != 1 {
+		t.Fatalf("%d blobs after the restart, want 1", n)
+	}
+	req, _ := http.NewRequest("GET", s.base+"/v1/files/m.py", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "x = 2\n" {
+		t.Fatalf("served %q after the collection", b)
+	}
+}
