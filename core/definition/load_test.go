@@ -562,6 +562,12 @@ func FuzzLoad(f *testing.F) {
 	f.Add("kind: Plugin\nname: a\ndescription: b\ntools:\n  - <<: [*x]\n")
 	f.Add("a: &a {b: *a}\n")
 	f.Add("kind: Plugin\nname: a\ndescription: b\ndependencies: [m.py]\ntools:\n  - {kind: Tool, object_name: O, name: n, description: d, implementation: m.f, parameters: [{name: p, type: 'list[str | int] | None', description: d}]}\n")
+	// Every pipeline key, templates included.
+	if b, err := os.ReadFile("../../sample_groups/car_search/car_search.yaml"); err == nil {
+		f.Add(string(b))
+	} else {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, src string) {
 		res := Load([]byte(src))
 		for _, d := range append(res.Errors, res.Warnings...) {
