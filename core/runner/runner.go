@@ -25,7 +25,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"toolhost/core/definition"
-	"toolhost/core/tail"
 	"toolhost/plugins"
 )
 
@@ -108,7 +107,7 @@ type process struct {
 	cmd     *exec.Cmd // read its ProcessState only once client.Exited()
 	client  *plugin.Client
 	host    plugins.Host
-	stderr  *tail.Buffer
+	stderr  *stderrLog
 	cleanup func()
 }
 
@@ -268,7 +267,7 @@ func (g *Group) start(ctx context.Context, check bool) error {
 	if err != nil {
 		return err
 	}
-	stderr := tail.New(8192)
+	stderr := newStderrLog()
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  plugins.Handshake,
 		Plugins:          plugins.PluginMap(nil),
@@ -285,7 +284,7 @@ func (g *Group) start(ctx context.Context, check bool) error {
 	rpc, err := client.Client()
 	if err != nil {
 		p.kill()
-		return fmt.Errorf("start the plugin process: %w%s", err, stderrNote(stderr))
+		return fmt.Errorf("start the plugin process: %w%s", err, stderr.note(g.runtime))
 	}
 	raw, err := rpc.Dispense(plugins.PluginName)
 	if err != nil {
@@ -302,7 +301,7 @@ func (g *Group) start(ctx context.Context, check bool) error {
 	resp, err := p.host.Load(ctx, &load)
 	if err != nil {
 		p.kill()
-		return fmt.Errorf("load group %q: %s%s", g.def.Name, grpcMessage(err), stderrNote(stderr))
+		return fmt.Errorf("load group %q: %s%s", g.def.Name, grpcMessage(err), stderr.note(g.runtime))
 	}
 	if check {
 		if problems := g.checkSignatures(resp); len(problems) > 0 {
@@ -414,7 +413,7 @@ func (g *Group) CallTimeout(ctx context.Context, impl definition.Implementation,
 			return fail(plugins.ErrTimeout, fmt.Sprintf("%s did not finish within %s; the plugin process was replaced", req.Callable, timeout))
 		}
 		return fail(plugins.ErrCrash, fmt.Sprintf("the plugin process failed during the call to %s: %s%s; it will be restarted for the next call",
-			req.Callable, processExit(p), stderrNote(p.stderr)))
+			req.Callable, processExit(p), p.stderr.note(g.runtime)))
 	}
 	if resp.Error != nil && resp.Error.Kind == plugins.ErrTimeout && resp.Runtime == plugins.RuntimeGPython {
 		g.replace(p) // its interpreter is stuck in the overrunning code
@@ -488,25 +487,6 @@ func processExit(p *process) string {
 		return fmt.Sprintf("the process was killed by signal %d (%s) in its sandbox", int(sig), sig)
 	}
 	return "the process " + plugins.ExitStatus(ps)
-}
-
-func stderrNote(t *tail.Buffer) string {
-	s := strings.TrimSpace(t.String())
-	if s == "" {
-		return ""
-	}
-	// A Go crash ends in a register dump; its first lines say why.
-	for _, marker := range []string{"fatal error:", "panic:", "runtime:"} {
-		if i := strings.Index(s, marker); i >= 0 {
-			line, _, _ := strings.Cut(s[i:], "\n")
-			return "; the plugin process crashed: " + line
-		}
-	}
-	lines := strings.Split(s, "\n")
-	if len(lines) > 10 {
-		lines = lines[len(lines)-10:]
-	}
-	return "; last output of the plugin process:\n" + strings.Join(lines, "\n")
 }
 
 func grpcMessage(err error) string {

@@ -419,7 +419,8 @@ func TestTimeoutReplacesWorker(t *testing.T) {
 func TestGPythonTimeoutReplacesProcess(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "s.py"), []byte("def spin():\n    while True:\n        pass\n\ndef ok():\n    return 1\n\n"+
-		"def eat():\n    x = []\n    while True:\n        x.append([0] * 1000000)\n\ndef uses_os():\n    import os\n    return os.getcwd()\n"), 0o644)
+		"def eat():\n    x = []\n    while True:\n        x.append([0] * 1000000)\n\ndef uses_os():\n    import os\n    return os.getcwd()\n"+
+		"\ndef recurse(n=0):\n    return recurse(n + 1)\n"), 0o644)
 	os.WriteFile(filepath.Join(dir, "s.yaml"), []byte(`kind: Plugin
 name: S
 description: spins
@@ -429,6 +430,7 @@ tools:
   - {kind: Tool, object_name: Ok, name: ok, description: d, implementation: s.ok, parameters: []}
   - {kind: Tool, object_name: Eat, name: eat, description: d, implementation: s.eat, parameters: []}
   - {kind: Tool, object_name: UsesOS, name: uses_os, description: d, implementation: s.uses_os, parameters: []}
+  - {kind: Tool, object_name: Recurse, name: recurse, description: d, implementation: s.recurse, parameters: []}
 `), 0o644)
 	g := open(t, filepath.Join(dir, "s.yaml"), Options{Runtime: plugins.RuntimeGPython, Sandbox: sandbox(t, "allow"), Timeout: 3 * time.Second})
 	// os is not registered in gpython.
@@ -442,6 +444,16 @@ tools:
 	}
 	if r := call(t, g, "ok", `{}`); !r.OK {
 		t.Fatalf("after the memory bomb: %+v", r.Error)
+	}
+	// Endless recursion: gpython's interpreter recurses in Go; the call
+	// fails with a clear error and the next call works.
+	if r := call(t, g, "recurse", `{}`); r.OK || r.Error.Kind != plugins.ErrCrash ||
+		!strings.Contains(r.Error.Message, "the plugin process crashed: fatal error: stack overflow") ||
+		!strings.Contains(r.Error.Message, "no recursion limit") {
+		t.Errorf("endless recursion: %s %+v", r.Result, r.Error)
+	}
+	if r := call(t, g, "ok", `{}`); !r.OK {
+		t.Fatalf("after the endless recursion: %+v", r.Error)
 	}
 	pid := g.PluginPID()
 	r := call(t, g, "spin", `{}`)
