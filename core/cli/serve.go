@@ -49,6 +49,12 @@ func runServe(env *Env, args []string) int {
 		return code
 	}
 	log := slog.New(slog.NewJSONHandler(env.Stderr, nil))
+	unlock, err := lockData(*data)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "toolhost serve: %v\n", err)
+		return ExitFailure
+	}
+	defer unlock()
 	db, err := storage.Open(*data)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "toolhost serve: %v\n", err)
@@ -320,6 +326,32 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// lockData makes this process the one server of a data folder: a second
+// server would clean the first one's uploads in progress and group folders
+// at its start. The lock is released when the process ends, however it
+// ends.
+func lockData(dir string) (unlock func(), err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "serve.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		b, _ := io.ReadAll(io.LimitReader(f, 32))
+		f.Close()
+		holder := strings.TrimSpace(string(b))
+		if holder == "" {
+			holder = "?"
+		}
+		return nil, fmt.Errorf("the data folder %s is in use by another toolhost serve (pid %s)", dir, holder)
+	}
+	f.Truncate(0)
+	f.WriteAt([]byte(fmt.Sprintf("%d\n", os.Getpid())), 0)
+	return func() { f.Close() }, nil
 }
 
 // cacheTime maps the --token-cache flag (0 = no cache) to api.Server's

@@ -832,3 +832,25 @@ func TestServerCollectsBlobs(t *testing.T) {
 		t.Fatalf("served %q after the collection", b)
 	}
 }
+
+// TestOneServerPerDataFolder: a second server on the same data folder
+// refuses to start, naming the first one's pid, and leaves it serving; once
+// the first is killed, a new one starts.
+func TestOneServerPerDataFolder(t *testing.T) {
+	data := t.TempDir()
+	token := tenant(t, data, "acme")
+	first := startServer(t, data, freePort(t))
+	out, err := exec.Command(bin, "serve", "--data", data, "--addr", freePort(t)).CombinedOutput()
+	want := fmt.Sprintf("is in use by another toolhost serve (pid %d)", first.cmd.Process.Pid)
+	if err == nil || !strings.Contains(string(out), want) {
+		t.Fatalf("second server: %v %s; want %q", err, out, want)
+	}
+	if code := first.do(token, "GET", "/v1/files", nil, nil); code != 200 {
+		t.Fatalf("the first server after the refused second: %d", code)
+	}
+	first.kill9()
+	again := startServer(t, data, freePort(t))
+	if code := again.do(token, "GET", "/v1/files", nil, nil); code != 200 {
+		t.Fatalf("a server after the first was killed: %d", code)
+	}
+}
