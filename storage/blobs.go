@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"database/sql"
 	"os"
 	"path/filepath"
 )
@@ -34,22 +35,14 @@ func (s *DB) OpenFile(ctx context.Context, tenantID int64, path string) (FileInf
 func (s *DB) CollectBlobs(ctx context.Context) (n int, bytes int64, err error) {
 	s.blobMu.Lock()
 	defer s.blobMu.Unlock()
-	rows, err := s.sql.QueryContext(ctx, `SELECT DISTINCT sha256 FROM files`)
+	shas, err := queryAll(ctx, s.sql, []string(nil), func(r *sql.Rows, sha *string) error { return r.Scan(sha) },
+		`SELECT DISTINCT sha256 FROM files`)
 	if err != nil {
 		return 0, 0, err
 	}
 	live := map[string]bool{}
-	for rows.Next() {
-		var sha string
-		if err := rows.Scan(&sha); err != nil {
-			rows.Close()
-			return 0, 0, err
-		}
+	for _, sha := range shas {
 		live[sha] = true
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return 0, 0, err
 	}
 	shards, err := os.ReadDir(s.blob)
 	if err != nil {

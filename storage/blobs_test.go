@@ -2,8 +2,6 @@ package storage
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -12,11 +10,6 @@ import (
 	"sync"
 	"testing"
 )
-
-func shaOf(s string) string {
-	h := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(h[:])
-}
 
 // TestCollectBlobs: only blobs no file of any tenant refers to go; shared
 // blobs, open files and links made before the collection keep their bytes.
@@ -66,11 +59,11 @@ func TestCollectBlobs(t *testing.T) {
 			var opened []*os.File
 			for i, c := range tt.gone {
 				l := filepath.Join(t.TempDir(), fmt.Sprint(i))
-				if err := os.Link(db.BlobPath(shaOf(c)), l); err != nil {
+				if err := os.Link(db.BlobPath(sha256Hex(c)), l); err != nil {
 					t.Fatal(err)
 				}
 				links = append(links, l)
-				f, err := os.Open(db.BlobPath(shaOf(c)))
+				f, err := os.Open(db.BlobPath(sha256Hex(c)))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -82,12 +75,12 @@ func TestCollectBlobs(t *testing.T) {
 				t.Fatalf("collected %d (%d bytes), %v; want %d", n, bytes, err, tt.collected)
 			}
 			for _, c := range tt.kept {
-				if b, err := os.ReadFile(db.BlobPath(shaOf(c))); err != nil || string(b) != c {
+				if b, err := os.ReadFile(db.BlobPath(sha256Hex(c))); err != nil || string(b) != c {
 					t.Errorf("blob of %q: %q, %v", c, b, err)
 				}
 			}
 			for i, c := range tt.gone {
-				if _, err := os.Stat(db.BlobPath(shaOf(c))); !os.IsNotExist(err) {
+				if _, err := os.Stat(db.BlobPath(sha256Hex(c))); !os.IsNotExist(err) {
 					t.Errorf("blob of %q is still there: %v", c, err)
 				}
 				if b, _ := os.ReadFile(links[i]); string(b) != c {
@@ -119,7 +112,7 @@ func TestCollectBlobsLeavesForeignFiles(t *testing.T) {
 	foreign := []string{
 		filepath.Join(db.blob, "notes.txt"),
 		filepath.Join(db.blob, "ab", "not-a-hash"),
-		filepath.Join(db.blob, "ab", shaOf("x")), // a hash in the wrong shard
+		filepath.Join(db.blob, "ab", sha256Hex("x")), // a hash in the wrong shard
 	}
 	for _, p := range foreign {
 		os.MkdirAll(filepath.Dir(p), 0o755)

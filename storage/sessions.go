@@ -36,20 +36,8 @@ func (s *DB) Agent(ctx context.Context, tenantID int64, name string) (Agent, err
 
 // Agents lists a tenant's agents.
 func (s *DB) Agents(ctx context.Context, tenantID int64) ([]Agent, error) {
-	rows, err := s.sql.QueryContext(ctx, `SELECT name, yaml, updated_at FROM agents WHERE tenant_id = ? ORDER BY name`, tenantID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Agent
-	for rows.Next() {
-		var a Agent
-		if err := rows.Scan(&a.Name, &a.YAML, &a.UpdatedAt); err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, s.sql, []Agent(nil), func(r *sql.Rows, a *Agent) error { return r.Scan(&a.Name, &a.YAML, &a.UpdatedAt) },
+		`SELECT name, yaml, updated_at FROM agents WHERE tenant_id = ? ORDER BY name`, tenantID)
 }
 
 // Session is a stored session.
@@ -124,20 +112,8 @@ type Message struct {
 
 // Messages lists a session's outgoing messages in order.
 func (s *DB) Messages(ctx context.Context, sessionID string) ([]Message, error) {
-	rows, err := s.sql.QueryContext(ctx, `SELECT text, created_at FROM messages WHERE session_id = ? ORDER BY id`, sessionID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []Message{}
-	for rows.Next() {
-		var m Message
-		if err := rows.Scan(&m.Text, &m.CreatedAt); err != nil {
-			return nil, err
-		}
-		out = append(out, m)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, s.sql, []Message{}, func(r *sql.Rows, m *Message) error { return r.Scan(&m.Text, &m.CreatedAt) },
+		`SELECT text, created_at FROM messages WHERE session_id = ? ORDER BY id`, sessionID)
 }
 
 // Unanswered is a question an agent could not answer.
@@ -156,20 +132,8 @@ func (s *DB) AddUnanswered(ctx context.Context, tenantID int64, sessionID, quest
 
 // UnansweredQuestions lists a tenant's unanswered questions, oldest first.
 func (s *DB) UnansweredQuestions(ctx context.Context, tenantID int64) ([]Unanswered, error) {
-	rows, err := s.sql.QueryContext(ctx, `SELECT session_id, question, created_at FROM unanswered WHERE tenant_id = ? ORDER BY id`, tenantID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []Unanswered{}
-	for rows.Next() {
-		var u Unanswered
-		if err := rows.Scan(&u.SessionID, &u.Question, &u.CreatedAt); err != nil {
-			return nil, err
-		}
-		out = append(out, u)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, s.sql, []Unanswered{}, func(r *sql.Rows, u *Unanswered) error { return r.Scan(&u.SessionID, &u.Question, &u.CreatedAt) },
+		`SELECT session_id, question, created_at FROM unanswered WHERE tenant_id = ? ORDER BY id`, tenantID)
 }
 
 // ErrNoFTS5 is a binary built without SQLite's FTS5.
@@ -307,22 +271,17 @@ func (s *DB) Logs(ctx context.Context, tenantID int64, sessionID string, kinds .
 			args = append(args, k)
 		}
 	}
-	rows, err := s.sql.QueryContext(ctx, q+` ORDER BY id`, args...)
-	if err != nil {
-		return nil, err
+	return queryAll(ctx, s.sql, []LogEntry{}, scanLogEntry, q+` ORDER BY id`, args...)
+}
+
+// scanLogEntry reads a row of (id, kind, event, data, created_at).
+func scanLogEntry(r *sql.Rows, e *LogEntry) error {
+	var data string
+	if err := r.Scan(&e.ID, &e.Kind, &e.Event, &data, &e.CreatedAt); err != nil {
+		return err
 	}
-	defer rows.Close()
-	out := []LogEntry{}
-	for rows.Next() {
-		var e LogEntry
-		var data string
-		if err := rows.Scan(&e.ID, &e.Kind, &e.Event, &data, &e.CreatedAt); err != nil {
-			return nil, err
-		}
-		e.Data = json.RawMessage(data)
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	e.Data = json.RawMessage(data)
+	return nil
 }
 
 // PruneLogs deletes log entries older than keep and returns how many.
@@ -375,31 +334,24 @@ func (s *DB) LogView(ctx context.Context, tenantID int64, sessionID, kind string
 // SearchWarnings lists the log entries of a tenant whose calls triggered
 // warnings, newest last; contains filters by a part of a warning.
 func (s *DB) SearchWarnings(ctx context.Context, tenantID int64, contains string) ([]LogEntry, error) {
-	rows, err := s.sql.QueryContext(ctx, `SELECT id, kind, event, data, created_at FROM logs
+	all, err := queryAll(ctx, s.sql, nil, scanLogEntry, `SELECT id, kind, event, data, created_at FROM logs
 		WHERE tenant_id = ? AND json_extract(data, '$.warnings') IS NOT NULL ORDER BY id`, tenantID)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
 	out := []LogEntry{}
-	for rows.Next() {
-		var e LogEntry
-		var data string
-		if err := rows.Scan(&e.ID, &e.Kind, &e.Event, &data, &e.CreatedAt); err != nil {
-			return nil, err
-		}
+	for _, e := range all {
 		var d struct {
 			Warnings []string `json:"warnings"`
 		}
-		json.Unmarshal([]byte(data), &d)
+		json.Unmarshal(e.Data, &d)
 		match := contains == ""
 		for _, w := range d.Warnings {
 			match = match || strings.Contains(w, contains)
 		}
 		if match {
-			e.Data = json.RawMessage(data)
 			out = append(out, e)
 		}
 	}
-	return out, rows.Err()
+	return out, nil
 }

@@ -132,8 +132,9 @@ func NewToken() string {
 	return "th_" + hex.EncodeToString(b)
 }
 
-func tokenHash(token string) string {
-	h := sha256.Sum256([]byte(token))
+// sha256Hex is the hex SHA-256 of s: how tokens are stored and blobs named.
+func sha256Hex(s string) string {
+	h := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(h[:])
 }
 
@@ -158,7 +159,7 @@ func (s *DB) CreateTenant(ctx context.Context, name string) (Tenant, string, err
 	}
 	id, _ := res.LastInsertId()
 	token := NewToken()
-	if _, err := tx.ExecContext(ctx, `INSERT INTO tokens (hash, tenant_id, created_at) VALUES (?, ?, ?)`, tokenHash(token), id, now()); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO tokens (hash, tenant_id, created_at) VALUES (?, ?, ?)`, sha256Hex(token), id, now()); err != nil {
 		return Tenant{}, "", err
 	}
 	return Tenant{ID: id, Name: name}, token, tx.Commit()
@@ -167,7 +168,7 @@ func (s *DB) CreateTenant(ctx context.Context, name string) (Tenant, string, err
 // AddToken gives a tenant one more token.
 func (s *DB) AddToken(ctx context.Context, tenantID int64) (string, error) {
 	token := NewToken()
-	_, err := s.sql.ExecContext(ctx, `INSERT INTO tokens (hash, tenant_id, created_at) VALUES (?, ?, ?)`, tokenHash(token), tenantID, now())
+	_, err := s.sql.ExecContext(ctx, `INSERT INTO tokens (hash, tenant_id, created_at) VALUES (?, ?, ?)`, sha256Hex(token), tenantID, now())
 	return token, err
 }
 
@@ -175,7 +176,7 @@ func (s *DB) AddToken(ctx context.Context, tenantID int64) (string, error) {
 func (s *DB) TenantByToken(ctx context.Context, token string) (Tenant, error) {
 	var t Tenant
 	err := s.sql.QueryRowContext(ctx, `SELECT t.id, t.name FROM tokens k JOIN tenants t ON t.id = k.tenant_id WHERE k.hash = ?`,
-		tokenHash(token)).Scan(&t.ID, &t.Name)
+		sha256Hex(token)).Scan(&t.ID, &t.Name)
 	if errors.Is(err, sql.ErrNoRows) {
 		return t, ErrNotFound
 	}
@@ -190,7 +191,7 @@ func (s *DB) RevokeToken(ctx context.Context, token string) (Tenant, error) {
 	if err != nil {
 		return t, err
 	}
-	res, err := s.sql.ExecContext(ctx, `DELETE FROM tokens WHERE hash = ?`, tokenHash(token))
+	res, err := s.sql.ExecContext(ctx, `DELETE FROM tokens WHERE hash = ?`, sha256Hex(token))
 	if err != nil {
 		return t, err
 	}
@@ -217,22 +218,28 @@ func (s *DB) TenantByName(ctx context.Context, name string) (Tenant, error) {
 	return t, err
 }
 
-// Tenants lists every tenant.
-func (s *DB) Tenants(ctx context.Context) ([]Tenant, error) {
-	rows, err := s.sql.QueryContext(ctx, `SELECT id, name FROM tenants ORDER BY id`)
+// queryAll runs a query and appends every row, read by scan, to out (pass
+// an empty slice to get [] rather than nil when no row matches).
+func queryAll[T any](ctx context.Context, db *sql.DB, out []T, scan func(*sql.Rows, *T) error, query string, args ...any) ([]T, error) {
+	rows, err := db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []Tenant
 	for rows.Next() {
-		var t Tenant
-		if err := rows.Scan(&t.ID, &t.Name); err != nil {
+		var v T
+		if err := scan(rows, &v); err != nil {
 			return nil, err
 		}
-		out = append(out, t)
+		out = append(out, v)
 	}
 	return out, rows.Err()
+}
+
+// Tenants lists every tenant.
+func (s *DB) Tenants(ctx context.Context) ([]Tenant, error) {
+	return queryAll(ctx, s.sql, []Tenant(nil), func(r *sql.Rows, t *Tenant) error { return r.Scan(&t.ID, &t.Name) },
+		`SELECT id, name FROM tenants ORDER BY id`)
 }
 
 // FileInfo describes one file of the shared storage.
@@ -307,20 +314,9 @@ func syncDir(dir string) {
 
 // Files lists a tenant's files by path.
 func (s *DB) Files(ctx context.Context, tenantID int64) ([]FileInfo, error) {
-	rows, err := s.sql.QueryContext(ctx, `SELECT path, size, sha256, uploaded_at FROM files WHERE tenant_id = ? ORDER BY path`, tenantID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []FileInfo{}
-	for rows.Next() {
-		var f FileInfo
-		if err := rows.Scan(&f.Path, &f.Size, &f.SHA256, &f.UploadedAt); err != nil {
-			return nil, err
-		}
-		out = append(out, f)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, s.sql, []FileInfo{}, func(r *sql.Rows, f *FileInfo) error {
+		return r.Scan(&f.Path, &f.Size, &f.SHA256, &f.UploadedAt)
+	}, `SELECT path, size, sha256, uploaded_at FROM files WHERE tenant_id = ? ORDER BY path`, tenantID)
 }
 
 // File returns one file's description.
@@ -405,20 +401,9 @@ func (s *DB) Group(ctx context.Context, tenantID int64, name string) (Group, err
 
 // Groups lists a tenant's groups by name.
 func (s *DB) Groups(ctx context.Context, tenantID int64) ([]Group, error) {
-	rows, err := s.sql.QueryContext(ctx, `SELECT name, yaml, status, report, generation, updated_at FROM groups WHERE tenant_id = ? ORDER BY name`, tenantID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Group
-	for rows.Next() {
-		var g Group
-		if err := rows.Scan(&g.Name, &g.YAML, &g.Status, &g.Report, &g.Generation, &g.UpdatedAt); err != nil {
-			return nil, err
-		}
-		out = append(out, g)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, s.sql, []Group(nil), func(r *sql.Rows, g *Group) error {
+		return r.Scan(&g.Name, &g.YAML, &g.Status, &g.Report, &g.Generation, &g.UpdatedAt)
+	}, `SELECT name, yaml, status, report, generation, updated_at FROM groups WHERE tenant_id = ? ORDER BY name`, tenantID)
 }
 
 // DeleteGroup removes a group.

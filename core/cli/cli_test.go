@@ -14,8 +14,13 @@ const crmYAML = "../../sample_groups/crm_integration/crm_integration.yaml"
 const showcaseYAML = "../../sample_groups/type_showcase/type_showcase.yaml"
 
 func run(args ...string) (code int, stdout, stderr string) {
+	return runWith("", args...)
+}
+
+// runWith runs the CLI with stdin as its standard input.
+func runWith(stdin string, args ...string) (code int, stdout, stderr string) {
 	var out, errb bytes.Buffer
-	code = Main(&Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb}, args)
+	code = Main(&Env{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb}, args)
 	return code, out.String(), errb.String()
 }
 

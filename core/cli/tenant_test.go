@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"strings"
@@ -15,11 +14,6 @@ import (
 func TestTenantCommands(t *testing.T) {
 	data := t.TempDir()
 	var tokens []string // tokens printed so far, in order
-	runIn := func(stdin string, args ...string) (int, string, string) {
-		var out, errb bytes.Buffer
-		code := Main(&Env{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb}, append(args, "--data", data))
-		return code, out.String(), errb.String()
-	}
 	steps := []struct {
 		name   string
 		stdin  string
@@ -59,7 +53,7 @@ func TestTenantCommands(t *testing.T) {
 				stdin = tokens[st.token] + "\n"
 			}
 		}
-		code, out, errOut := runIn(stdin, args...)
+		code, out, errOut := runWith(stdin, append(args, "--data", data)...)
 		if code != st.code || !strings.Contains(out, st.out) || !strings.Contains(errOut, st.errOut) {
 			t.Fatalf("%s: exit %d (want %d)\nstdout: %s\nstderr: %s", st.name, code, st.code, out, errOut)
 		}

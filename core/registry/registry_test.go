@@ -34,6 +34,17 @@ func newRegistry(t testing.TB) (*Registry, *storage.DB, int64) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
+	reg := openRegistry(t, db)
+	tn, _, err := db.CreateTenant(context.Background(), "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg, db, tn.ID
+}
+
+// openRegistry starts a registry on db, closed when the test ends.
+func openRegistry(t testing.TB, db *storage.DB) *Registry {
+	t.Helper()
 	sb, err := runner.NewSandbox(toolhostBin, "allow")
 	if err != nil {
 		t.Fatal(err)
@@ -44,11 +55,7 @@ func newRegistry(t testing.TB) (*Registry, *storage.DB, int64) {
 		t.Fatal(err)
 	}
 	t.Cleanup(reg.Close)
-	tn, _, err := db.CreateTenant(context.Background(), "t")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return reg, db, tn.ID
+	return reg
 }
 
 const groupYAML = `kind: Plugin
@@ -328,13 +335,7 @@ func TestRootsClearedAtStart(t *testing.T) {
 		t.Fatalf("%d group folders after three versions, want 3", n)
 	}
 	reg.Close()
-	sb, _ := runner.NewSandbox(toolhostBin, "allow")
-	reg2, err := New(ctx, Config{DB: db, Run: runner.Options{Executable: toolhostBin, Sandbox: sb},
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer reg2.Close()
+	reg2 := openRegistry(t, db)
 	if n := roots(); n != 0 {
 		t.Fatalf("%d group folders left at start, want 0", n)
 	}

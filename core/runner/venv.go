@@ -141,11 +141,8 @@ func PruneVenvs(cache string, keep time.Duration, inUse map[string]bool) ([]stri
 	}
 	var removed []string
 	for _, dir := range dirs {
-		if strings.HasSuffix(dir, ".lock") || inUse[dir] {
-			continue
-		}
-		if info, err := os.Stat(dir); err != nil || !info.IsDir() {
-			continue
+		if info, err := os.Stat(dir); err != nil || !info.IsDir() || inUse[dir] {
+			continue // lock files, and environments open groups run in
 		}
 		gone, err := pruneVenv(dir, keep)
 		if err != nil {
