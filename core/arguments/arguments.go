@@ -7,6 +7,7 @@ package arguments
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/big"
 	"sort"
@@ -60,6 +61,10 @@ func Check(params []*definition.Parameter, raw []byte) (map[string]any, error) {
 		raw = []byte("{}")
 	}
 	v, err := decode(raw)
+	var limit *limitError
+	if errors.As(err, &limit) {
+		return nil, Errors{{Message: "arguments go beyond a limit: " + err.Error()}}
+	}
 	if err != nil {
 		return nil, Errors{{Message: "arguments are not valid JSON: " + err.Error()}}
 	}
@@ -274,6 +279,9 @@ func integral(n json.Number) (json.Number, bool) {
 	s := string(n)
 	if !strings.ContainsAny(s, ".eE") {
 		return n, true
+	}
+	if numberInRange(n) != nil {
+		return "", false
 	}
 	f, ok := new(big.Float).SetPrec(2048).SetString(s)
 	if !ok || !f.IsInt() {

@@ -64,7 +64,7 @@ func TestCheck(t *testing.T) {
 		{`{"client_name":"A","client_name":"B","client_email":null}`, `!arguments are not valid JSON: the key "client_name" appears twice in one object`},
 		{`{"client_name":"A","client_email":null} {}`, `!arguments are not valid JSON: unexpected data after the JSON value`},
 		{`{"client_name":"` + strings.Repeat("x", 100) + `","client_email":0}`, `!parameter "client_email": expected str | None, got the integer 0`},
-		{strings.Repeat("[", 100) + strings.Repeat("]", 100), `!nested more than 64 deep`},
+		{strings.Repeat("[", 100) + strings.Repeat("]", 100), `!arguments go beyond a limit: values nested more than 64 deep`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.args, func(t *testing.T) {
@@ -90,6 +90,55 @@ func TestCheck(t *testing.T) {
 				t.Errorf("cleaned:\n got  %s\n want %s", b, tt.want)
 			}
 		})
+	}
+}
+
+// TestNumberLimits covers the numbers Python could not read back: huge
+// exponents (which once made the int check build a 330-million-bit integer
+// and hang the fuzzer) and integers longer than CPython's digit limit.
+func TestNumberLimits(t *testing.T) {
+	ps := params(t, "i?:int", "f?:float", "l?:Literal[1, 2]", "n?:list[int]")
+	long := strings.Repeat("9", maxIntDigits)
+	tests := []struct {
+		name, args string
+		want       string // the cleaned value of the one argument, or "!" + part of the error
+	}{
+		{"huge exponent to int", `{"i":1e99999999}`, "!arguments go beyond a limit: the number 1e99999999 is beyond the range of a float (about ±1.8e308) (at byte 5)"},
+		{"huge exponent to float", `{"f":-1e99999999}`, "!the number -1e99999999 is beyond the range of a float"},
+		{"huge exponent to a literal", `{"l":1E400}`, "!beyond the range of a float"},
+		{"huge exponent in a list", `{"n":[1,2.5e308]}`, "!beyond the range of a float"},
+		{"overflow after rounding", `{"f":1.7976931348623159e308}`, "!beyond the range of a float"},
+		{"largest float", `{"f":1.7976931348623157e308}`, "1.7976931348623157e308"},
+		{"underflow is zero, a finite float", `{"f":1e-99999999}`, "1e-99999999"},
+		{"integral exponent to int", `{"i":1e3}`, "1000"},
+		{"longest integer", `{"i":-` + long + `}`, "-" + long},
+		{"integer one digit too long", `{"i":` + long + `9}`, "!an integer of 4301 digits is longer than the 4300 Python reads"},
+		{"long integer to float", `{"f":` + long + `99}`, "!an integer of 4302 digits"},
+		{"long mantissa with a fraction", `{"f":0.` + long + `}`, "0." + long},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Check(ps, []byte(tt.args))
+			if strings.HasPrefix(tt.want, "!") {
+				if err == nil || !strings.Contains(err.Error(), tt.want[1:]) {
+					t.Fatalf("err = %v, want %q", err, tt.want[1:])
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range got {
+				if fmt.Sprint(v) != tt.want {
+					t.Errorf("value = %v, want %s", v, tt.want)
+				}
+			}
+		})
+	}
+	// CheckValue takes decoded values from elsewhere: the int check must
+	// refuse a huge exponent there too instead of expanding it.
+	if _, err := CheckValue(ps, map[string]any{"i": json.Number("1e99999999")}); err == nil {
+		t.Error("CheckValue accepted 1e99999999 as an int")
 	}
 }
 
@@ -171,7 +220,7 @@ func TestAgreesWithSchema(t *testing.T) {
 }
 
 func FuzzCheck(f *testing.F) {
-	for _, s := range []string{`{"a":"x","b":[1,2],"c":{"k":1.0}}`, `{}`, `[]`, `{"a":null}`, `{"b":["2024-01-01"]}`, `{"a":1e400}`} {
+	for _, s := range []string{`{"a":"x","b":[1,2],"c":{"k":1.0}}`, `{}`, `[]`, `{"a":null}`, `{"b":["2024-01-01"]}`, `{"a":1e400}`, `{"b":[1e99999999]}`, `{"c":{"k":-1e99999999}}`, `{"b":[` + strings.Repeat("7", 5000) + `]}`} {
 		f.Add(s)
 	}
 	ps := []*definition.Parameter{}
