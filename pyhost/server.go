@@ -89,7 +89,7 @@ func workerEnv(scratch string) []string {
 		"LANG=C.UTF-8",
 		"HOME=" + scratch,
 		"TMPDIR=" + scratch,
-		"PYTHONDONTWRITEBYTECODE=1",
+		"PYTHONDONTWRITEBYTECODE=1", // for what the tools start: -I makes the worker itself ignore it, hence -B
 		"PYTHONUNBUFFERED=1",
 	}
 }

@@ -213,14 +213,14 @@ func measureBaselines(dir string, impl definition.Implementation, args []byte, n
 	total := time.Now()
 	for i := range lat {
 		t0 := time.Now()
-		if out, err := exec.Command(py.Executable, "-I", "-c", naiveScript, path, impl.Callable, string(args)).CombinedOutput(); err != nil {
+		if out, err := exec.Command(py.Executable, "-I", "-B", "-c", naiveScript, path, impl.Callable, string(args)).CombinedOutput(); err != nil {
 			return nil, fmt.Errorf("python3 per call: %v: %s", err, out)
 		}
 		lat[i] = time.Since(t0)
 	}
 	naive := BenchResult{Name: "python3 process per call", P50Us: us(percentile(lat, 50)), P99Us: us(percentile(lat, 99)),
 		CallsPerS: round(float64(naiveN) / time.Since(total).Seconds()), N: naiveN}
-	out, err := exec.Command(py.Executable, "-I", "-c", baselineScript, path, impl.Callable, string(args), strconv.Itoa(n)).Output()
+	out, err := exec.Command(py.Executable, "-I", "-B", "-c", baselineScript, path, impl.Callable, string(args), strconv.Itoa(n)).Output()
 	if err != nil {
 		return nil, fmt.Errorf("bare call: %v", err)
 	}

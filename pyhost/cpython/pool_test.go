@@ -72,6 +72,33 @@ def corrupt():
 	}
 }
 
+// TestNoBytecodeInTheGroupFolder: the group's folder is the tenant's
+// storage, so importing its modules must not leave __pycache__ there
+// (python -I ignores PYTHONDONTWRITEBYTECODE; the worker runs with -B).
+func TestNoBytecodeInTheGroupFolder(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "sub"), 0o755)
+	os.WriteFile(filepath.Join(dir, "m.py"), []byte("import helper\ndef f():\n    return helper.value()\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "sub", "helper.py"), []byte("def value():\n    return 7\n"), 0o644)
+	p := New(&plugins.LoadRequest{Root: dir, Modules: map[string]string{"m": "m.py", "helper": "sub/helper.py"},
+		Python: python(t), Scratch: t.TempDir()}, []string{"PATH=/usr/bin:/bin"})
+	defer p.Close()
+	ctx := context.Background()
+	if _, err := p.Load(ctx, []plugins.Callable{{Module: "m", Func: "f"}}); err != nil {
+		t.Fatal(err)
+	}
+	if r := p.Call(ctx, &plugins.CallRequest{Callable: plugins.Callable{Module: "m", Func: "f"}, Args: json.RawMessage(`{}`)}); !r.OK || string(r.Result) != "7" {
+		t.Fatalf("call: %s %+v", r.Result, r.Error)
+	}
+	p.Close()
+	filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && (d.Name() == "__pycache__" || strings.HasSuffix(path, ".pyc")) {
+			t.Errorf("bytecode left in the group folder: %s", path)
+		}
+		return nil
+	})
+}
+
 // BenchmarkPoolCall is one warm call through the pipe protocol alone: no
 // gRPC, no sandbox.
 func BenchmarkPoolCall(b *testing.B) {
