@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // MaxLen is the longest path accepted, in bytes.
@@ -14,7 +15,7 @@ const MaxLen = 255
 
 // Check reports why p is not a clean relative path, or nil when it is one:
 // not empty, at most MaxLen bytes, no leading "/", no backslash, no NUL or
-// other control character, no empty, "." or ".." segment.
+// other control character, valid UTF-8, no empty, "." or ".." segment.
 func Check(p string) error {
 	switch {
 	case p == "":
@@ -27,6 +28,10 @@ func Check(p string) error {
 		return errors.New(`path contains a backslash; separate folders with "/"`)
 	case strings.ContainsRune(p, 0):
 		return errors.New("path contains a NUL byte")
+	case !utf8.ValidString(p):
+		// A path travels in JSON answers and YAML, which would replace the
+		// bad bytes: the listed path would no longer name the file.
+		return errors.New("path is not valid UTF-8")
 	}
 	for _, r := range p {
 		if unicode.IsControl(r) {

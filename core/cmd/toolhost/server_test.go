@@ -235,7 +235,7 @@ func TestServerEndToEnd(t *testing.T) {
 	}
 
 	// Hostile paths and bodies.
-	for _, path := range []string{"a/../../etc/passwd", "..%2Fetc%2Fpasswd", "a%00b.py", "a%5Cb.py", "a//b.py", "%2Fetc%2Fpasswd", strings.Repeat("x", 256)} {
+	for _, path := range []string{"a/../../etc/passwd", "..%2Fetc%2Fpasswd", "a%00b.py", "a%5Cb.py", "a//b.py", "%2Fetc%2Fpasswd", "a%FFb.py", "a%0Ab.py", strings.Repeat("x", 256)} {
 		if code := s.do(tokA, "PUT", "/v1/files/"+path, strings.NewReader("x"), &p); code != 400 {
 			t.Errorf("PUT %s: %d %+v", path, code, p)
 		}
