@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Agent is a stored agent definition.
@@ -38,6 +40,20 @@ func (s *DB) Agent(ctx context.Context, tenantID int64, name string) (Agent, err
 func (s *DB) Agents(ctx context.Context, tenantID int64) ([]Agent, error) {
 	return queryAll(ctx, s.sql, []Agent(nil), func(r *sql.Rows, a *Agent) error { return r.Scan(&a.Name, &a.YAML, &a.UpdatedAt) },
 		`SELECT name, yaml, updated_at FROM agents WHERE tenant_id = ? ORDER BY name`, tenantID)
+}
+
+// DeleteAgent removes an agent definition; its sessions stay (their logs
+// and messages too) but can no longer call tools. ErrNotFound when there
+// is no such agent.
+func (s *DB) DeleteAgent(ctx context.Context, tenantID int64, name string) error {
+	res, err := s.sql.ExecContext(ctx, `DELETE FROM agents WHERE tenant_id = ? AND name = ?`, tenantID, name)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrNotFound
+	}
+	return nil
 }
 
 // Session is a stored session.
@@ -150,6 +166,25 @@ func (s *DB) ensureFTS(ctx context.Context) error {
 	return s.ftsErr
 }
 
+// CheckKnowledgeName reports why name cannot name a knowledge document: it
+// is one path segment of at most 255 bytes of valid UTF-8, without '#'
+// (passages are named "NAME#N"), '/' or control characters.
+func CheckKnowledgeName(name string) error {
+	switch {
+	case strings.TrimSpace(name) == "":
+		return errors.New("the document name is empty")
+	case len(name) > 255:
+		return fmt.Errorf("the document name is %d bytes long, more than 255", len(name))
+	case !utf8.ValidString(name):
+		return errors.New("the document name is not valid UTF-8")
+	case strings.ContainsAny(name, "#/"):
+		return errors.New("the document name is one path segment without '#' or '/'")
+	case strings.IndexFunc(name, unicode.IsControl) >= 0:
+		return errors.New("the document name contains a control character")
+	}
+	return nil
+}
+
 // PutKnowledge stores (or replaces) a knowledge document and indexes it,
 // in one transaction.
 func (s *DB) PutKnowledge(ctx context.Context, tenantID int64, name, content string) error {
@@ -165,8 +200,7 @@ func (s *DB) PutKnowledge(ctx context.Context, tenantID int64, name, content str
 		ON CONFLICT (tenant_id, name) DO UPDATE SET content = excluded.content, updated_at = excluded.updated_at`, tenantID, name, content, now()); err != nil {
 		return err
 	}
-	prefix := name + "#"
-	if _, err := tx.ExecContext(ctx, `DELETE FROM knowledge_fts WHERE tenant_id = ? AND substr(name, 1, ?) = ?`, tenantID, len([]rune(prefix)), prefix); err != nil {
+	if err := deletePassages(ctx, tx, tenantID, name); err != nil {
 		return err
 	}
 	for i, p := range passages(content) {
@@ -208,36 +242,84 @@ func (s *DB) SearchKnowledge(ctx context.Context, tenantID int64, names []string
 	}) {
 		terms = append(terms, `"`+strings.ReplaceAll(w, `"`, `""`)+`"`)
 	}
-	out := []Passage{}
 	if len(terms) == 0 {
-		return out, nil
+		return []Passage{}, nil
 	}
-	rows, err := s.sql.QueryContext(ctx, `SELECT name, content, bm25(knowledge_fts) FROM knowledge_fts
-		WHERE knowledge_fts MATCH ? AND tenant_id = ? ORDER BY bm25(knowledge_fts) LIMIT ?`, strings.Join(terms, " OR "), tenantID, limit*4+8)
+	// The documents are filtered in the query, not after it: another
+	// document of the tenant that matches better must not crowd out the
+	// agent's own passages. A passage is named "DOC#N" and names have no '#'.
+	q := `SELECT name, content, -bm25(knowledge_fts) FROM knowledge_fts WHERE knowledge_fts MATCH ? AND tenant_id = ?`
+	args := []any{strings.Join(terms, " OR "), tenantID}
+	if len(names) > 0 {
+		q += ` AND substr(name, 1, instr(name, '#') - 1) IN (` + strings.TrimSuffix(strings.Repeat("?, ", len(names)), ", ") + `)`
+		for _, n := range names {
+			args = append(args, n)
+		}
+	}
+	q += ` ORDER BY bm25(knowledge_fts) LIMIT ?`
+	args = append(args, limit)
+	return queryAll(ctx, s.sql, []Passage{}, func(r *sql.Rows, p *Passage) error { return r.Scan(&p.Source, &p.Text, &p.Score) }, q, args...)
+}
+
+// KnowledgeDoc describes a stored knowledge document.
+type KnowledgeDoc struct {
+	Name      string `json:"name"`
+	Size      int64  `json:"size"`
+	Passages  int    `json:"passages"`
+	UpdatedAt string `json:"updated_at"`
+}
+
+// Knowledge lists a tenant's knowledge documents by name.
+func (s *DB) Knowledge(ctx context.Context, tenantID int64) ([]KnowledgeDoc, error) {
+	return queryAll(ctx, s.sql, []KnowledgeDoc{}, func(r *sql.Rows, d *KnowledgeDoc) error {
+		var content string
+		if err := r.Scan(&d.Name, &content, &d.UpdatedAt); err != nil {
+			return err
+		}
+		d.Size, d.Passages = int64(len(content)), len(passages(content))
+		return nil
+	}, `SELECT name, content, updated_at FROM knowledge WHERE tenant_id = ? ORDER BY name`, tenantID)
+}
+
+// KnowledgeText returns one document's text; ErrNotFound when there is none.
+func (s *DB) KnowledgeText(ctx context.Context, tenantID int64, name string) (string, error) {
+	var content string
+	err := s.sql.QueryRowContext(ctx, `SELECT content FROM knowledge WHERE tenant_id = ? AND name = ?`, tenantID, name).Scan(&content)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", ErrNotFound
+	}
+	return content, err
+}
+
+// DeleteKnowledge removes a document and its passages from the index, in
+// one transaction; ErrNotFound when there is no such document.
+func (s *DB) DeleteKnowledge(ctx context.Context, tenantID int64, name string) error {
+	if err := s.ensureFTS(ctx); err != nil {
+		return err
+	}
+	tx, err := s.sql.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer rows.Close()
-	allowed := map[string]bool{}
-	for _, n := range names {
-		allowed[n] = true
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, `DELETE FROM knowledge WHERE tenant_id = ? AND name = ?`, tenantID, name)
+	if err != nil {
+		return err
 	}
-	for rows.Next() {
-		var p Passage
-		if err := rows.Scan(&p.Source, &p.Text, &p.Score); err != nil {
-			return nil, err
-		}
-		doc, _, _ := strings.Cut(p.Source, "#")
-		if len(names) > 0 && !allowed[doc] {
-			continue
-		}
-		p.Score = -p.Score // bm25 is lower for better matches
-		out = append(out, p)
-		if len(out) == limit {
-			break
-		}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrNotFound
 	}
-	return out, rows.Err()
+	if err := deletePassages(ctx, tx, tenantID, name); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// deletePassages removes a document's passages ("NAME#N") from the index.
+func deletePassages(ctx context.Context, tx *sql.Tx, tenantID int64, name string) error {
+	prefix := name + "#"
+	_, err := tx.ExecContext(ctx, `DELETE FROM knowledge_fts WHERE tenant_id = ? AND substr(name, 1, ?) = ?`, tenantID, len([]rune(prefix)), prefix)
+	return err
 }
 
 // LogEntry is one system or trace log line of a session.

@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -94,5 +95,84 @@ func TestKnowledgeSearch(t *testing.T) {
 	}
 	if ps, _ := db.SearchKnowledge(ctx, a.ID, nil, "refunds", 5); len(ps) != 1 || ps[0].Source != "other#1" {
 		t.Errorf("all documents: %+v", ps)
+	}
+
+	// Many better matches in other documents do not crowd out the named
+	// one's passage (the filter is in the query, not after its LIMIT).
+	db.PutKnowledge(ctx, a.ID, "faq", "A parcel may be returned within thirty days of its delivery, unused and in its box.")
+	for i := range 40 {
+		db.PutKnowledge(ctx, a.ID, fmt.Sprintf("noise%02d", i), "parcel parcel parcel returned returned")
+	}
+	if ps, err := db.SearchKnowledge(ctx, a.ID, []string{"faq"}, "parcel returned", 3); err != nil || len(ps) != 1 || ps[0].Source != "faq#1" {
+		t.Errorf("crowded out: %+v %v", ps, err)
+	}
+	if ps, _ := db.SearchKnowledge(ctx, a.ID, []string{"faq", "noise07"}, "parcel", 5); len(ps) != 2 {
+		t.Errorf("two documents: %+v", ps)
+	}
+
+	// List, read and delete; the deleted document leaves the index.
+	docs, err := db.Knowledge(ctx, a.ID)
+	if err != nil || len(docs) != 42 || docs[0].Name != "faq" || docs[0].Size != 83 || docs[0].Passages != 1 {
+		t.Fatalf("list: %d %+v %v", len(docs), docs[:1], err)
+	}
+	if text, err := db.KnowledgeText(ctx, a.ID, "faq"); err != nil || !strings.HasPrefix(text, "A parcel may be returned within") {
+		t.Errorf("text: %q %v", text, err)
+	}
+	if _, err := db.KnowledgeText(ctx, b.ID, "other"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("another tenant's document: %v", err)
+	}
+	if err := db.DeleteKnowledge(ctx, b.ID, "other"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("delete another tenant's document: %v", err)
+	}
+	if err := db.DeleteKnowledge(ctx, a.ID, "faq"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.DeleteKnowledge(ctx, a.ID, "faq"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("second delete: %v", err)
+	}
+	if ps, _ := db.SearchKnowledge(ctx, a.ID, nil, "parcel may", 50); len(ps) != 40 {
+		t.Errorf("after delete, %d passages match, want the 40 noise ones", len(ps))
+	}
+	if ps, _ := db.SearchKnowledge(ctx, b.ID, nil, "refunds", 5); len(ps) != 1 || ps[0].Text != "Refunds of tenant b." {
+		t.Errorf("tenant b's document after a's changes: %+v", ps)
+	}
+}
+
+func TestCheckKnowledgeName(t *testing.T) {
+	for _, tt := range []struct{ name, want string }{
+		{"faq", ""},
+		{"Часто задаваемые вопросы.md", ""},
+		{"", "empty"},
+		{"  ", "empty"},
+		{strings.Repeat("k", 256), "more than 255"},
+		{"a\xffb", "UTF-8"},
+		{"a#b", "without '#'"},
+		{"a/b", "without '#' or '/'"},
+		{"a\tb", "control character"},
+	} {
+		err := CheckKnowledgeName(tt.name)
+		if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+			t.Errorf("CheckKnowledgeName(%q) = %v, want %q", tt.name, err, tt.want)
+		}
+	}
+}
+
+func TestDeleteAgent(t *testing.T) {
+	ctx := context.Background()
+	db := open(t, t.TempDir())
+	a, _, _ := db.CreateTenant(ctx, "a")
+	b, _, _ := db.CreateTenant(ctx, "b")
+	db.PutAgent(ctx, a.ID, "Bot", []byte("kind: Agent"))
+	if err := db.DeleteAgent(ctx, b.ID, "Bot"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("another tenant deleted it: %v", err)
+	}
+	if err := db.DeleteAgent(ctx, a.ID, "Bot"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Agent(ctx, a.ID, "Bot"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("after delete: %v", err)
+	}
+	if err := db.DeleteAgent(ctx, a.ID, "Bot"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("second delete: %v", err)
 	}
 }

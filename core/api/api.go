@@ -153,13 +153,18 @@ func (s *Server) routeTenant(w http.ResponseWriter, r *http.Request, path string
 		s.routeAgents(w, r, path)
 	case path == "/v1/sessions" || strings.HasPrefix(path, "/v1/sessions/"):
 		s.routeSessions(w, r, path)
+	case path == "/v1/knowledge":
+		s.only(w, r, "GET", func() { s.listKnowledge(w, r) })
 	case strings.HasPrefix(path, "/v1/knowledge/"):
 		name, err := url.PathUnescape(strings.TrimPrefix(path, "/v1/knowledge/"))
-		if err != nil || strings.TrimSpace(name) == "" || strings.Contains(name, "#") || strings.Contains(name, "/") {
-			problem(w, http.StatusBadRequest, "Bad document name", "a knowledge document name is one path segment without '#'", nil)
+		if err == nil {
+			err = storage.CheckKnowledgeName(name)
+		}
+		if err != nil {
+			problem(w, http.StatusBadRequest, "Bad document name", err.Error(), nil)
 			return
 		}
-		s.only(w, r, "PUT", func() { s.putKnowledge(w, r, name) })
+		s.knowledge(w, r, name)
 	case path == "/v1/continuations":
 		s.only(w, r, "POST", func() { s.continuation(w, r) })
 	case path == "/v1/render":

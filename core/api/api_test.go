@@ -171,10 +171,10 @@ func TestOpenAPIDescribesEveryEndpoint(t *testing.T) {
 		"/healthz": {"get"}, "/metrics": {"get"}, "/v1/openapi.json": {"get"}, "/v1/files": {"get"},
 		"/v1/files/{path}": {"put", "get", "delete"}, "/v1/groups": {"get", "post"}, "/v1/groups/{name}": {"get", "delete"},
 		"/v1/tools/schemas": {"post"}, "/v1/calls": {"post"},
-		"/v1/agents": {"get", "post"}, "/v1/agents/{name}": {"get"}, "/v1/agents/{name}/states/{state}/tools": {"get"},
+		"/v1/agents": {"get", "post"}, "/v1/agents/{name}": {"get", "delete"}, "/v1/agents/{name}/states/{state}/tools": {"get"},
 		"/v1/sessions": {"post"}, "/v1/sessions/{id}": {"get"}, "/v1/sessions/{id}/calls": {"post"}, "/v1/sessions/{id}/state": {"post"},
 		"/v1/sessions/{id}/finish": {"post"}, "/v1/sessions/{id}/instructions": {"get"}, "/v1/sessions/{id}/messages": {"get"},
-		"/v1/sessions/{id}/traces": {"post"}, "/v1/sessions/{id}/logs": {"get"}, "/v1/knowledge/{name}": {"put"}, "/v1/unanswered": {"get"},
+		"/v1/sessions/{id}/traces": {"post"}, "/v1/sessions/{id}/logs": {"get"}, "/v1/knowledge": {"get"}, "/v1/knowledge/{name}": {"put", "get", "delete"}, "/v1/unanswered": {"get"},
 		"/v1/continuations": {"post"}, "/v1/render": {"post"}, "/v1/warnings": {"get"},
 	}
 	for path, methods := range want {
@@ -303,5 +303,48 @@ func TestTemplateEngineTrapIsInvalid(t *testing.T) {
 	}
 	if resp, b := request(t, srv, token, "GET", "/v1/groups/Trap", ""); resp.StatusCode != 200 || !strings.Contains(string(b), `"status":"Invalid"`) {
 		t.Fatalf("after the trap: %d %s", resp.StatusCode, b)
+	}
+}
+
+// TestKnowledgeEndpoints: documents are listed, read, replaced and deleted
+// per tenant; bad names and bodies answer 400 and store nothing.
+func TestKnowledgeEndpoints(t *testing.T) {
+	srv, token, _, db := newServerWith(t, nil)
+	_, other, _ := db.CreateTenant(context.Background(), "other")
+	steps := []struct {
+		token, method, path, body string
+		status                    int
+		want                      string // part of the answer
+	}{
+		{token, "PUT", "/v1/knowledge/faq", "Refunds take five days.\n\nWe open at nine.", 200, `"size":41`},
+		{token, "PUT", "/v1/knowledge/prices", "A call costs nothing.", 200, `"name":"prices"`},
+		{token, "GET", "/v1/knowledge", "", 200, `"name":"faq","size":41,"passages":2`},
+		{token, "GET", "/v1/knowledge/faq", "", 200, "Refunds take five days."},
+		{other, "GET", "/v1/knowledge/faq", "", 404, `no knowledge document \"faq\"`},
+		{other, "DELETE", "/v1/knowledge/faq", "", 404, "no knowledge document"},
+		{other, "GET", "/v1/knowledge", "", 200, `[]`},
+		{token, "PUT", "/v1/knowledge/bad", "caf\xe9 latin-1", 400, "not valid UTF-8"},
+		{token, "PUT", "/v1/knowledge/a%FFb", "x", 400, "not valid UTF-8"},
+		{token, "PUT", "/v1/knowledge/a%23b", "x", 400, "without '#'"},
+		{token, "PUT", "/v1/knowledge/a%2Fb", "x", 400, "without '#' or '/'"},
+		{token, "PUT", "/v1/knowledge/a%09b", "x", 400, "control character"},
+		{token, "PUT", "/v1/knowledge/" + strings.Repeat("k", 256), "x", 400, "more than 255"},
+		{token, "POST", "/v1/knowledge/faq", "x", 405, "GET, PUT, DELETE"},
+		{token, "DELETE", "/v1/knowledge/faq", "", 204, ""},
+		{token, "DELETE", "/v1/knowledge/faq", "", 404, "no knowledge document"},
+		{token, "GET", "/v1/knowledge", "", 200, `"name":"prices"`},
+	}
+	for i, st := range steps {
+		resp, b := request(t, srv, st.token, st.method, st.path, st.body)
+		if resp.StatusCode != st.status || !strings.Contains(string(b), st.want) {
+			t.Errorf("step %d: %s %s: %d %s, want %d with %q", i, st.method, st.path, resp.StatusCode, b, st.status, st.want)
+		}
+	}
+	docs, _ := db.Knowledge(context.Background(), 1)
+	if len(docs) != 1 || docs[0].Name != "prices" {
+		t.Errorf("documents stored: %+v", docs)
+	}
+	if ps, _ := db.SearchKnowledge(context.Background(), 1, nil, "refunds", 5); len(ps) != 0 {
+		t.Errorf("the deleted document is still searched: %+v", ps)
 	}
 }

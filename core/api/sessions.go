@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"toolhost/core/registry"
 	"toolhost/core/schema"
@@ -52,18 +53,7 @@ func (s *Server) routeAgents(w http.ResponseWriter, r *http.Request, path string
 	case !ok:
 		problem(w, http.StatusBadRequest, "Bad path", "the agent path is not valid", nil)
 	case len(seg) == 1:
-		s.only(w, r, "GET", func() {
-			v, err := s.Registry.AgentView(r.Context(), tenantOf(r).ID, seg[0])
-			if errors.Is(err, storage.ErrNotFound) {
-				problem(w, http.StatusNotFound, "Not Found", fmt.Sprintf("no agent %q", seg[0]), nil)
-				return
-			}
-			if err != nil {
-				s.internal(w, r, err)
-				return
-			}
-			writeJSON(w, http.StatusOK, v)
-		})
+		s.agent(w, r, seg[0])
 	case len(seg) == 4 && seg[1] == "states" && seg[3] == "tools":
 		s.only(w, r, "GET", func() { s.stateTools(w, r, seg[0], seg[2]) })
 	default:
@@ -143,7 +133,7 @@ func (s *Server) routeSessions(w http.ResponseWriter, r *http.Request, path stri
 				problem(w, http.StatusBadRequest, "Bad request body", `"agent" is required`, nil)
 				return
 			}
-			eng, ok := s.engine(w, r, req.Agent)
+			eng, ok := s.engine(w, r, req.Agent, nil)
 			if !ok {
 				return
 			}
@@ -189,7 +179,7 @@ func (s *Server) routeSessions(w http.ResponseWriter, r *http.Request, path stri
 			if !decodeBody(w, r, &req) {
 				return
 			}
-			eng, ok := s.engine(w, r, sess.Agent)
+			eng, ok := s.engine(w, r, sess.Agent, sess)
 			if !ok {
 				return
 			}
@@ -201,7 +191,7 @@ func (s *Server) routeSessions(w http.ResponseWriter, r *http.Request, path stri
 		})
 	case "finish":
 		s.only(w, r, "POST", func() {
-			eng, ok := s.engine(w, r, sess.Agent)
+			eng, ok := s.engine(w, r, sess.Agent, sess)
 			if !ok {
 				return
 			}
@@ -215,6 +205,10 @@ func (s *Server) routeSessions(w http.ResponseWriter, r *http.Request, path stri
 	case "instructions":
 		s.only(w, r, "GET", func() {
 			a, err := s.Registry.Agent(r.Context(), tenant, sess.Agent)
+			if errors.Is(err, storage.ErrNotFound) {
+				agentGone(w, sess.Agent, sess)
+				return
+			}
 			if err != nil {
 				s.internal(w, r, err)
 				return
@@ -259,10 +253,13 @@ func (s *Server) routeSessions(w http.ResponseWriter, r *http.Request, path stri
 
 // engine builds the session engine of an agent, answering the problem when
 // it cannot (no agent, a group not Ready).
-func (s *Server) engine(w http.ResponseWriter, r *http.Request, agent string) (*session.Engine, bool) {
+// engine makes the session engine of an agent. A missing agent is 404 for
+// a new session; for an existing session (sess != nil) it means the agent
+// was deleted since, a 409.
+func (s *Server) engine(w http.ResponseWriter, r *http.Request, agent string, sess *storage.Session) (*session.Engine, bool) {
 	eng, err := s.Registry.Engine(r.Context(), tenantOf(r).ID, agent)
 	if errors.Is(err, storage.ErrNotFound) {
-		problem(w, http.StatusNotFound, "Not Found", fmt.Sprintf("no agent %q", agent), nil)
+		agentGone(w, agent, sess)
 		return nil, false
 	}
 	if err != nil {
@@ -270,6 +267,46 @@ func (s *Server) engine(w http.ResponseWriter, r *http.Request, agent string) (*
 		return nil, false
 	}
 	return eng, true
+}
+
+// agent serves one agent definition: GET shows it, DELETE removes it.
+func (s *Server) agent(w http.ResponseWriter, r *http.Request, name string) {
+	tenant := tenantOf(r).ID
+	switch r.Method {
+	case "GET":
+		v, err := s.Registry.AgentView(r.Context(), tenant, name)
+		if errors.Is(err, storage.ErrNotFound) {
+			agentGone(w, name, nil)
+			return
+		}
+		if err != nil {
+			s.internal(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, v)
+	case "DELETE":
+		err := s.DB.DeleteAgent(r.Context(), tenant, name)
+		if errors.Is(err, storage.ErrNotFound) {
+			agentGone(w, name, nil)
+			return
+		}
+		if err != nil {
+			s.internal(w, r, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		methodNotAllowed(w, "GET, DELETE")
+	}
+}
+
+// agentGone answers for an agent that does not exist (any more).
+func agentGone(w http.ResponseWriter, agent string, sess *storage.Session) {
+	if sess == nil {
+		problem(w, http.StatusNotFound, "Not Found", fmt.Sprintf("no agent %q", agent), nil)
+		return
+	}
+	problem(w, http.StatusConflict, "Agent deleted", fmt.Sprintf("the session's agent %q was deleted; the session can no longer run tools", agent), nil)
 }
 
 func (s *Server) sessionProblem(w http.ResponseWriter, r *http.Request, err error) {
@@ -305,7 +342,7 @@ func (s *Server) sessionCall(w http.ResponseWriter, r *http.Request, sess *stora
 		s.sessionProblem(w, r, session.ErrClosed)
 		return
 	}
-	eng, ok := s.engine(w, r, sess.Agent)
+	eng, ok := s.engine(w, r, sess.Agent, sess)
 	if !ok {
 		return
 	}
@@ -333,23 +370,66 @@ func (s *Server) sessionLogs(w http.ResponseWriter, r *http.Request, sess *stora
 	writeJSON(w, http.StatusOK, entries)
 }
 
-func (s *Server) putKnowledge(w http.ResponseWriter, r *http.Request, name string) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, s.MaxFileSize+1))
+// knowledge serves one knowledge document: PUT stores or replaces it,
+// GET answers its text, DELETE removes it and its passages.
+func (s *Server) knowledge(w http.ResponseWriter, r *http.Request, name string) {
+	tenant := tenantOf(r).ID
+	switch r.Method {
+	case "PUT":
+		body, err := io.ReadAll(io.LimitReader(r.Body, s.MaxFileSize+1))
+		if err != nil {
+			problem(w, http.StatusBadRequest, "Bad request", err.Error(), nil)
+			return
+		}
+		if int64(len(body)) > s.MaxFileSize {
+			problem(w, http.StatusRequestEntityTooLarge, "Document too large", fmt.Sprintf("documents are limited to %d bytes", s.MaxFileSize), nil)
+			return
+		}
+		if !utf8.Valid(body) {
+			problem(w, http.StatusBadRequest, "Bad document", "a knowledge document is UTF-8 text; this body is not valid UTF-8", nil)
+			return
+		}
+		err = s.DB.PutKnowledge(r.Context(), tenant, name, string(body))
+		if err != nil {
+			s.knowledgeProblem(w, r, name, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"name": name, "size": len(body)})
+	case "GET":
+		text, err := s.DB.KnowledgeText(r.Context(), tenant, name)
+		if err != nil {
+			s.knowledgeProblem(w, r, name, err)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		io.WriteString(w, text)
+	case "DELETE":
+		if err := s.DB.DeleteKnowledge(r.Context(), tenant, name); err != nil {
+			s.knowledgeProblem(w, r, name, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		methodNotAllowed(w, "GET, PUT, DELETE")
+	}
+}
+
+func (s *Server) listKnowledge(w http.ResponseWriter, r *http.Request) {
+	docs, err := s.DB.Knowledge(r.Context(), tenantOf(r).ID)
 	if err != nil {
-		problem(w, http.StatusBadRequest, "Bad request", err.Error(), nil)
+		s.internal(w, r, err)
 		return
 	}
-	if int64(len(body)) > s.MaxFileSize {
-		problem(w, http.StatusRequestEntityTooLarge, "Document too large", fmt.Sprintf("documents are limited to %d bytes", s.MaxFileSize), nil)
-		return
-	}
-	err = s.DB.PutKnowledge(r.Context(), tenantOf(r).ID, name, string(body))
+	writeJSON(w, http.StatusOK, docs)
+}
+
+func (s *Server) knowledgeProblem(w http.ResponseWriter, r *http.Request, name string, err error) {
 	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		problem(w, http.StatusNotFound, "Not Found", fmt.Sprintf("no knowledge document %q", name), nil)
 	case errors.Is(err, storage.ErrNoFTS5):
 		problem(w, http.StatusNotImplemented, "Knowledge search unavailable", err.Error(), nil)
-	case err != nil:
-		s.internal(w, r, err)
 	default:
-		writeJSON(w, http.StatusOK, map[string]any{"name": name, "size": len(body)})
+		s.internal(w, r, err)
 	}
 }

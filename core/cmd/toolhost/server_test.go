@@ -606,6 +606,40 @@ func TestSessionsOverHTTP(t *testing.T) {
 		t.Errorf("search after re-upload: %v", kb)
 	}
 
+	// Deleting the agent: its sessions stay readable but cannot run tools
+	// (409); uploading the agent again brings them back.
+	if code := s.do(token, "DELETE", "/v1/agents/Collector%20Agent", nil, nil); code != 204 {
+		t.Errorf("delete agent: %d", code)
+	}
+	for _, st := range []struct {
+		method, path, body string
+		status             int
+	}{
+		{"GET", "/v1/agents/Collector%20Agent", "", 404},
+		{"DELETE", "/v1/agents/Collector%20Agent", "", 404},
+		{"POST", "/v1/sessions/" + id2 + "/calls", `{"tool":"TriggerKBSearch","arguments":{"query":"shipping"}}`, 409},
+		{"GET", "/v1/sessions/" + id2 + "/instructions", "", 409},
+		{"POST", "/v1/sessions/" + id2 + "/finish", "", 409},
+		{"GET", "/v1/sessions/" + id2, "", 200},
+		{"GET", "/v1/sessions/" + id2 + "/logs", "", 200},
+		{"POST", "/v1/sessions", `{"agent":"Collector Agent","variables":{}}`, 404},
+	} {
+		var body io.Reader
+		if st.body != "" {
+			body = strings.NewReader(st.body)
+		}
+		var out any
+		if code := s.do(token, st.method, st.path, body, &out); code != st.status {
+			t.Errorf("after deleting the agent, %s %s: %d %v, want %d", st.method, st.path, code, out, st.status)
+		}
+	}
+	if code := s.do(token, "POST", "/v1/agents", bytes.NewReader(agentYAML), nil); code != 200 {
+		t.Errorf("agent again: %d", code)
+	}
+	if code := s.do(token, "POST", "/v1/sessions/"+id2+"/calls", strings.NewReader(`{"tool":"TriggerKBSearch","arguments":{"query":"shipping"}}`), nil); code != 200 {
+		t.Errorf("call once the agent is back: %d", code)
+	}
+
 	// Another tenant cannot see the session.
 	other := tenant(t, data, "other")
 	if code := s.do(other, "GET", "/v1/sessions/"+id, nil, nil); code != 404 {
