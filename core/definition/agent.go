@@ -89,7 +89,7 @@ func (r *reader) agent(n *yaml.Node, a *Agent) {
 	}
 	r.kind(obj, "Agent", "the agent")
 	if e, ok := obj["name"]; ok {
-		a.Name, _ = r.text(e, "name")
+		a.Name, _ = r.label(e, "name")
 	}
 	if e, ok := obj["description"]; ok {
 		a.Description, _ = r.str(e, "description")
@@ -173,7 +173,7 @@ func (r *reader) state(n *yaml.Node, agentType string) *State {
 	s := &State{Pos: posOf(n)}
 	r.kind(obj, "StateConfig", "a state's")
 	if e, ok := obj["name"]; ok {
-		s.Name, _ = r.text(e, "a state's name")
+		s.Name, _ = r.label(e, "a state's name")
 	}
 	if e, ok := obj["description"]; ok {
 		s.Description, _ = r.str(e, "a state's description")

@@ -64,6 +64,8 @@ func TestAgentErrors(t *testing.T) {
 			[]diag{{1, 1, "no state has init_state: true"}, {1, 7, `did you mean "Agent"`}, {4, 1, `unknown key "tools" in the agent`},
 				{6, 12, `kind must be StateConfig`}, {6, 40, "init_state must be true or false"}, {6, 62, "available_tools must be a list"}}},
 		{"no states", "kind: Agent\nname: A\ninstructions: i\nstates: []\n", []diag{{4, 9, "at least one state"}}},
+		{"control characters in names", "kind: Agent\nname: \"A\\u0007\"\ninstructions: i\nstates:\n  - {kind: StateConfig, name: \"S\\n\", init_state: true, available_tools: []}\n",
+			[]diag{{2, 7, `name must not contain the control character '\a'`}, {5, 31, `a state's name must not contain the control character '\n'`}}},
 		{"duplicate tool", "kind: Agent\nname: A\ninstructions: i\nstates:\n  - {kind: StateConfig, name: S, init_state: true, available_tools: [a, a]}\n",
 			[]diag{{5, 73, `"a" is listed twice`}}},
 	}

@@ -123,7 +123,7 @@ func (r *reader) group(n *yaml.Node, g *Group) {
 	}
 	r.kind(obj, "Plugin", "the definition")
 	if e, ok := obj["name"]; ok {
-		g.Name, _ = r.text(e, "name")
+		g.Name, _ = r.label(e, "name")
 	}
 	if e, ok := obj["description"]; ok {
 		g.Description, _ = r.text(e, "description")

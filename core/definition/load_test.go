@@ -108,6 +108,9 @@ func TestLoadErrors(t *testing.T) {
 		{"missing name and description", "kind: Plugin\n", []diag{
 			{1, 1, `missing the required key "name"`}, {1, 1, `missing the required key "description"`}}},
 		{"empty name", "kind: Plugin\nname: ''\ndescription: b\n", []diag{{2, 7, "name must not be empty"}}},
+		{"tab in the name", "kind: Plugin\nname: \"CRM\\tIntegration\"\ndescription: b\n", []diag{{2, 7, `name must not contain the control character '\t'`}}},
+		{"newline in the name", "kind: Plugin\nname: |\n  two\n  lines\ndescription: b\n", []diag{{2, 7, `name must not contain the control character '\n'`}}},
+		{"long name", "kind: Plugin\nname: " + strings.Repeat("n", 201) + "\ndescription: b\n", []diag{{2, 7, "name is 201 bytes long, more than 200"}}},
 		{"unknown top key", "kind: Plugin\nname: a\ndescription: b\ndependancies: []\n", []diag{
 			{4, 1, `unknown key "dependancies" in the definition (did you mean "dependencies"?)`}}},
 		{"duplicate key", "kind: Plugin\nname: a\nname: b\ndescription: c\n", []diag{{3, 1, `has the key "name" twice (first at line 2)`}}},

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
@@ -207,6 +209,30 @@ func (r *reader) text(e entry, what string) (string, bool) {
 		return "", false
 	}
 	return s, ok
+}
+
+// maxLabel bounds the names that address a group, an agent or a state in
+// URLs and logs.
+const maxLabel = 200
+
+// label reads a name people see and type: not blank, at most maxLabel
+// bytes, no control characters (a tab or a newline in a name breaks lists,
+// URLs and log lines, and is never meant).
+func (r *reader) label(e entry, what string) (string, bool) {
+	s, ok := r.text(e, what)
+	if !ok {
+		return "", false
+	}
+	if len(s) > maxLabel {
+		r.errorf(e.value, "%s is %d bytes long, more than %d", what, len(s), maxLabel)
+		return "", false
+	}
+	if i := strings.IndexFunc(s, unicode.IsControl); i >= 0 {
+		c, _ := utf8.DecodeRuneInString(s[i:])
+		r.errorf(e.value, "%s must not contain the control character %q", what, c)
+		return "", false
+	}
+	return s, true
 }
 
 // boolean reads true or false; YAML 1.1 spellings such as "yes" are refused
