@@ -60,6 +60,12 @@ func TestCheck(t *testing.T) {
 		{`{"client_name":"A","client_email":null,"at":"2024-01-15T10:30:00"}`, `!parameter "at": expected a date-time (RFC 3339, e.g. 2024-01-15T10:30:00Z), got the string "2024-01-15T10:30:00" (the time needs a zone: Z or an offset such as +03:00)`},
 		{`{"client_name":"A","client_email":null,"scores":{"a":"x"}}`, `!parameter "scores" at scores.a: expected int, got the string "x"`},
 		{`[1,2]`, `!arguments must be a JSON object of parameter names to values, got a list of 2 items`},
+		// OpenAI hands tool-call arguments over as a string of JSON.
+		{`"{\"client_name\":\"Ann\",\"client_email\":null,\"age\":2.0}"`, `{"age":2,"client_email":null,"client_name":"Ann"}`},
+		{` " {}"`, `!missing required parameter "client_name"`},
+		{`"{\"client_name\":"`, `!arguments are not valid JSON: in the string of arguments: unexpected end of JSON input`},
+		{`"{\"client_name\":1e999}"`, `!arguments go beyond a limit: in the string of arguments: the number 1e999`},
+		{`"client_name=Ann"`, `!arguments must be a JSON object of parameter names to values, got the string "client_name=Ann"`},
 		{`{"client_name":"A",`, `!arguments are not valid JSON: unexpected end of JSON input`},
 		{`{"client_name":"A","client_name":"B","client_email":null}`, `!arguments are not valid JSON: the key "client_name" appears twice in one object`},
 		{`{"client_name":"A","client_email":null} {}`, `!arguments are not valid JSON: unexpected data after the JSON value`},
