@@ -384,10 +384,27 @@ func (s *Server) deleteGroup(w http.ResponseWriter, r *http.Request, name string
 }
 
 // decodeBody reads a JSON request body into v, refusing unknown fields.
+// maxJSONBody bounds the JSON bodies of requests (files and definitions
+// have their own limits).
+const maxJSONBody = 8 << 20
+
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(io.LimitReader(r.Body, 8<<20))
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxJSONBody))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	err := dec.Decode(v)
+	if err == nil {
+		// One JSON object and nothing after it: trailing data is a client
+		// bug (two objects, a cut-and-paste) better reported than ignored.
+		if _, terr := dec.Token(); terr != io.EOF {
+			err = errors.New("unexpected data after the JSON object")
+		}
+	}
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		problem(w, http.StatusRequestEntityTooLarge, "Body too large", fmt.Sprintf("a JSON request body is limited to %d bytes", maxJSONBody), nil)
+		return false
+	case err != nil:
 		problem(w, http.StatusBadRequest, "Bad request body", "the body must be a JSON object: "+err.Error(), nil)
 		return false
 	}
