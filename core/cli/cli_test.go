@@ -235,3 +235,36 @@ func TestValidateAgent(t *testing.T) {
 		t.Errorf("json: %d %s", code, out)
 	}
 }
+
+func TestParseSessionLine(t *testing.T) {
+	tests := []struct {
+		line string
+		want string // "tool NAME", "state NAME", or "!" and part of the error
+	}{
+		{`{"tool":"post_lead","arguments":{"a":1}}`, "tool post_lead"},
+		{`{"tool":"post_lead"}`, "tool post_lead"},
+		{`{"state":"Closing"}`, "state Closing"},
+		{`not json`, "!not JSON"},
+		{`[1]`, `!or {"state": NAME}, got a list`},
+		{`"x"`, "!got a string"},
+		{`{}`, `!each line is {"tool": NAME`},
+		{`{"tool":"a","argument":{}}`, `!unknown key "argument" (did you mean "arguments"?)`},
+		{`{"tool":5}`, `!"tool" must be a string, got a number`},
+		{`{"tool":"a","state":"b"}`, "!not both"},
+	}
+	for _, tt := range tests {
+		req, err := parseSessionLine(tt.line)
+		got := ""
+		switch {
+		case err != nil:
+			got = "!" + err.Error()
+		case req.Tool != "":
+			got = "tool " + req.Tool
+		default:
+			got = "state " + req.State
+		}
+		if strings.HasPrefix(tt.want, "!") && !strings.HasPrefix(got, "!") || !strings.Contains(got, strings.TrimPrefix(tt.want, "!")) {
+			t.Errorf("%s: got %q, want %q", tt.line, got, tt.want)
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"toolhost/core/definition"
 	"toolhost/core/runner"
 	"toolhost/core/session"
+	"toolhost/core/suggest"
 	"toolhost/plugins"
 )
 
@@ -147,18 +148,14 @@ func runSession(env *Env, args []string) int {
 	in := bufio.NewScanner(env.Stdin)
 	in.Buffer(make([]byte, 1<<20), 16<<20)
 	failed := false
-	for in.Scan() {
+	for n := 1; in.Scan(); n++ {
 		line := strings.TrimSpace(in.Text())
 		if line == "" {
 			continue
 		}
-		var req struct {
-			Tool      string          `json:"tool"`
-			Arguments json.RawMessage `json:"arguments"`
-			State     string          `json:"state"`
-		}
-		if err := json.Unmarshal([]byte(line), &req); err != nil || req.Tool == "" && req.State == "" {
-			out.Encode(inputError(fmt.Sprintf(`each line must be {"tool": ..., "arguments": {...}} (or {"state": ...}): %v`, err)))
+		req, err := parseSessionLine(line)
+		if err != nil {
+			out.Encode(inputError(fmt.Sprintf("line %d: %v", n, err)))
 			failed = true
 			continue
 		}
@@ -180,6 +177,12 @@ func runSession(env *Env, args []string) int {
 		failed = failed || !res.Success
 		out.Encode(res)
 	}
+	if err := in.Err(); err != nil {
+		// A line over the buffer's 16 MiB, or a read error: say so rather
+		// than end as if the input were over.
+		fmt.Fprintf(env.Stderr, "toolhost session: reading the calls: %v\n", err)
+		failed = true
+	}
 	if !sess.Closed {
 		if _, err := eng.Finish(ctx, sess); err != nil && !errors.Is(err, session.ErrClosed) {
 			fmt.Fprintf(env.Stderr, "toolhost session: %v\n", err)
@@ -189,6 +192,68 @@ func runSession(env *Env, args []string) int {
 		return ExitFailure
 	}
 	return ExitOK
+}
+
+// sessionLine is one line of `toolhost session`'s input.
+type sessionLine struct {
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+	State     string          `json:"state"`
+}
+
+// parseSessionLine reads one input line, with errors that say what the line
+// should have been.
+func parseSessionLine(line string) (*sessionLine, error) {
+	const want = `each line is {"tool": NAME, "arguments": {...}} or {"state": NAME}`
+	var raw any
+	if err := json.Unmarshal([]byte(line), &raw); err != nil {
+		return nil, fmt.Errorf("not JSON (%v); %s", err, want)
+	}
+	obj, ok := raw.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("%s, got %s", want, jsonKind(raw))
+	}
+	keys := []string{"tool", "arguments", "state"}
+	for k := range obj {
+		if k != "tool" && k != "arguments" && k != "state" {
+			return nil, fmt.Errorf("unknown key %q%s; %s", k, suggest.DidYouMean(k, keys), want)
+		}
+	}
+	for _, k := range []string{"tool", "state"} {
+		if v, ok := obj[k]; ok {
+			if _, ok := v.(string); !ok {
+				return nil, fmt.Errorf("%q must be a string, got %s", k, jsonKind(v))
+			}
+		}
+	}
+	var req sessionLine
+	if err := json.Unmarshal([]byte(line), &req); err != nil {
+		return nil, fmt.Errorf("%s: %v", want, err)
+	}
+	switch {
+	case req.Tool == "" && req.State == "":
+		return nil, errors.New(want)
+	case req.Tool != "" && req.State != "":
+		return nil, errors.New(`a line either calls a tool or moves to a state, not both`)
+	}
+	return &req, nil
+}
+
+// jsonKind names the kind of a decoded JSON value.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case []any:
+		return "a list"
+	case string:
+		return "a string"
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case float64:
+		return "a number"
+	}
+	return "an object"
 }
 
 func inputError(msg string) *runner.Result {

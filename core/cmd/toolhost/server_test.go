@@ -690,6 +690,18 @@ func TestSessionCommand(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), `"transferred":true`) || !strings.Contains(stderr.String(), `"Farewell":"Goodbye, Bo!"`) {
 		t.Errorf("group session: %v\n%s\n%s", err, out, stderr.String())
 	}
+	// A line beyond the 16 MiB a line may hold is reported, not taken for
+	// the end of the input; the finish skills still run.
+	cmd = exec.Command(bin, "session", "--var", "HumanFullName=Bo", "--var", "HumanEmail=null",
+		filepath.Join(samples, "crm_integration", "crm_integration.yaml"))
+	cmd.Stdin = strings.NewReader(`{"tool":"transfer_to_operator"}` + "\n" + `{"tool":"post_lead","arguments":{"client_name":"` + strings.Repeat("x", 17<<20) + `"}}` + "\n")
+	stderr.Reset()
+	cmd.Stderr = &stderr
+	out, err = cmd.Output()
+	if exitCode(err) != 1 || !strings.Contains(stderr.String(), "reading the calls: bufio.Scanner: token too long") ||
+		!strings.Contains(string(out), `"transferred":true`) || !strings.Contains(stderr.String(), `"Farewell":"Goodbye, Bo!"`) {
+		t.Errorf("overlong line: %v\n%s\n%.2000s", err, out, stderr.String())
+	}
 }
 
 // TestPipelineOverHTTP: continuations (next page without a model round, 410
