@@ -235,6 +235,10 @@ func (s *Server) routeSessions(w http.ResponseWriter, r *http.Request, path stri
 			if !decodeBody(w, r, &req) {
 				return
 			}
+			if req.Prompt == "" && req.Generation == "" && req.Action == "" && len(req.ActionInput) == 0 {
+				problem(w, http.StatusBadRequest, "Empty trace", `a trace has at least one of "prompt", "generation", "action", "action_input"`, nil)
+				return
+			}
 			if len(req.ActionInput) == 0 {
 				req.ActionInput = json.RawMessage("null")
 			}
@@ -251,11 +255,9 @@ func (s *Server) routeSessions(w http.ResponseWriter, r *http.Request, path stri
 	}
 }
 
-// engine builds the session engine of an agent, answering the problem when
-// it cannot (no agent, a group not Ready).
-// engine makes the session engine of an agent. A missing agent is 404 for
-// a new session; for an existing session (sess != nil) it means the agent
-// was deleted since, a 409.
+// engine makes the session engine of an agent, answering the problem when
+// it cannot: a group not Ready; a missing agent, 404 for a new session, but
+// 409 for an existing one (sess != nil), whose agent was deleted since.
 func (s *Server) engine(w http.ResponseWriter, r *http.Request, agent string, sess *storage.Session) (*session.Engine, bool) {
 	eng, err := s.Registry.Engine(r.Context(), tenantOf(r).ID, agent)
 	if errors.Is(err, storage.ErrNotFound) {
@@ -320,7 +322,10 @@ func (s *Server) sessionProblem(w http.ResponseWriter, r *http.Request, err erro
 			extra["errors"] = te.Errors
 		}
 		title := "Tool not available"
-		if len(te.Errors) > 0 {
+		switch {
+		case te.Title != "":
+			title = te.Title
+		case len(te.Errors) > 0:
 			title = "Invalid arguments"
 		}
 		problem(w, te.Status, title, te.Message, extra)

@@ -66,6 +66,9 @@ type ToolError struct {
 	Status  int
 	Message string
 	Errors  arguments.Errors
+	// Title names the problem for an API answer when the default ("Tool
+	// not available", or "Invalid arguments" with Errors) does not fit.
+	Title string
 }
 
 // Error implements error.
@@ -396,7 +399,8 @@ func (e *Engine) SetState(ctx context.Context, s *storage.Session, name string) 
 		for _, st := range e.Agent.States {
 			names = append(names, st.Name)
 		}
-		return &ToolError{Status: 422, Message: fmt.Sprintf("agent %q has no state %q%s", e.Agent.Name, name, suggest.DidYouMean(name, names))}
+		return &ToolError{Status: 422, Title: "Unknown state",
+			Message: fmt.Sprintf("agent %q has no state %q%s; states: %s", e.Agent.Name, name, suggest.DidYouMean(name, names), strings.Join(names, ", "))}
 	}
 	from := s.State
 	s.State = name

@@ -540,6 +540,14 @@ func TestSessionsOverHTTP(t *testing.T) {
 	if s.do(token, "GET", "/v1/unanswered", nil, &unanswered); len(unanswered) != 1 || unanswered[0]["question"] != "Can I pay in bitcoin?" || unanswered[0]["session_id"] != id {
 		t.Errorf("unanswered = %v", unanswered)
 	}
+	var pb problemBody
+	if code := s.do(token, "POST", "/v1/sessions/"+id+"/state", strings.NewReader(`{"state":"Closng"}`), &pb); code != 422 || pb.Title != "Unknown state" ||
+		!strings.Contains(pb.Detail, `(did you mean "Closing"?); states: Collecting, Closing`) {
+		t.Errorf("unknown state: %d %+v", code, pb)
+	}
+	if code := s.do(token, "POST", "/v1/sessions/"+id+"/traces", strings.NewReader(`{}`), &pb); code != 400 || pb.Title != "Empty trace" {
+		t.Errorf("empty trace: %d %+v", code, pb)
+	}
 	// Move on and finish through the FinishSession tool: the finish skill
 	// sets variables; the session is closed.
 	if code := s.do(token, "POST", "/v1/sessions/"+id+"/state", strings.NewReader(`{"state":"Closing"}`), &sess); code != 200 || sess.State != "Closing" {
