@@ -416,6 +416,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 func (s *Server) toolProblem(w http.ResponseWriter, r *http.Request, err error) {
 	var nr *registry.NotReadyError
 	var ut *registry.UnknownToolError
+	var ug *registry.UnknownGroupError
 	switch {
 	case errors.As(err, &nr):
 		problem(w, http.StatusConflict, "Group not Ready", nr.Error(), map[string]any{"group": nr.Group, "group_status": nr.Status})
@@ -424,7 +425,17 @@ func (s *Server) toolProblem(w http.ResponseWriter, r *http.Request, err error) 
 		if ut.Suggest != "" {
 			extra["did_you_mean"] = ut.Suggest
 		}
-		problem(w, http.StatusUnprocessableEntity, "Unknown tool", ut.Error(), extra)
+		title := "Unknown tool"
+		if len(ut.Groups) > 1 {
+			title, extra["groups"] = "Ambiguous tool", ut.Groups
+		}
+		problem(w, http.StatusUnprocessableEntity, title, ut.Error(), extra)
+	case errors.As(err, &ug):
+		extra := map[string]any{"group": ug.Name}
+		if ug.Suggest != "" {
+			extra["did_you_mean"] = ug.Suggest
+		}
+		problem(w, http.StatusUnprocessableEntity, "Unknown group", ug.Error(), extra)
 	default:
 		s.internal(w, r, err)
 	}
@@ -433,6 +444,8 @@ func (s *Server) toolProblem(w http.ResponseWriter, r *http.Request, err error) 
 type schemasRequest struct {
 	AvailableTools []string `json:"available_tools"`
 	Dialect        string   `json:"dialect"`
+	// Group, when set, looks the names up in that group only.
+	Group string `json:"group"`
 }
 
 func (s *Server) schemas(w http.ResponseWriter, r *http.Request) {
@@ -451,7 +464,7 @@ func (s *Server) schemas(w http.ResponseWriter, r *http.Request) {
 	tenant := tenantOf(r).ID
 	tools := []schema.Object{}
 	for _, name := range req.AvailableTools {
-		t, err := s.Registry.FindTool(r.Context(), tenant, name, false)
+		t, err := s.Registry.FindTool(r.Context(), tenant, name, false, req.Group)
 		if err != nil {
 			s.toolProblem(w, r, err)
 			return
@@ -471,7 +484,9 @@ func (s *Server) schemas(w http.ResponseWriter, r *http.Request) {
 }
 
 type callRequest struct {
-	Tool           string          `json:"tool"`
+	Tool string `json:"tool"`
+	// Group, when set, looks the tool up in that group only.
+	Group          string          `json:"group"`
 	Arguments      json.RawMessage `json:"arguments"`
 	IdempotencyKey string          `json:"idempotency_key"`
 	NoWait         bool            `json:"no_wait"`
@@ -488,7 +503,7 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tenant := tenantOf(r).ID
-	t, err := s.Registry.FindTool(r.Context(), tenant, req.Tool, true)
+	t, err := s.Registry.FindTool(r.Context(), tenant, req.Tool, true, req.Group)
 	if err != nil {
 		s.toolProblem(w, r, err)
 		return

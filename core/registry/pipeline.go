@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -80,25 +81,29 @@ func (r *Registry) ResumeContinuation(ctx context.Context, tenant int64, id stri
 	if err != nil {
 		return nil, err
 	}
-	t, err := r.FindTool(ctx, tenant, c.Tool, false)
+	t, err := r.FindTool(ctx, tenant, c.Tool, false, c.Group)
 	if err != nil {
 		return nil, err
 	}
 	return r.RunTool(ctx, tenant, t, c.Arguments, CallOptions{Session: c.SessionID})
 }
 
-// toolCalls serves toolhost.call_tool for a tenant's groups: the tool is
-// found by name or object_name among the tenant's Ready groups, its
-// arguments checked, and the call goes through the pipeline with the
-// caller's session.
-func (r *Registry) toolCalls(tenant int64) func(ctx context.Context, req *plugins.ToolCallRequest) *plugins.ToolCallResponse {
+// toolCalls serves toolhost.call_tool for the tools of a tenant's group:
+// the tool is found by name or object_name in the caller's own group first,
+// then among the tenant's Ready groups; its arguments are checked, and the
+// call goes through the pipeline with the caller's session.
+func (r *Registry) toolCalls(tenant int64, caller string) func(ctx context.Context, req *plugins.ToolCallRequest) *plugins.ToolCallResponse {
 	return func(ctx context.Context, req *plugins.ToolCallRequest) *plugins.ToolCallResponse {
 		fail := func(msg string) *plugins.ToolCallResponse { return &plugins.ToolCallResponse{Error: msg} }
 		nested, session, err := pipeline.Nested(req.Context)
 		if err != nil {
 			return fail(err.Error())
 		}
-		t, err := r.FindTool(ctx, tenant, req.Tool, true)
+		t, err := r.FindTool(ctx, tenant, req.Tool, true, caller)
+		var unknown *UnknownToolError
+		if errors.As(err, &unknown) && len(unknown.Groups) == 0 && !unknown.Skill {
+			t, err = r.FindTool(ctx, tenant, req.Tool, true, "")
+		}
 		if err != nil {
 			return fail(err.Error())
 		}

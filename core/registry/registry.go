@@ -526,7 +526,7 @@ func (r *Registry) acquire(ctx context.Context, tenant int64, g storage.Group) (
 		r.mu.Unlock()
 	}
 	opts := r.run
-	opts.OnToolCall = r.toolCalls(tenant)
+	opts.OnToolCall = r.toolCalls(tenant, def.Name)
 	return r.warm.Acquire(ctx, key, def, root, opts)
 }
 
@@ -650,7 +650,7 @@ func (e *UnknownToolError) Error() string {
 	case e.Skill:
 		return fmt.Sprintf("%q is a skill: skills run by themselves, at session start or finish, and are not listed in available_tools", e.Name)
 	case len(e.Groups) > 1:
-		return fmt.Sprintf("%q is defined by more than one group (%s)", e.Name, strings.Join(e.Groups, ", "))
+		return fmt.Sprintf("%q is defined by more than one group (%s); name the group to call", e.Name, strings.Join(e.Groups, ", "))
 	}
 	msg := fmt.Sprintf("no tool %q", e.Name)
 	if e.Suggest != "" {
@@ -659,17 +659,38 @@ func (e *UnknownToolError) Error() string {
 	return msg
 }
 
+// UnknownGroupError is a group name that the tenant has no group of.
+type UnknownGroupError struct {
+	Name, Suggest string
+}
+
+// Error implements error.
+func (e *UnknownGroupError) Error() string {
+	msg := fmt.Sprintf("no group %q", e.Name)
+	if e.Suggest != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", e.Suggest)
+	}
+	return msg
+}
+
 // FindTool finds a tool of a tenant by object_name (or, with byName, by
-// name as well). A built-in tool resolves to a target with no group.
-func (r *Registry) FindTool(ctx context.Context, tenant int64, name string, byName bool) (*CallTarget, error) {
+// name as well); a non-empty group limits the search to that group, which
+// is how a caller chooses between two groups that define one name. A
+// built-in tool resolves to a target with no group.
+func (r *Registry) FindTool(ctx context.Context, tenant int64, name string, byName bool, group string) (*CallTarget, error) {
 	idx, err := r.tools(ctx, tenant)
 	if err != nil {
 		return nil, err
 	}
 	var found []*CallTarget
-	var known []string
-	skill := false
+	var known, groups []string
+	skill, groupSeen := false, false
 	for i, g := range idx.groups {
+		groups = append(groups, g.Name)
+		if group != "" && g.Name != group {
+			continue
+		}
+		groupSeen = true
 		v := idx.views[i]
 		for _, t := range v.Tools {
 			known = append(known, t.ObjectName)
@@ -682,6 +703,9 @@ func (r *Registry) FindTool(ctx context.Context, tenant int64, name string, byNa
 				skill = true
 			}
 		}
+	}
+	if group != "" && !groupSeen {
+		return nil, &UnknownGroupError{Name: group, Suggest: closest(group, groups)}
 	}
 	if b := definition.Builtin(name); b != nil && len(found) == 0 {
 		return &CallTarget{Tool: b, Status: Ready}, nil

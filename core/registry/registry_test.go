@@ -98,7 +98,7 @@ func TestStatusLifecycle(t *testing.T) {
 	put(t, reg, tn, "m.py", "def echo(x):\n    return {'x': x, 'v': 1}\n")
 	waitStatus(t, reg, tn, "G", Ready)
 	call := func() string {
-		target, err := reg.FindTool(ctx, tn, "echo", true)
+		target, err := reg.FindTool(ctx, tn, "echo", true, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,7 +123,7 @@ func TestStatusLifecycle(t *testing.T) {
 	if !strings.Contains(v.Message, `the definition declares "x", but m.echo(y) does not accept it`) {
 		t.Errorf("error message: %q", v.Message)
 	}
-	if _, err := reg.FindTool(ctx, tn, "Echo", false); err == nil || !strings.Contains(err.Error(), "which is Error") {
+	if _, err := reg.FindTool(ctx, tn, "Echo", false, ""); err == nil || !strings.Contains(err.Error(), "which is Error") {
 		t.Errorf("tool of an Error group: %v", err)
 	}
 	// Deleting the file: Incomplete again.
@@ -163,7 +163,7 @@ func TestFindTool(t *testing.T) {
 		{"FinishSession", false, ""},
 	}
 	for _, tt := range tests {
-		_, err := reg.FindTool(ctx, tn, tt.name, tt.byName)
+		_, err := reg.FindTool(ctx, tn, tt.name, tt.byName, "")
 		if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
 			t.Errorf("FindTool(%q, %v) = %v, want %q", tt.name, tt.byName, err, tt.want)
 		}
@@ -171,8 +171,20 @@ func TestFindTool(t *testing.T) {
 	// Two groups defining one object_name are ambiguous.
 	reg.PutGroup(ctx, tn, []byte(strings.Replace(groupYAML, "name: G", "name: H", 1)))
 	waitStatus(t, reg, tn, "H", Ready)
-	if _, err := reg.FindTool(ctx, tn, "Echo", false); err == nil || !strings.Contains(err.Error(), "more than one group") {
+	if _, err := reg.FindTool(ctx, tn, "Echo", false, ""); err == nil || !strings.Contains(err.Error(), `"Echo" is defined by more than one group (G, H); name the group`) {
 		t.Errorf("ambiguous: %v", err)
+	}
+	// Naming the group chooses.
+	for _, g := range []string{"G", "H"} {
+		if target, err := reg.FindTool(ctx, tn, "echo", true, g); err != nil || target.Def.Name != g {
+			t.Errorf("in group %s: %+v %v", g, target, err)
+		}
+	}
+	if _, err := reg.FindTool(ctx, tn, "Echo", false, "g"); err == nil || err.Error() != `no group "g" (did you mean "G"?)` {
+		t.Errorf("unknown group: %v", err)
+	}
+	if _, err := reg.FindTool(ctx, tn, "Init", false, "H"); err == nil || !strings.Contains(err.Error(), `no tool "Init"`) {
+		t.Errorf("a skill of another group: %v", err)
 	}
 }
 
@@ -295,7 +307,7 @@ tools:
   - {kind: Tool, object_name: Forever, name: forever, description: d, implementation: c.forever, parameters: []}
 `))
 			waitStatus(t, reg, tn.ID, "C", Ready)
-			relay, _ := reg.FindTool(ctx, tn.ID, "relay", true)
+			relay, _ := reg.FindTool(ctx, tn.ID, "relay", true, "")
 			a, err := reg.RunTool(ctx, tn.ID, relay, map[string]any{"x": json.Number("7")}, CallOptions{})
 			var got map[string]any
 			json.Unmarshal(a.Content, &got)
@@ -303,7 +315,25 @@ tools:
 				b, _ := json.Marshal(a)
 				t.Fatalf("relay: %v %s", err, b)
 			}
-			forever, _ := reg.FindTool(ctx, tn.ID, "forever", true)
+			// Another group that also defines echo: the relay still calls
+			// its own group's echo (the caller's group comes first).
+			put(t, reg, tn.ID, "d.py", "def echo(x):\n    return {'from': 'D'}\n")
+			reg.PutGroup(ctx, tn.ID, []byte(strings.NewReplacer("name: C", "name: D", "c.py", "d.py", "c.echo", "d.echo").Replace(`kind: Plugin
+name: C
+description: d
+dependencies: [c.py]
+tools:
+  - {kind: Tool, object_name: Echo, name: echo, description: d, implementation: c.echo, parameters: [{name: x, type: int, description: d}]}
+`)))
+			waitStatus(t, reg, tn.ID, "D", Ready)
+			a, err = reg.RunTool(ctx, tn.ID, relay, map[string]any{"x": json.Number("8")}, CallOptions{})
+			got = nil
+			json.Unmarshal(a.Content, &got)
+			if err != nil || !a.Success || fmt.Sprint(got) != "map[ok:true relayed:map[x:8]]" {
+				b, _ := json.Marshal(a)
+				t.Errorf("relay beside another group's echo: %v %s", err, b)
+			}
+			forever, _ := reg.FindTool(ctx, tn.ID, "forever", true, "")
 			a, err = reg.RunTool(ctx, tn.ID, forever, map[string]any{}, CallOptions{})
 			// Each level answers the level above; the deepest is refused.
 			if err != nil || !strings.Contains(string(a.Content), "tools may call tools only 3 deep") {
@@ -339,7 +369,7 @@ func TestRootsClearedAtStart(t *testing.T) {
 	if n := roots(); n != 0 {
 		t.Fatalf("%d group folders left at start, want 0", n)
 	}
-	target, err := reg2.FindTool(ctx, tn, "echo", true)
+	target, err := reg2.FindTool(ctx, tn, "echo", true, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -210,6 +210,34 @@ func TestServerEndToEnd(t *testing.T) {
 	var sch struct {
 		Tools []map[string]any `json:"tools"`
 	}
+
+	// A copy of the group under another name (its files are the same
+	// shared files): the names are ambiguous until the caller names a group.
+	copyYAML := bytes.Replace(crmYAML, []byte("name: CRM Integration"), []byte("name: CRM Copy"), 1)
+	if code := s.do(tokA, "POST", "/v1/groups", bytes.NewReader(copyYAML), &g); code != 200 {
+		t.Fatalf("copy: %d %+v", code, g)
+	}
+	s.waitStatus(tokA, "CRM Copy", "Ready")
+	for _, st := range []struct {
+		path, body string
+		status     int
+		want       string
+	}{
+		{"/v1/calls", `{"tool":"post_lead","arguments":{"client_name":"A","client_email":null}}`, 422, `"title":"Ambiguous tool"`},
+		{"/v1/calls", `{"tool":"post_lead","arguments":{"client_name":"A","client_email":null}}`, 422, `"groups":["CRM Copy","CRM Integration"]`},
+		{"/v1/calls", `{"tool":"post_lead","group":"CRM Copy","arguments":{"client_name":"A","client_email":null}}`, 200, `"success":true`},
+		{"/v1/calls", `{"tool":"post_lead","group":"CRM copy","arguments":{}}`, 422, `no group \"CRM copy\" (did you mean \"CRM Copy\"?)`},
+		{"/v1/tools/schemas", `{"available_tools":["PostLeadToCRM"]}`, 422, "name the group to call"},
+		{"/v1/tools/schemas", `{"available_tools":["PostLeadToCRM","FinishSession"],"group":"CRM Integration"}`, 200, `"name":"finish_session"`},
+	} {
+		var out json.RawMessage
+		if code := s.do(tokA, "POST", st.path, strings.NewReader(st.body), &out); code != st.status || !strings.Contains(string(out), st.want) {
+			t.Errorf("%s %s: %d %s, want %d with %s", st.path, st.body, code, out, st.status, st.want)
+		}
+	}
+	if code := s.do(tokA, "DELETE", "/v1/groups/CRM%20Copy", nil, nil); code != 204 {
+		t.Errorf("delete the copy: %d", code)
+	}
 	if code := s.do(tokA, "POST", "/v1/tools/schemas", strings.NewReader(`{"available_tools":["TransferToTheOperator","PostLeadToCRM","FinishSession"],"dialect":"openai"}`), &sch); code != 200 || len(sch.Tools) != 3 {
 		t.Fatalf("schemas: %d %+v", code, sch)
 	}
