@@ -94,6 +94,9 @@ func runServe(env *Env, args []string) int {
 	srv := &http.Server{
 		Handler:           (&api.Server{DB: db, Registry: reg, MaxFileSize: int64(*maxFileMB) << 20, Log: log, TokenCache: cacheTime(*tokenCache)}).Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
+		// Idle keep-alive connections are closed after a while, so that
+		// clients that never hang up cannot hold connections open forever.
+		IdleTimeout: 2 * time.Minute,
 	}
 	fmt.Fprintf(env.Stdout, "listening on http://%s\n", ln.Addr())
 	log.Info("listening", "addr", ln.Addr().String(), "data", *data)
