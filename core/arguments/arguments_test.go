@@ -226,7 +226,7 @@ func TestAgreesWithSchema(t *testing.T) {
 }
 
 func FuzzCheck(f *testing.F) {
-	for _, s := range []string{`{"a":"x","b":[1,2],"c":{"k":1.0}}`, `{}`, `[]`, `{"a":null}`, `{"b":["2024-01-01"]}`, `{"a":1e400}`, `{"b":[1e99999999]}`, `{"c":{"k":-1e99999999}}`, `{"b":[` + strings.Repeat("7", 5000) + `]}`} {
+	for _, s := range []string{`{"a":"x","b":[1,2],"c":{"k":1.0}}`, `{}`, `[]`, `{"a":null}`, `{"b":["2024-01-01"]}`, `{"a":1e400}`, `{"b":[1e99999999]}`, `{"c":{"k":-1e99999999}}`, `{"b":[` + strings.Repeat("7", 5000) + `]}`, `"{\"a\":\"x\",\"b\":[1e5]}"`, `"{\"c\":"`} {
 		f.Add(s)
 	}
 	ps := []*definition.Parameter{}
