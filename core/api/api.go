@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -330,14 +331,30 @@ func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	view, err := s.Registry.PutGroup(r.Context(), tenantOf(r).ID, body)
+	// ?dry_run=true checks the definition against the tenant's files and
+	// answers what storing it would, without storing it.
+	dryRun, _ := strconv.ParseBool(r.URL.Query().Get("dry_run"))
+	put := s.Registry.PutGroup
+	if dryRun {
+		put = s.Registry.CheckGroup
+	}
+	view, err := put(r.Context(), tenantOf(r).ID, body)
 	var de *registry.DefinitionError
 	switch {
 	case errors.As(err, &de):
-		problem(w, http.StatusUnprocessableEntity, "Invalid definition",
-			"the definition cannot be stored: it has no name", map[string]any{"errors": orEmpty(de.Errors)})
+		detail := "the definition cannot be stored: it has no name"
+		if len(de.Errors) > 0 {
+			e := de.Errors[0]
+			detail += fmt.Sprintf("; first error at %d:%d: %s", e.Line, e.Column, e.Message)
+		}
+		problem(w, http.StatusUnprocessableEntity, "Invalid definition", detail, map[string]any{"errors": orEmpty(de.Errors)})
 	case err != nil:
 		s.internal(w, r, err)
+	case dryRun:
+		writeJSON(w, http.StatusOK, struct {
+			*registry.GroupView
+			DryRun bool `json:"dry_run"`
+		}{view, true})
 	default:
 		writeJSON(w, http.StatusOK, view)
 	}

@@ -350,3 +350,52 @@ func TestKnowledgeEndpoints(t *testing.T) {
 		t.Errorf("the deleted document is still searched: %+v", ps)
 	}
 }
+
+// TestGroupDryRun: ?dry_run=true answers what storing a definition would,
+// and stores nothing: the stored group keeps its definition and status.
+func TestGroupDryRun(t *testing.T) {
+	srv, token, reg := newServer(t)
+	request(t, srv, token, "PUT", "/v1/files/m.py", "def f():\n    return 1\n")
+	good := "kind: Plugin\nname: G\ndescription: d\ndependencies: [m.py]\ntools:\n" +
+		"  - {kind: Tool, object_name: O, name: n, description: d, implementation: m.f, parameters: []}\n"
+	if resp, b := request(t, srv, token, "POST", "/v1/groups", good); resp.StatusCode != 200 {
+		t.Fatalf("store: %d %s", resp.StatusCode, b)
+	}
+	for range 200 {
+		if v, _ := reg.Group(context.Background(), 1, "G"); v != nil && v.Status == registry.Ready {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	tests := []struct {
+		name, yaml string
+		status     int
+		want       []string
+	}{
+		{"broken edit", strings.Replace(good, "parameters: []", `parameters: [{name: x, type: "lst[str]", description: d}]`, 1), 200,
+			[]string{`"status":"Invalid"`, `"dry_run":true`, `unknown type \"lst\" (did you mean \"list\"?)`, `"line":6`}},
+		{"new group, file missing", strings.NewReplacer("name: G", "name: H", "[m.py]", "[m.py, other.py]").Replace(good), 200,
+			[]string{`"name":"H"`, `"status":"Incomplete"`, `"missing":["other.py"]`, `"dry_run":true`}},
+		{"complete", strings.Replace(good, "name: G", "name: K", 1), 200, []string{`"status":"Installing"`, `"dry_run":true`}},
+		{"no name", "kind: Plugin\n", 422, []string{"it has no name"}},
+		{"malformed", "kind: Plugin\nname: [G\n", 422, []string{"it has no name; first error at 1:1: malformed YAML"}},
+	}
+	for _, tt := range tests {
+		resp, b := request(t, srv, token, "POST", "/v1/groups?dry_run=true", tt.yaml)
+		for _, w := range tt.want {
+			if resp.StatusCode != tt.status || !strings.Contains(string(b), w) {
+				t.Errorf("%s: %d %s, want %d with %s", tt.name, resp.StatusCode, b, tt.status, w)
+			}
+		}
+	}
+	// Nothing was stored: G is still Ready and the only group.
+	_, b := request(t, srv, token, "GET", "/v1/groups", "")
+	var gs []map[string]any
+	json.Unmarshal(b, &gs)
+	if len(gs) != 1 || gs[0]["name"] != "G" || gs[0]["status"] != "Ready" {
+		t.Errorf("groups after dry runs: %s", b)
+	}
+	if resp, b := request(t, srv, token, "POST", "/v1/calls", `{"tool":"n"}`); resp.StatusCode != 200 || !strings.Contains(string(b), `"success":true`) {
+		t.Errorf("call after dry runs: %d %s", resp.StatusCode, b)
+	}
+}

@@ -240,16 +240,11 @@ func (e *DefinitionError) Unwrap() error { return ErrNoName }
 // PutGroup creates or replaces a group by the name its YAML gives and
 // answers its view.
 func (r *Registry) PutGroup(ctx context.Context, tenant int64, yaml []byte) (*GroupView, error) {
-	res := definition.Load(yaml)
-	name := strings.TrimSpace(res.Group.Name)
-	if name == "" {
-		return nil, &DefinitionError{Errors: res.Errors}
-	}
-	files, err := r.fileSet(ctx, tenant)
+	view, err := r.CheckGroup(ctx, tenant, yaml)
 	if err != nil {
 		return nil, err
 	}
-	view := evaluate(res, files)
+	name := view.Name
 	report, _ := json.Marshal(view)
 	gen, err := r.db.PutGroup(ctx, tenant, storage.Group{Name: name, YAML: yaml, Status: view.Status, Report: string(report)})
 	r.invalidate(tenant)
@@ -258,6 +253,24 @@ func (r *Registry) PutGroup(ctx context.Context, tenant int64, yaml []byte) (*Gr
 	}
 	r.queue(tenant, name, view.Status, gen)
 	r.log.Info("group stored", "tenant", tenant, "group", name, "status", view.Status, "generation", gen)
+	return view, nil
+}
+
+// CheckGroup evaluates a definition against the tenant's files as PutGroup
+// does, without storing it: Invalid with its errors, Incomplete with the
+// missing files, or Installing when storing it would load it (imports and
+// signatures are checked only then).
+func (r *Registry) CheckGroup(ctx context.Context, tenant int64, yaml []byte) (*GroupView, error) {
+	res := definition.Load(yaml)
+	if strings.TrimSpace(res.Group.Name) == "" {
+		return nil, &DefinitionError{Errors: res.Errors}
+	}
+	files, err := r.fileSet(ctx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	view := evaluate(res, files)
+	view.Name = strings.TrimSpace(view.Name)
 	return view, nil
 }
 

@@ -24,15 +24,21 @@ func Closest(word string, candidates []string) string {
 	if limit > 3 {
 		limit = 3
 	}
-	best, bestDist := "", limit+1
+	// Distances ignore case; between candidates at the same distance, the
+	// one closer with case counted wins ("lst" suggests "list", not "List").
+	best, bestDist, bestExact := "", limit+1, 0
 	lw := strings.ToLower(word)
 	for _, c := range candidates {
 		if c == word {
 			continue
 		}
 		d := Distance(lw, strings.ToLower(c))
-		if d < bestDist {
-			best, bestDist = c, d
+		if d > limit {
+			continue
+		}
+		exact := Distance(word, c)
+		if d < bestDist || d == bestDist && exact < bestExact {
+			best, bestDist, bestExact = c, d, exact
 		}
 	}
 	return best

@@ -36,6 +36,20 @@ func TestClosest(t *testing.T) {
 			t.Errorf("Closest(%q) = %q, want %q", tt.word, got, tt.want)
 		}
 	}
+	// Ties in the case-blind distance go to the candidate whose case fits.
+	for _, tt := range []struct {
+		word       string
+		candidates []string
+		want       string
+	}{
+		{"lst", []string{"List", "list"}, "list"},
+		{"Lst", []string{"list", "List"}, "List"},
+		{"dct", []string{"Dict", "dict", "date"}, "dict"},
+	} {
+		if got := Closest(tt.word, tt.candidates); got != tt.want {
+			t.Errorf("Closest(%q, %v) = %q, want %q", tt.word, tt.candidates, got, tt.want)
+		}
+	}
 	if got := DidYouMean("toolz", keys); got != ` (did you mean "tools"?)` {
 		t.Errorf("DidYouMean = %q", got)
 	}
