@@ -268,3 +268,24 @@ func TestParseSessionLine(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseSessionLine: any input line gives a request naming exactly one
+// of a tool or a state, or an error that says something.
+func FuzzParseSessionLine(f *testing.F) {
+	for _, s := range []string{`{"tool":"a","arguments":{"x":1}}`, `{"state":"S"}`, `{}`, `[1]`, `null`, `{"tool":5}`,
+		`{"tool":"a","state":"b"}`, `{"argument":{}}`, `{"tool":"a","arguments":"{\"x\":1}"}`, "not json", `{"tool":"a"} {}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		req, err := parseSessionLine(line)
+		if err != nil {
+			if err.Error() == "" {
+				t.Fatal("empty error")
+			}
+			return
+		}
+		if (req.Tool == "") == (req.State == "") {
+			t.Fatalf("%q gave tool %q and state %q", line, req.Tool, req.State)
+		}
+	})
+}
