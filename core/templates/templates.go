@@ -249,7 +249,7 @@ func RenderLocal(src string, data map[string]any, value bool, maxOut int) (any, 
 		ctx[k] = prepare(v)
 	}
 	w := &limitWriter{n: maxOut}
-	if err := tpl.Execute(w, exec.NewContext(ctx)); err != nil {
+	if err := execute(tpl, w, exec.NewContext(ctx)); err != nil {
 		if errors.Is(err, errTooLong) || strings.Contains(err.Error(), errTooLong.Error()) {
 			return nil, &Error{Msg: fmt.Sprintf("the rendered output is longer than %d bytes", maxOut)}
 		}
@@ -265,6 +265,24 @@ func RenderLocal(src string, data map[string]any, value bool, maxOut int) (any, 
 		return w.b.String(), nil
 	}
 	return v, nil
+}
+
+// execute runs a compiled template, turning a panic of the engine into an
+// error of this render: gonja v2.9.1 panics on some expressions, such as
+// an integer modulo by zero (`{{ x % 0 }}`, found by FuzzRender). A stack
+// overflow (a recursive macro) cannot be recovered; the worker process
+// dies and that render fails as a crash.
+func execute(tpl *exec.Template, w io.Writer, ctx *exec.Context) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			msg := fmt.Sprint(p)
+			if strings.Contains(msg, "divide by zero") {
+				msg = "division by zero"
+			}
+			err = fmt.Errorf("the template engine failed: %s", msg)
+		}
+	}()
+	return tpl.Execute(w, ctx)
 }
 
 var _ io.Writer = (*limitWriter)(nil)

@@ -97,6 +97,8 @@ func TestHostileTemplates(t *testing.T) {
 		{"{% for i in range(100000000) %}{% for j in range(100000000) %}{% endfor %}{% endfor %}", "did not finish within 2s"},
 		{"{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", ""},
 		{"{% for i in range(1000000) %}xxxxxxxxxxxxxxxx{% endfor %}", "longer than 65536 bytes"},
+		// gonja panics on an integer modulo by zero (found by FuzzRender).
+		{"{% for x in [1, 2] %}{{ x % 0 }}{% endfor %}", "render failed: the template engine failed: division by zero"},
 	}
 	for _, tt := range tests {
 		_, err := r.Render(ctx, tt.src, nil, false)
@@ -177,6 +179,21 @@ func TestLexerTraps(t *testing.T) {
 }
 
 // A panic inside gonja's parser becomes an error of that template.
+// TestRenderPanicIsAnError: expressions that make gonja panic while
+// rendering fail that render with an error, in the process that renders.
+func TestRenderPanicIsAnError(t *testing.T) {
+	for _, src := range []string{"{{ 1 % 0 }}", "{{ x % 0 }}", "{% for x in l %}{{ x %00000000}}{% endfor %}"} {
+		_, err := RenderLocal(src, map[string]any{"x": json.Number("7"), "l": []any{json.Number("1")}}, false, 1<<12)
+		if err == nil || !strings.Contains(err.Error(), "division by zero") {
+			t.Errorf("%s: %v", src, err)
+		}
+	}
+	// A float division by zero is +Inf to gonja, which a value cannot hold.
+	if _, err := RenderLocal("{{ 1 / 0 }}", nil, true, 1<<12); err == nil || !strings.Contains(err.Error(), "+Inf") {
+		t.Errorf("1 / 0 as a value: %v", err)
+	}
+}
+
 func TestParsePanicIsAnError(t *testing.T) {
 	// The guard is bypassed: this is what it protects against.
 	_, err := parse("{{0.迫}}")
