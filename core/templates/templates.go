@@ -213,9 +213,13 @@ type limitWriter struct {
 
 var errTooLong = errors.New("output too long")
 
+// Write stores p, or panics with errTooLong once the output would pass
+// the limit: gonja keeps looping after a failed write, so an error alone
+// would let `{% for %}` run to its end (or the deadline); execute recovers
+// the panic and the render stops at once.
 func (w *limitWriter) Write(p []byte) (int, error) {
 	if w.b.Len()+len(p) > w.n {
-		return 0, errTooLong
+		panic(errTooLong)
 	}
 	return w.b.Write(p)
 }
@@ -275,6 +279,10 @@ func RenderLocal(src string, data map[string]any, value bool, maxOut int) (any, 
 func execute(tpl *exec.Template, w io.Writer, ctx *exec.Context) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
+			if p == errTooLong {
+				err = errTooLong
+				return
+			}
 			msg := fmt.Sprint(p)
 			if strings.Contains(msg, "divide by zero") {
 				msg = "division by zero"

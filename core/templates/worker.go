@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -17,6 +18,25 @@ import (
 	"toolhost/core/tail"
 	"toolhost/plugins/frame"
 )
+
+// workerMemory is the address space a template worker may map beyond
+// what it has mapped when it starts.
+const workerMemory = 1 << 30
+
+// vmSize is the address space this process has mapped, in bytes.
+func vmSize() (uint64, error) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmSize:"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, errors.New("no VmSize in /proc/self/status")
+}
 
 // Item is one template of a batch.
 type Item struct {
@@ -209,6 +229,17 @@ func (r *Renderer) Close() {
 
 // ServeStdio runs the worker on standard input and output.
 func ServeStdio() {
+	// gonja has no bound on what an expression allocates ({{ "x" * 3000000000 }}
+	// builds a 3 GB string before the output limit sees a byte): the
+	// worker's address space is capped, so such a render dies alone, as a
+	// crash of that render, instead of pressing the host's memory.
+	// The Go runtime reserves much more address space than it uses (about
+	// 1.6 GB at start), so the cap is what the worker has mapped now plus
+	// the budget.
+	if size, err := vmSize(); err == nil {
+		limit := size + workerMemory
+		syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: limit, Max: limit})
+	}
 	if err := Serve(os.Stdin, os.Stdout); err != nil {
 		os.Exit(1)
 	}
