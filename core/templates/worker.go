@@ -9,19 +9,23 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
-	"toolhost/core/tail"
 	"toolhost/plugins/frame"
 )
 
 // workerMemory is the address space a template worker may map beyond
 // what it has mapped when it starts.
 const workerMemory = 1 << 30
+
+// maxStack bounds a template worker's goroutine stacks.
+const maxStack = 64 << 20
 
 // vmSize is the address space this process has mapped, in bytes.
 func vmSize() (uint64, error) {
@@ -118,8 +122,31 @@ type worker struct {
 	cmd    *exec.Cmd
 	in     io.WriteCloser
 	out    io.ReadCloser
-	stderr *tail.Buffer
+	stderr *head
 	done   chan struct{}
+}
+
+// head keeps the first bytes a worker writes on stderr: a Go crash says
+// why first ("fatal error: out of memory", "goroutine stack exceeds"), then
+// dumps every goroutine.
+type head struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (h *head) Write(p []byte) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if room := 2048 - len(h.buf); room > 0 {
+		h.buf = append(h.buf, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+func (h *head) String() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return string(h.buf)
 }
 
 func (r *Renderer) start() (*worker, error) {
@@ -134,7 +161,7 @@ func (r *Renderer) start() (*worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &worker{cmd: cmd, in: in, out: out, stderr: tail.New(2048), done: make(chan struct{})}
+	w := &worker{cmd: cmd, in: in, out: out, stderr: &head{}, done: make(chan struct{})}
 	cmd.Stderr = w.stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start the template worker: %w", err)
@@ -197,8 +224,11 @@ func (r *Renderer) RenderMany(ctx context.Context, items []Item, data map[string
 			return nil, nil, &Error{Msg: fmt.Sprintf("the template did not finish within %s (an endless loop?)", r.timeout)}
 		}
 		msg := "the template crashed its renderer"
-		if s := strings.TrimSpace(w.stderr.String()); strings.Contains(s, "stack") {
+		switch s := w.stderr.String(); {
+		case strings.Contains(s, "stack"):
 			msg += " (it recursed too deep)"
+		case strings.Contains(s, "out of memory"):
+			msg += fmt.Sprintf(" (it needed more than the %d MiB a render may use)", workerMemory>>20)
 		}
 		return nil, nil, &Error{Msg: msg}
 	}
@@ -240,6 +270,10 @@ func ServeStdio() {
 		limit := size + workerMemory
 		syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: limit, Max: limit})
 	}
+	// A recursive macro grows the goroutine stack until Go gives up; a
+	// small maximum makes that quick (at the default 1 GB it ran into the
+	// memory cap or the deadline first) and the crash says "stack".
+	debug.SetMaxStack(maxStack)
 	if err := Serve(os.Stdin, os.Stdout); err != nil {
 		os.Exit(1)
 	}
