@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -414,15 +415,21 @@ func (s *DB) LogView(ctx context.Context, tenantID int64, sessionID, kind string
 }
 
 // SearchWarnings lists the log entries of a tenant whose calls triggered
-// warnings, newest last; contains filters by a part of a warning.
-func (s *DB) SearchWarnings(ctx context.Context, tenantID int64, contains string) ([]LogEntry, error) {
-	all, err := queryAll(ctx, s.sql, nil, scanLogEntry, `SELECT id, kind, event, data, created_at FROM logs
-		WHERE tenant_id = ? AND json_extract(data, '$.warnings') IS NOT NULL ORDER BY id`, tenantID)
+// warnings: the newest limit of them (all when limit <= 0), oldest first;
+// contains filters by a part of a warning.
+func (s *DB) SearchWarnings(ctx context.Context, tenantID int64, contains string, limit int) ([]LogEntry, error) {
+	rows, err := s.sql.QueryContext(ctx, `SELECT id, kind, event, data, created_at FROM logs
+		WHERE tenant_id = ? AND json_extract(data, '$.warnings') IS NOT NULL ORDER BY id DESC`, tenantID)
 	if err != nil {
 		return nil, err
 	}
+	defer rows.Close()
 	out := []LogEntry{}
-	for _, e := range all {
+	for rows.Next() && (limit <= 0 || len(out) < limit) {
+		var e LogEntry
+		if err := scanLogEntry(rows, &e); err != nil {
+			return nil, err
+		}
 		var d struct {
 			Warnings []string `json:"warnings"`
 		}
@@ -435,5 +442,9 @@ func (s *DB) SearchWarnings(ctx context.Context, tenantID int64, contains string
 			out = append(out, e)
 		}
 	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	slices.Reverse(out)
 	return out, nil
 }

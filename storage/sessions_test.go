@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -174,5 +175,43 @@ func TestDeleteAgent(t *testing.T) {
 	}
 	if err := db.DeleteAgent(ctx, a.ID, "Bot"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("second delete: %v", err)
+	}
+}
+
+func TestSearchWarnings(t *testing.T) {
+	ctx := context.Background()
+	db := open(t, t.TempDir())
+	a, _, _ := db.CreateTenant(ctx, "a")
+	b, _, _ := db.CreateTenant(ctx, "b")
+	for i := range 5 {
+		db.AddLog(ctx, a.ID, "s1", "system", "tool_call", map[string]any{"n": i, "warnings": []string{fmt.Sprintf("slow call %d", i)}})
+		db.AddLog(ctx, a.ID, "s1", "system", "tool_call", map[string]any{"n": 10 + i}) // no warning
+	}
+	db.AddLog(ctx, b.ID, "s2", "system", "tool_call", map[string]any{"warnings": []string{"slow call of b"}})
+	ns := func(es []LogEntry) string {
+		var out []string
+		for _, e := range es {
+			var d struct{ N int }
+			json.Unmarshal(e.Data, &d)
+			out = append(out, fmt.Sprint(d.N))
+		}
+		return strings.Join(out, ",")
+	}
+	tests := []struct {
+		contains string
+		limit    int
+		want     string
+	}{
+		{"", 0, "0,1,2,3,4"},
+		{"", 2, "3,4"}, // the newest, oldest first
+		{"call 1", 0, "1"},
+		{"nothing", 3, ""},
+		{"slow", 10, "0,1,2,3,4"},
+	}
+	for _, tt := range tests {
+		es, err := db.SearchWarnings(ctx, a.ID, tt.contains, tt.limit)
+		if err != nil || ns(es) != tt.want {
+			t.Errorf("SearchWarnings(%q, %d) = %s %v, want %s", tt.contains, tt.limit, ns(es), err, tt.want)
+		}
 	}
 }

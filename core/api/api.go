@@ -606,7 +606,16 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) warnings(w http.ResponseWriter, r *http.Request) {
-	entries, err := s.DB.SearchWarnings(r.Context(), tenantOf(r).ID, r.URL.Query().Get("contains"))
+	limit := 200
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 10000 {
+			problem(w, http.StatusBadRequest, "Bad limit", fmt.Sprintf("limit must be a number from 1 to 10000, got %q", v), nil)
+			return
+		}
+		limit = n
+	}
+	entries, err := s.DB.SearchWarnings(r.Context(), tenantOf(r).ID, r.URL.Query().Get("contains"), limit)
 	if err != nil {
 		s.internal(w, r, err)
 		return

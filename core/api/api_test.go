@@ -143,6 +143,8 @@ func TestProblemsAndRouting(t *testing.T) {
 		{"POST", "/v1/calls", `{"tool":"x","arguments":"` + strings.Repeat("a", maxJSONBody) + `"}`, 413, "limited to 8388608 bytes"},
 		{"POST", "/v1/calls", `{"tool":"FinishSession"}`, 422, "runs inside a session"},
 		{"POST", "/v1/groups", "kind: Plugin\n", 422, "it has no name"},
+		{"GET", "/v1/warnings?limit=0", "", 400, `limit must be a number from 1 to 10000, got "0"`},
+		{"GET", "/v1/warnings?limit=x", "", 400, `got "x"`},
 		{"POST", "/v1/groups", strings.Repeat("#", 5<<20), 413, "limited to"},
 	}
 	for _, tt := range tests {
