@@ -135,6 +135,7 @@ func (s *DB) Messages(ctx context.Context, sessionID string) ([]Message, error) 
 
 // Unanswered is a question an agent could not answer.
 type Unanswered struct {
+	ID        int64  `json:"id"`
 	SessionID string `json:"session_id"`
 	Question  string `json:"question"`
 	CreatedAt string `json:"created_at"`
@@ -147,10 +148,29 @@ func (s *DB) AddUnanswered(ctx context.Context, tenantID int64, sessionID, quest
 	return err
 }
 
-// UnansweredQuestions lists a tenant's unanswered questions, oldest first.
-func (s *DB) UnansweredQuestions(ctx context.Context, tenantID int64) ([]Unanswered, error) {
-	return queryAll(ctx, s.sql, []Unanswered{}, func(r *sql.Rows, u *Unanswered) error { return r.Scan(&u.SessionID, &u.Question, &u.CreatedAt) },
-		`SELECT session_id, question, created_at FROM unanswered WHERE tenant_id = ? ORDER BY id`, tenantID)
+// UnansweredQuestions lists a tenant's unanswered questions: the newest
+// limit of them (all when limit <= 0), oldest first.
+func (s *DB) UnansweredQuestions(ctx context.Context, tenantID int64, limit int) ([]Unanswered, error) {
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	us, err := queryAll(ctx, s.sql, []Unanswered{}, func(r *sql.Rows, u *Unanswered) error { return r.Scan(&u.ID, &u.SessionID, &u.Question, &u.CreatedAt) },
+		`SELECT id, session_id, question, created_at FROM unanswered WHERE tenant_id = ? ORDER BY id DESC LIMIT ?`, tenantID, limit)
+	slices.Reverse(us)
+	return us, err
+}
+
+// DeleteUnanswered removes a reviewed question; ErrNotFound when the tenant
+// has no question of that id.
+func (s *DB) DeleteUnanswered(ctx context.Context, tenantID, id int64) error {
+	res, err := s.sql.ExecContext(ctx, `DELETE FROM unanswered WHERE tenant_id = ? AND id = ?`, tenantID, id)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrNotFound
+	}
+	return nil
 }
 
 // ErrNoFTS5 is a binary built without SQLite's FTS5.

@@ -37,11 +37,29 @@ func TestSessionsMessagesUnanswered(t *testing.T) {
 		t.Errorf("messages = %v", ms)
 	}
 	db.AddUnanswered(ctx, a.ID, "s1", "why?")
-	if us, _ := db.UnansweredQuestions(ctx, a.ID); len(us) != 1 || us[0].Question != "why?" {
+	if us, _ := db.UnansweredQuestions(ctx, a.ID, 0); len(us) != 1 || us[0].Question != "why?" {
 		t.Errorf("unanswered = %v", us)
 	}
-	if us, _ := db.UnansweredQuestions(ctx, b.ID); len(us) != 0 {
+	if us, _ := db.UnansweredQuestions(ctx, b.ID, 0); len(us) != 0 {
 		t.Errorf("tenant b sees %v", us)
+	}
+	db.AddUnanswered(ctx, a.ID, "s1", "how?")
+	db.AddUnanswered(ctx, a.ID, "s1", "when?")
+	us, _ := db.UnansweredQuestions(ctx, a.ID, 2)
+	if len(us) != 2 || us[0].Question != "how?" || us[1].Question != "when?" {
+		t.Fatalf("the newest two = %+v", us)
+	}
+	if err := db.DeleteUnanswered(ctx, b.ID, us[0].ID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("tenant b deleted a's question: %v", err)
+	}
+	if err := db.DeleteUnanswered(ctx, a.ID, us[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.DeleteUnanswered(ctx, a.ID, us[0].ID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("second delete: %v", err)
+	}
+	if us, _ := db.UnansweredQuestions(ctx, a.ID, 0); len(us) != 2 || us[0].Question != "why?" || us[1].Question != "when?" {
+		t.Errorf("after the delete: %+v", us)
 	}
 }
 

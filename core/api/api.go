@@ -174,12 +174,33 @@ func (s *Server) routeTenant(w http.ResponseWriter, r *http.Request, path string
 		s.only(w, r, "GET", func() { s.warnings(w, r) })
 	case path == "/v1/unanswered":
 		s.only(w, r, "GET", func() {
-			us, err := s.DB.UnansweredQuestions(r.Context(), tenantOf(r).ID)
+			limit, ok := queryLimit(w, r)
+			if !ok {
+				return
+			}
+			us, err := s.DB.UnansweredQuestions(r.Context(), tenantOf(r).ID, limit)
 			if err != nil {
 				s.internal(w, r, err)
 				return
 			}
 			writeJSON(w, http.StatusOK, us)
+		})
+	case strings.HasPrefix(path, "/v1/unanswered/"):
+		id, err := strconv.ParseInt(strings.TrimPrefix(path, "/v1/unanswered/"), 10, 64)
+		if err != nil {
+			problem(w, http.StatusNotFound, "Not Found", fmt.Sprintf("no endpoint %s", path), nil)
+			return
+		}
+		s.only(w, r, "DELETE", func() {
+			err := s.DB.DeleteUnanswered(r.Context(), tenantOf(r).ID, id)
+			switch {
+			case errors.Is(err, storage.ErrNotFound):
+				problem(w, http.StatusNotFound, "Not Found", fmt.Sprintf("no unanswered question %d", id), nil)
+			case err != nil:
+				s.internal(w, r, err)
+			default:
+				w.WriteHeader(http.StatusNoContent)
+			}
 		})
 	default:
 		problem(w, http.StatusNotFound, "Not Found", fmt.Sprintf("no endpoint %s", path), nil)
@@ -605,15 +626,25 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"blocks": bs})
 }
 
+// queryLimit reads ?limit= (default 200, 1 to 10000) for the endpoints
+// that list what grows without end; it answers 400 for anything else.
+func queryLimit(w http.ResponseWriter, r *http.Request) (int, bool) {
+	v := r.URL.Query().Get("limit")
+	if v == "" {
+		return 200, true
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 10000 {
+		problem(w, http.StatusBadRequest, "Bad limit", fmt.Sprintf("limit must be a number from 1 to 10000, got %q", v), nil)
+		return 0, false
+	}
+	return n, true
+}
+
 func (s *Server) warnings(w http.ResponseWriter, r *http.Request) {
-	limit := 200
-	if v := r.URL.Query().Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 10000 {
-			problem(w, http.StatusBadRequest, "Bad limit", fmt.Sprintf("limit must be a number from 1 to 10000, got %q", v), nil)
-			return
-		}
-		limit = n
+	limit, ok := queryLimit(w, r)
+	if !ok {
+		return
 	}
 	entries, err := s.DB.SearchWarnings(r.Context(), tenantOf(r).ID, r.URL.Query().Get("contains"), limit)
 	if err != nil {

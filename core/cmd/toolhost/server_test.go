@@ -568,6 +568,17 @@ func TestSessionsOverHTTP(t *testing.T) {
 	if s.do(token, "GET", "/v1/unanswered", nil, &unanswered); len(unanswered) != 1 || unanswered[0]["question"] != "Can I pay in bitcoin?" || unanswered[0]["session_id"] != id {
 		t.Errorf("unanswered = %v", unanswered)
 	}
+	// Reviewed: deleted by its id, once.
+	qid := fmt.Sprint(unanswered[0]["id"])
+	if code := s.do(token, "DELETE", "/v1/unanswered/"+qid, nil, nil); code != 204 {
+		t.Errorf("delete the reviewed question: %d", code)
+	}
+	if code := s.do(token, "DELETE", "/v1/unanswered/"+qid, nil, nil); code != 404 {
+		t.Errorf("delete it again: %d", code)
+	}
+	if s.do(token, "GET", "/v1/unanswered?limit=5", nil, &unanswered); len(unanswered) != 0 {
+		t.Errorf("unanswered after the review = %v", unanswered)
+	}
 	var pb problemBody
 	if code := s.do(token, "POST", "/v1/sessions/"+id+"/state", strings.NewReader(`{"state":"Closng"}`), &pb); code != 422 || pb.Title != "Unknown state" ||
 		!strings.Contains(pb.Detail, `(did you mean "Closing"?); states: Collecting, Closing`) {
