@@ -92,27 +92,56 @@ func (s *DB) SaveSession(ctx context.Context, tenantID int64, sess *Session) err
 	return err
 }
 
-// Session returns a tenant's session.
-func (s *DB) Session(ctx context.Context, tenantID int64, id string) (*Session, error) {
-	sess := &Session{ID: id}
+// sessionColumns are the columns scanSession reads, in its order.
+const sessionColumns = `id, agent, state, variables, closed, created_at, finished_at, allowed_tags`
+
+// scanSession reads one row of sessionColumns.
+func scanSession(row interface{ Scan(...any) error }, sess *Session) error {
 	var vars, tags string
 	var finished sql.NullString
-	err := s.sql.QueryRowContext(ctx, `SELECT agent, state, variables, closed, created_at, finished_at, allowed_tags FROM sessions WHERE id = ? AND tenant_id = ?`, id, tenantID).
-		Scan(&sess.Agent, &sess.State, &vars, &sess.Closed, &sess.CreatedAt, &finished, &tags)
+	if err := row.Scan(&sess.ID, &sess.Agent, &sess.State, &vars, &sess.Closed, &sess.CreatedAt, &finished, &tags); err != nil {
+		return err
+	}
+	sess.FinishedAt = finished.String
+	json.Unmarshal([]byte(tags), &sess.AllowedTags)
+	dec := json.NewDecoder(strings.NewReader(vars))
+	dec.UseNumber()
+	return dec.Decode(&sess.Variables)
+}
+
+// Session returns a tenant's session.
+func (s *DB) Session(ctx context.Context, tenantID int64, id string) (*Session, error) {
+	sess := &Session{}
+	err := scanSession(s.sql.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = ? AND tenant_id = ?`, id, tenantID), sess)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
 	if err != nil {
 		return nil, err
 	}
-	sess.FinishedAt = finished.String
-	json.Unmarshal([]byte(tags), &sess.AllowedTags)
-	dec := json.NewDecoder(strings.NewReader(vars))
-	dec.UseNumber()
-	if err := dec.Decode(&sess.Variables); err != nil {
-		return nil, err
-	}
 	return sess, nil
+}
+
+// Sessions lists a tenant's sessions (of one agent when agent is not
+// empty): the newest limit of them (all when limit <= 0), oldest first.
+func (s *DB) Sessions(ctx context.Context, tenantID int64, agent string, limit int) ([]*Session, error) {
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	q := `SELECT ` + sessionColumns + ` FROM sessions WHERE tenant_id = ?`
+	args := []any{tenantID}
+	if agent != "" {
+		q += ` AND agent = ?`
+		args = append(args, agent)
+	}
+	q += ` ORDER BY created_at DESC, rowid DESC LIMIT ?`
+	args = append(args, limit)
+	out, err := queryAll(ctx, s.sql, []*Session{}, func(r *sql.Rows, sess **Session) error {
+		*sess = &Session{}
+		return scanSession(r, *sess)
+	}, q, args...)
+	slices.Reverse(out)
+	return out, err
 }
 
 // AddMessage appends an outgoing message to a session.

@@ -233,3 +233,44 @@ func TestSearchWarnings(t *testing.T) {
 		}
 	}
 }
+
+func TestListSessions(t *testing.T) {
+	ctx := context.Background()
+	db := open(t, t.TempDir())
+	a, _, _ := db.CreateTenant(ctx, "a")
+	b, _, _ := db.CreateTenant(ctx, "b")
+	for i, agent := range []string{"A", "B", "A", "A"} {
+		if err := db.SaveSession(ctx, a.ID, &Session{ID: fmt.Sprintf("s%d", i), Agent: agent, State: "S", Variables: map[string]any{"n": i}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.SaveSession(ctx, b.ID, &Session{ID: "other", Agent: "A", State: "S"})
+	ids := func(ss []*Session) string {
+		var out []string
+		for _, s := range ss {
+			out = append(out, s.ID)
+		}
+		return strings.Join(out, ",")
+	}
+	tests := []struct {
+		agent string
+		limit int
+		want  string
+	}{
+		{"", 0, "s0,s1,s2,s3"},
+		{"A", 0, "s0,s2,s3"},
+		{"A", 2, "s2,s3"},
+		{"B", 5, "s1"},
+		{"C", 5, ""},
+	}
+	for _, tt := range tests {
+		ss, err := db.Sessions(ctx, a.ID, tt.agent, tt.limit)
+		if err != nil || ids(ss) != tt.want {
+			t.Errorf("Sessions(%q, %d) = %s %v, want %s", tt.agent, tt.limit, ids(ss), err, tt.want)
+		}
+	}
+	ss, _ := db.Sessions(ctx, a.ID, "B", 1)
+	if len(ss) != 1 || ss[0].State != "S" || fmt.Sprint(ss[0].Variables["n"]) != "1" || ss[0].CreatedAt == "" {
+		t.Errorf("a listed session: %+v", ss)
+	}
+}

@@ -173,18 +173,7 @@ func (s *Server) routeTenant(w http.ResponseWriter, r *http.Request, path string
 	case path == "/v1/warnings":
 		s.only(w, r, "GET", func() { s.warnings(w, r) })
 	case path == "/v1/unanswered":
-		s.only(w, r, "GET", func() {
-			limit, ok := queryLimit(w, r)
-			if !ok {
-				return
-			}
-			us, err := s.DB.UnansweredQuestions(r.Context(), tenantOf(r).ID, limit)
-			if err != nil {
-				s.internal(w, r, err)
-				return
-			}
-			writeJSON(w, http.StatusOK, us)
-		})
+		s.only(w, r, "GET", func() { serveList(s, w, r, s.DB.UnansweredQuestions) })
 	case strings.HasPrefix(path, "/v1/unanswered/"):
 		id, err := strconv.ParseInt(strings.TrimPrefix(path, "/v1/unanswered/"), 10, 64)
 		if err != nil {
@@ -641,15 +630,23 @@ func queryLimit(w http.ResponseWriter, r *http.Request) (int, bool) {
 	return n, true
 }
 
-func (s *Server) warnings(w http.ResponseWriter, r *http.Request) {
+// serveList answers what fetch lists for the request's tenant and ?limit=.
+func serveList[T any](s *Server, w http.ResponseWriter, r *http.Request, fetch func(ctx context.Context, tenant int64, limit int) (T, error)) {
 	limit, ok := queryLimit(w, r)
 	if !ok {
 		return
 	}
-	entries, err := s.DB.SearchWarnings(r.Context(), tenantOf(r).ID, r.URL.Query().Get("contains"), limit)
+	v, err := fetch(r.Context(), tenantOf(r).ID, limit)
 	if err != nil {
 		s.internal(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, entries)
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (s *Server) warnings(w http.ResponseWriter, r *http.Request) {
+	contains := r.URL.Query().Get("contains")
+	serveList(s, w, r, func(ctx context.Context, tenant int64, limit int) ([]storage.LogEntry, error) {
+		return s.DB.SearchWarnings(ctx, tenant, contains, limit)
+	})
 }

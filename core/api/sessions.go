@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -120,30 +121,49 @@ type sessionAnswer struct {
 	Skills []session.SkillOutcome `json:"skills,omitempty"`
 }
 
+// listSessions answers the tenant's newest sessions (?agent= to keep one
+// agent's, ?limit=, default 200), oldest first.
+func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
+	agent := r.URL.Query().Get("agent")
+	serveList(s, w, r, func(ctx context.Context, tenant int64, limit int) ([]*storage.Session, error) {
+		return s.DB.Sessions(ctx, tenant, agent, limit)
+	})
+}
+
+// createSession starts a session of an agent: its init skills run first.
+func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
+	var req createSessionRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	if req.Agent == "" {
+		problem(w, http.StatusBadRequest, "Bad request body", `"agent" is required`, nil)
+		return
+	}
+	eng, ok := s.engine(w, r, req.Agent, nil)
+	if !ok {
+		return
+	}
+	sess, outcomes, err := eng.StartWith(r.Context(), req.Variables, req.AllowedTags)
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, sessionAnswer{sess, outcomes})
+}
+
 // routeSessions serves /v1/sessions...
 func (s *Server) routeSessions(w http.ResponseWriter, r *http.Request, path string) {
 	tenant := tenantOf(r).ID
 	if path == "/v1/sessions" {
-		s.only(w, r, "POST", func() {
-			var req createSessionRequest
-			if !decodeBody(w, r, &req) {
-				return
-			}
-			if req.Agent == "" {
-				problem(w, http.StatusBadRequest, "Bad request body", `"agent" is required`, nil)
-				return
-			}
-			eng, ok := s.engine(w, r, req.Agent, nil)
-			if !ok {
-				return
-			}
-			sess, outcomes, err := eng.StartWith(r.Context(), req.Variables, req.AllowedTags)
-			if err != nil {
-				s.internal(w, r, err)
-				return
-			}
-			writeJSON(w, http.StatusCreated, sessionAnswer{sess, outcomes})
-		})
+		switch r.Method {
+		case "GET":
+			s.listSessions(w, r)
+		case "POST":
+			s.createSession(w, r)
+		default:
+			methodNotAllowed(w, "GET, POST")
+		}
 		return
 	}
 	seg, ok := segments(path, "/v1/sessions/")

@@ -568,6 +568,17 @@ func TestSessionsOverHTTP(t *testing.T) {
 	if s.do(token, "GET", "/v1/unanswered", nil, &unanswered); len(unanswered) != 1 || unanswered[0]["question"] != "Can I pay in bitcoin?" || unanswered[0]["session_id"] != id {
 		t.Errorf("unanswered = %v", unanswered)
 	}
+	// The tenant's sessions, newest last; by agent; bounded.
+	var listed []map[string]any
+	if code := s.do(token, "GET", "/v1/sessions?agent=Collector%20Agent", nil, &listed); code != 200 || len(listed) == 0 || listed[len(listed)-1]["id"] != id {
+		t.Errorf("sessions of the agent: %d %v", code, listed)
+	}
+	if code := s.do(token, "GET", "/v1/sessions?agent=Nobody", nil, &listed); code != 200 || len(listed) != 0 {
+		t.Errorf("sessions of another agent: %d %v", code, listed)
+	}
+	if code := s.do(token, "GET", "/v1/sessions?limit=1", nil, &listed); code != 200 || len(listed) != 1 || listed[0]["id"] != id {
+		t.Errorf("the newest session: %d %v", code, listed)
+	}
 	// Reviewed: deleted by its id, once.
 	qid := fmt.Sprint(unanswered[0]["id"])
 	if code := s.do(token, "DELETE", "/v1/unanswered/"+qid, nil, nil); code != 204 {

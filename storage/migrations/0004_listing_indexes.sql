@@ -1,0 +1,4 @@
+-- Listing a tenant's newest sessions (GET /v1/sessions) and unanswered
+-- questions (GET /v1/unanswered) without scanning every tenant's rows.
+CREATE INDEX IF NOT EXISTS sessions_tenant ON sessions(tenant_id, created_at);
+CREATE INDEX IF NOT EXISTS unanswered_tenant ON unanswered(tenant_id, id);
