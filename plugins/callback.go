@@ -16,6 +16,9 @@ type ToolCallRequest struct {
 	Args json.RawMessage `json:"args"`
 	// IdempotencyKey is optional.
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	// Group, when set, is the group to look the tool up in; otherwise the
+	// caller's own group comes first, then the tenant's other groups.
+	Group string `json:"group,omitempty"`
 	// Context is the calling code's context (its session).
 	Context json.RawMessage `json:"context,omitempty"`
 }

@@ -99,10 +99,15 @@ func (r *Registry) toolCalls(tenant int64, caller string) func(ctx context.Conte
 		if err != nil {
 			return fail(err.Error())
 		}
-		t, err := r.FindTool(ctx, tenant, req.Tool, true, caller)
-		var unknown *UnknownToolError
-		if errors.As(err, &unknown) && len(unknown.Groups) == 0 && !unknown.Skill {
-			t, err = r.FindTool(ctx, tenant, req.Tool, true, "")
+		var t *CallTarget
+		if req.Group != "" {
+			t, err = r.FindTool(ctx, tenant, req.Tool, true, req.Group)
+		} else {
+			t, err = r.FindTool(ctx, tenant, req.Tool, true, caller)
+			var unknown *UnknownToolError
+			if errors.As(err, &unknown) && len(unknown.Groups) == 0 && !unknown.Skill {
+				t, err = r.FindTool(ctx, tenant, req.Tool, true, "")
+			}
 		}
 		if err != nil {
 			return fail(err.Error())

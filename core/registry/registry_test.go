@@ -296,6 +296,10 @@ def relay(x):
 
 def forever():
     return toolhost.call_tool("forever")
+
+def other(x):
+    a = toolhost.call_tool("echo", {"x": x}, group="D")
+    return a["content"]
 `)
 			reg.PutGroup(ctx, tn.ID, []byte(`kind: Plugin
 name: C
@@ -305,6 +309,7 @@ tools:
   - {kind: Tool, object_name: Echo, name: echo, description: d, implementation: c.echo, parameters: [{name: x, type: int, description: d}]}
   - {kind: Tool, object_name: Relay, name: relay, description: d, implementation: c.relay, parameters: [{name: x, type: int, description: d}]}
   - {kind: Tool, object_name: Forever, name: forever, description: d, implementation: c.forever, parameters: []}
+  - {kind: Tool, object_name: Other, name: other, description: d, implementation: c.other, parameters: [{name: x, type: int, description: d}]}
 `))
 			waitStatus(t, reg, tn.ID, "C", Ready)
 			relay, _ := reg.FindTool(ctx, tn.ID, "relay", true, "")
@@ -332,6 +337,13 @@ tools:
 			if err != nil || !a.Success || fmt.Sprint(got) != "map[ok:true relayed:map[x:8]]" {
 				b, _ := json.Marshal(a)
 				t.Errorf("relay beside another group's echo: %v %s", err, b)
+			}
+			// group= chooses the other group's echo.
+			other, _ := reg.FindTool(ctx, tn.ID, "other", true, "C")
+			a, err = reg.RunTool(ctx, tn.ID, other, map[string]any{"x": json.Number("9")}, CallOptions{})
+			if err != nil || !a.Success || string(a.Content) != `{"from":"D"}` && string(a.Content) != `{"from": "D"}` {
+				b, _ := json.Marshal(a)
+				t.Errorf("call_tool with group=D: %v %s", err, b)
 			}
 			forever, _ := reg.FindTool(ctx, tn.ID, "forever", true, "")
 			a, err = reg.RunTool(ctx, tn.ID, forever, map[string]any{}, CallOptions{})

@@ -200,11 +200,11 @@ class Worker:
         mod._call_tool_hook = self.call_tool
         sys.modules["toolhost"] = mod
 
-    def call_tool(self, name, args, key):
+    def call_tool(self, name, args, key, group=None):
         """Asks the host to call another tool during this call."""
         if os.getpid() != self.pid:
             raise RuntimeError("toolhost.call_tool works only in the worker itself")
-        write_frame({"op": "call_tool", "tool": name, "args": args or {}, "idempotency_key": key or "",
+        write_frame({"op": "call_tool", "tool": name, "args": args or {}, "idempotency_key": key or "", "group": group or "",
                      "context": self.context})
         answer = read_frame()
         if answer is None:

@@ -37,12 +37,12 @@ def _context_getter():  # replaced by the worker
     return None
 
 
-def call_tool(name, args=None, idempotency_key=None):
+def call_tool(name, args=None, idempotency_key=None, group=None):
     """Calls another tool of the tenant through the host (its whole
     pipeline: validation, idempotency, retries, templates) and returns its
     answer: a dict with success, content, error, blocks, ..."""
-    return _call_tool_hook(name, args or {}, idempotency_key)
+    return _call_tool_hook(name, args or {}, idempotency_key, group)
 
 
-def _call_tool_hook(name, args, key):  # replaced by the worker
+def _call_tool_hook(name, args, key, group=None):  # replaced by the worker
     raise RuntimeError("toolhost.call_tool is not available here")

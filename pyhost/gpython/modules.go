@@ -32,7 +32,7 @@ func init() {
 			py.MustNewMethod("variables", toolhostVariables, 0, "variables() -> dict: the session's variables."),
 			py.MustNewMethod("agent", toolhostField("agent"), 0, "agent() -> str or None: the session's agent."),
 			py.MustNewMethod("state", toolhostField("state"), 0, "state() -> str or None: the session's workflow state."),
-			py.MustNewMethod("call_tool", toolhostCallTool, 0, "call_tool(name, args=None, idempotency_key=None) -> dict: call another tool through the host."),
+			py.MustNewMethod("call_tool", toolhostCallTool, 0, "call_tool(name, args=None, idempotency_key=None, group=None) -> dict: call another tool through the host."),
 		},
 		Globals: py.StringDict{},
 	})
@@ -115,8 +115,8 @@ func toolhostVariables(self py.Object, args py.Tuple) (py.Object, error) {
 }
 
 func toolhostCallTool(self py.Object, args py.Tuple, kwargs py.StringDict) (py.Object, error) {
-	var name, a, key py.Object = nil, py.None, py.None
-	if err := py.ParseTupleAndKeywords(args, kwargs, "s|OO:call_tool", []string{"name", "args", "idempotency_key"}, &name, &a, &key); err != nil {
+	var name, a, key, group py.Object = nil, py.None, py.None, py.None
+	if err := py.ParseTupleAndKeywords(args, kwargs, "s|OOO:call_tool", []string{"name", "args", "idempotency_key", "group"}, &name, &a, &key, &group); err != nil {
 		return nil, err
 	}
 	mod, ok := self.(*py.Module)
@@ -135,13 +135,16 @@ func toolhostCallTool(self py.Object, args py.Tuple, kwargs py.StringDict) (py.O
 		}
 		argJSON = b
 	}
-	k := ""
+	k, g := "", ""
 	if s, ok := key.(py.String); ok {
 		k = string(s)
 	}
+	if s, ok := group.(py.String); ok {
+		g = string(s)
+	}
 	ctx, cancel := gocontext.WithTimeout(gocontext.Background(), 5*time.Minute)
 	defer cancel()
-	resp, err := c.callbacks.CallTool(ctx, &plugins.ToolCallRequest{Tool: string(name.(py.String)), Args: argJSON, IdempotencyKey: k, Context: c.callContext})
+	resp, err := c.callbacks.CallTool(ctx, &plugins.ToolCallRequest{Tool: string(name.(py.String)), Args: argJSON, IdempotencyKey: k, Group: g, Context: c.callContext})
 	if err != nil {
 		return nil, py.ExceptionNewf(py.RuntimeError, "toolhost.call_tool(%q): %v", string(name.(py.String)), err)
 	}
