@@ -297,7 +297,7 @@ func TestHostileToolsAreContained(t *testing.T) {
 		{"write_file", fmt.Sprintf(`{"path":%q}`, target), plugins.ErrException, "Permission denied", ""},
 		{"write_scratch", `{}`, "", "", "note.txt"},
 		{"spin", `{}`, plugins.ErrTimeout, "did not finish within 5s", ""},
-		{"eat_memory", `{}`, plugins.ErrException, "MemoryError", ""},
+		{"eat_memory", `{}`, plugins.ErrException, "MemoryError: out of memory: a worker may use 1024 MiB (--memory-mb)", ""},
 		{"fork_bomb", `{}`, plugins.ErrException, "Resource temporarily unavailable", ""},
 		{"flood", `{}`, "", "", "done"},
 		{"huge_result", `{}`, plugins.ErrResult, "more than the limit of 1048576", ""},

@@ -22,6 +22,7 @@ os.set_inheritable(4, False)
 REQ = os.fdopen(3, "rb", buffering=0)
 RESP = os.fdopen(4, "wb", buffering=0)
 ROOT = [""]  # the group's folder, cut from file names in tracebacks
+MEMORY_LIMIT = [0]  # the worker's address space, for MemoryError messages
 RUNNER_FILE = "<string>"  # the file name python3 -c gives the runner's frames
 
 
@@ -92,10 +93,15 @@ def error_of(exc, kind="exception"):
     text = "".join(traceback.format_exception(type(exc), exc, tb))
     if ROOT[0]:
         text = text.replace('File "' + ROOT[0] + os.sep, 'File "')
+    message = str(exc)
+    if isinstance(exc, MemoryError) and not message:
+        # Python's MemoryError says nothing; say which limit it hit.
+        limit = MEMORY_LIMIT[0]
+        message = "out of memory: a worker may use %d MiB (--memory-mb)" % (limit >> 20) if limit else "out of memory"
     return {
         "kind": kind,
         "type": type(exc).__name__,
-        "message": str(exc),
+        "message": message,
         "traceback": text,
     }
 
@@ -109,6 +115,7 @@ def apply_limits(limits):
                 pass
 
     setlimit(resource.RLIMIT_AS, limits.get("memory_bytes"))
+    MEMORY_LIMIT[0] = limits.get("memory_bytes") or 0
     setlimit(resource.RLIMIT_NOFILE, limits.get("open_files"))
     setlimit(resource.RLIMIT_FSIZE, limits.get("file_size_bytes"))
     # The process limit counts every process and thread of the sandbox;
