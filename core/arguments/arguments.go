@@ -375,14 +375,14 @@ func CheckDate(s string) error {
 func CheckDateTime(s string) error {
 	const form = "not in the form YYYY-MM-DDThh:mm:ss[.frac](Z|±hh:mm)"
 	if len(s) < 19 || (s[10] != 'T' && s[10] != 't') {
-		return fmt.Errorf(form)
+		return errors.New(form)
 	}
 	if err := CheckDate(s[:10]); err != nil {
 		return err
 	}
 	t := s[11:]
 	if t[2] != ':' || t[5] != ':' || !digits(t[:2]) || !digits(t[3:5]) || !digits(t[6:8]) {
-		return fmt.Errorf(form)
+		return errors.New(form)
 	}
 	h, _ := strconv.Atoi(t[:2])
 	m, _ := strconv.Atoi(t[3:5])
