@@ -5,6 +5,7 @@
 #   make test   gofmt, go vet, every test, and a short fuzz run of each parser
 #   make bench  the benchmarks, with their figures
 #   make fuzz   a longer fuzz run (FUZZTIME=1m per target by default)
+#   make race   every test under the race detector, toolhost processes included
 
 GO       ?= go
 # SQLite's FTS5 (knowledge search) is a build tag of mattn/go-sqlite3.
@@ -16,7 +17,7 @@ FUZZTIME ?= 1m
 # Fuzz targets: package and function, one per parser of outside input.
 FUZZ_TARGETS := ./core/typeexpr:FuzzParse ./core/definition:FuzzLoad ./core/arguments:FuzzCheck ./core/schema:FuzzAppendString ./plugins/frame:FuzzRead ./core/definition:FuzzLoadAgent ./core/templates:FuzzRender ./core/blocks:FuzzParseMarkdown ./core/relpath:FuzzCheck ./core/cli:FuzzParseSessionLine
 
-.PHONY: all build run schemas test lint unit fuzz fuzz-short bench tools clean
+.PHONY: all build run schemas test lint unit fuzz fuzz-short race bench tools clean
 
 all: build
 
@@ -56,6 +57,17 @@ lint:
 
 unit:
 	$(GO) test -count=1 ./...
+
+# Every test with the race detector, in the test binaries and in the
+# toolhost processes they start (server, plugin processes): a race there
+# exits 66 and fails its test. The sandbox and template-worker limit tests
+# (core/runner, core/templates) start plain toolhost processes: the race
+# runtime needs far more address space and threads than those limits
+# allow. About 4 minutes.
+RACE_LIMIT_PKGS := ./core/runner ./core/templates
+race:
+	TOOLHOST_TEST_RACE=1 GORACE=halt_on_error=1 $(GO) test -race -count=1 $$($(GO) list ./... | grep -v -e /core/runner -e /core/templates)
+	GORACE=halt_on_error=1 $(GO) test -race -count=1 $(RACE_LIMIT_PKGS)
 
 # A fixed number of inputs per target, not a duration: a duration-bound
 # run can end in "context deadline exceeded" on a loaded machine.

@@ -254,6 +254,27 @@ func TestWarmVenvs(t *testing.T) {
 		t.Fatal(err)
 	}
 	release()
+	// Venvs while another group is opening (the server's hourly pruning
+	// runs beside the loaders). A race-enabled server binary caught Venvs
+	// reading an entry's group while Acquire wrote it; under -race this
+	// runs both side by side.
+	opening := make(chan struct{})
+	go func() {
+		defer close(opening)
+		_, rel, err := w.Acquire(context.Background(), "k2", loadDef(t, hostileYAML), filepath.Dir(hostileYAML),
+			Options{Executable: toolhostBin, Sandbox: sandbox(t, "allow")})
+		if err == nil {
+			rel()
+		}
+	}()
+	for done := false; !done; {
+		select {
+		case <-opening:
+			done = true
+		default:
+			w.Venvs()
+		}
+	}
 	if v := w.Venvs(); len(v) != 1 || !v[g.Venv()] {
 		t.Fatalf("Venvs = %v, want %s", v, g.Venv())
 	}

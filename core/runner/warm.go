@@ -91,11 +91,24 @@ func (w *Warm) Venvs() map[string]bool {
 	defer w.mu.Unlock()
 	out := map[string]bool{}
 	for _, e := range w.groups {
-		if e.g != nil && e.g.venv != "" {
-			out[e.g.venv] = true
+		if g := e.opened(); g != nil && g.venv != "" {
+			out[g.venv] = true
 		}
 	}
 	return out
+}
+
+// opened is the entry's group once opening it has ended (nil before, or
+// when it failed). Acquire sets e.g without holding the lock, before it
+// closes ready; reading e.g after seeing ready closed is ordered after
+// that write.
+func (e *warmEntry) opened() *Group {
+	select {
+	case <-e.ready:
+		return e.g
+	default:
+		return nil
+	}
 }
 
 // Forget stops the group of key (its definition or files changed) once no

@@ -24,7 +24,26 @@ type server struct {
 	cmd  *exec.Cmd
 	base string
 	data string
-	out  *bytes.Buffer
+	out  *syncBuffer
+}
+
+// syncBuffer is the server's stdout: written by exec's copier while the
+// test reads it (`make race` caught a plain bytes.Buffer there).
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func freePort(t *testing.T) string {
@@ -40,14 +59,14 @@ func startServer(t *testing.T, data, addr string, extra ...string) *server {
 	t.Helper()
 	args := append([]string{"serve", "--data", data, "--addr", addr, "--max-file-mb", "1", "--timeout", "20"}, extra...)
 	cmd := exec.Command(bin, args...)
-	var out bytes.Buffer
-	cmd.Stdout = &out
+	out := &syncBuffer{}
+	cmd.Stdout = out
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	go io.Copy(io.Discard, bufio.NewReader(stderr))
-	s := &server{t: t, cmd: cmd, base: "http://" + addr, data: data, out: &out}
+	s := &server{t: t, cmd: cmd, base: "http://" + addr, data: data, out: out}
 	t.Cleanup(func() { s.cmd.Process.Kill(); s.cmd.Wait() })
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {

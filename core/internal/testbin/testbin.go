@@ -11,8 +11,9 @@ import (
 	"runtime"
 )
 
-// Build compiles core/cmd/toolhost (with SQLite's FTS5) into a temporary
-// folder and returns its path and a function that removes it.
+// Build compiles core/cmd/toolhost (with SQLite's FTS5; with the race
+// detector when TOOLHOST_TEST_RACE is set) into a temporary folder and
+// returns its path and a function that removes it.
 func Build() (string, func()) {
 	dir, err := os.MkdirTemp("", "toolhost-test-bin")
 	if err != nil {
@@ -21,7 +22,13 @@ func Build() (string, func()) {
 	_, self, _, _ := runtime.Caller(0)
 	pkg := filepath.Join(filepath.Dir(self), "..", "..", "cmd", "toolhost")
 	bin := filepath.Join(dir, "toolhost")
-	if out, err := exec.Command("go", "build", "-tags", "sqlite_fts5", "-o", bin, pkg).CombinedOutput(); err != nil {
+	args := []string{"build", "-tags", "sqlite_fts5", "-o", bin}
+	if os.Getenv("TOOLHOST_TEST_RACE") != "" {
+		// make race: the server, plugin and worker processes the tests
+		// start are race-checked too, not only the test binary.
+		args = append(args, "-race")
+	}
+	if out, err := exec.Command("go", append(args, pkg)...).CombinedOutput(); err != nil {
 		os.RemoveAll(dir)
 		panic(fmt.Sprintf("build toolhost: %v\n%s", err, out))
 	}
