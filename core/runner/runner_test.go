@@ -368,8 +368,9 @@ func TestProcessesAreIsolatedAndSwept(t *testing.T) {
 	if err := json.Unmarshal(r.Result, &pids); err != nil {
 		t.Fatalf("processes: %s %+v", r.Result, r.Error)
 	}
-	// init (pid 1), the plugin process and one worker: nothing of the host,
-	// nothing left behind by the daemon or the forks.
+	// init (pid 1), the plugin process and one worker alive: nothing of the
+	// host, nothing left behind by the daemon or the forks (zombies that
+	// init has not reaped yet are dead and not counted).
 	if len(pids) != 3 || pids[0] != 1 {
 		t.Errorf("processes visible in the sandbox: %v", pids)
 	}

@@ -345,8 +345,9 @@ func sweepOnce(worker int) int {
 		}
 	}
 	// Wait (briefly) until they are dead, so that the worker can reap them
-	// before the next call.
-	deadline := time.Now().Add(500 * time.Millisecond)
+	// before the next call. A loaded machine may take a while to run the
+	// exits of a fork bomb's processes.
+	deadline := time.Now().Add(2 * time.Second)
 	for _, pid := range killed {
 		for !dead(pid) && time.Now().Before(deadline) {
 			time.Sleep(time.Millisecond)

@@ -69,7 +69,20 @@ def kill_parent():
 
 
 def processes():
-    return sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
+    """The live processes the tool can see (a killed process that its
+    parent has not reaped yet is a zombie: dead, and not listed)."""
+    live = []
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % p) as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state not in ("Z", "X"):
+            live.append(int(p))
+    return sorted(live)
 
 
 def hostname():
