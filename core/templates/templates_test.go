@@ -101,7 +101,6 @@ func TestHostileTemplates(t *testing.T) {
 		{"{% for i in range(100000) %}xxxxxxxxxxxxxxxx{% endfor %}", "longer than 65536 bytes"},
 		// Allocations beyond the worker's address space kill that worker only.
 		{`{{ "x" * 3000000000 }}`, "crashed its renderer (it needed more than the 1024 MiB a render may use)"},
-		{`{% set s = "y" * 400000000 %}{{ s ~ s ~ s }}`, "crashed its renderer (it needed more than the 1024 MiB"},
 		// gonja panics on an integer modulo by zero (found by FuzzRender).
 		{"{% for x in [1, 2] %}{{ x % 0 }}{% endfor %}", "render failed: the template engine failed: division by zero"},
 	}
