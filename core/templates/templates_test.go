@@ -91,12 +91,23 @@ func TestCheck(t *testing.T) {
 // huge output each fail their render with a clear error, and the renderer
 // keeps working.
 func TestHostileTemplates(t *testing.T) {
-	r := NewRenderer(toolhostBin, 2, 2*time.Second, 1<<16)
+	// The endless loop gets the 2 s deadline; the other cases end on their
+	// own (a crash, a limit, an error) and get 30 s, so that a loaded
+	// machine cannot turn their answer into a timeout.
+	short := NewRenderer(toolhostBin, 1, 2*time.Second, 1<<16)
+	defer short.Close()
+	r := NewRenderer(toolhostBin, 2, 30*time.Second, 1<<16)
 	defer r.Close()
 	ctx := context.Background()
+	if _, err := short.Render(ctx, "{% for i in range(100000000) %}{% for j in range(100000000) %}{% endfor %}{% endfor %}", nil, false); err == nil ||
+		!strings.Contains(err.Error(), "did not finish within 2s (an endless loop?)") {
+		t.Errorf("endless loop: %v", err)
+	}
+	if got, err := short.Render(ctx, "{{ a }}!", map[string]any{"a": "still"}, false); err != nil || got != "still!" {
+		t.Fatalf("after the endless loop: %v %v", got, err)
+	}
 	tests := []struct{ src, want string }{
 		{"{% include '/etc/hostname' %}", "unknown path"},
-		{"{% for i in range(100000000) %}{% for j in range(100000000) %}{% endfor %}{% endfor %}", "did not finish within 2s"},
 		{"{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", "crashed its renderer (it recursed too deep)"},
 		{"{% for i in range(100000) %}xxxxxxxxxxxxxxxx{% endfor %}", "longer than 65536 bytes"},
 		// Allocations beyond the worker's address space kill that worker only.
