@@ -47,14 +47,7 @@ func (s *DB) Agents(ctx context.Context, tenantID int64) ([]Agent, error) {
 // and messages too) but can no longer call tools. ErrNotFound when there
 // is no such agent.
 func (s *DB) DeleteAgent(ctx context.Context, tenantID int64, name string) error {
-	res, err := s.sql.ExecContext(ctx, `DELETE FROM agents WHERE tenant_id = ? AND name = ?`, tenantID, name)
-	if err != nil {
-		return err
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return ErrNotFound
-	}
-	return nil
+	return execFound(ctx, s.sql, `DELETE FROM agents WHERE tenant_id = ? AND name = ?`, tenantID, name)
 }
 
 // Session is a stored session.
@@ -192,14 +185,7 @@ func (s *DB) UnansweredQuestions(ctx context.Context, tenantID int64, limit int)
 // DeleteUnanswered removes a reviewed question; ErrNotFound when the tenant
 // has no question of that id.
 func (s *DB) DeleteUnanswered(ctx context.Context, tenantID, id int64) error {
-	res, err := s.sql.ExecContext(ctx, `DELETE FROM unanswered WHERE tenant_id = ? AND id = ?`, tenantID, id)
-	if err != nil {
-		return err
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return ErrNotFound
-	}
-	return nil
+	return execFound(ctx, s.sql, `DELETE FROM unanswered WHERE tenant_id = ? AND id = ?`, tenantID, id)
 }
 
 // ErrNoFTS5 is a binary built without SQLite's FTS5.
@@ -246,14 +232,16 @@ func (s *DB) PutKnowledge(ctx context.Context, tenantID int64, name, content str
 		return err
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `INSERT INTO knowledge (tenant_id, name, content, updated_at) VALUES (?, ?, ?, ?)
-		ON CONFLICT (tenant_id, name) DO UPDATE SET content = excluded.content, updated_at = excluded.updated_at`, tenantID, name, content, now()); err != nil {
+	ps := passages(content)
+	if _, err := tx.ExecContext(ctx, `INSERT INTO knowledge (tenant_id, name, content, passages, updated_at) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (tenant_id, name) DO UPDATE SET content = excluded.content, passages = excluded.passages, updated_at = excluded.updated_at`,
+		tenantID, name, content, len(ps), now()); err != nil {
 		return err
 	}
 	if err := deletePassages(ctx, tx, tenantID, name); err != nil {
 		return err
 	}
-	for i, p := range passages(content) {
+	for i, p := range ps {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO knowledge_fts (name, tenant_id, content) VALUES (?, ?, ?)`, fmt.Sprintf("%s#%d", name, i+1), tenantID, p); err != nil {
 			return err
 		}
@@ -321,14 +309,21 @@ type KnowledgeDoc struct {
 
 // Knowledge lists a tenant's knowledge documents by name.
 func (s *DB) Knowledge(ctx context.Context, tenantID int64) ([]KnowledgeDoc, error) {
+	// The text is read only for documents stored before passages were
+	// counted at upload.
 	return queryAll(ctx, s.sql, []KnowledgeDoc{}, func(r *sql.Rows, d *KnowledgeDoc) error {
-		var content string
-		if err := r.Scan(&d.Name, &content, &d.UpdatedAt); err != nil {
+		var counted sql.NullInt64
+		var content sql.NullString
+		if err := r.Scan(&d.Name, &d.Size, &counted, &content, &d.UpdatedAt); err != nil {
 			return err
 		}
-		d.Size, d.Passages = int64(len(content)), len(passages(content))
+		d.Passages = int(counted.Int64)
+		if !counted.Valid {
+			d.Passages = len(passages(content.String))
+		}
 		return nil
-	}, `SELECT name, content, updated_at FROM knowledge WHERE tenant_id = ? ORDER BY name`, tenantID)
+	}, `SELECT name, length(CAST(content AS BLOB)), passages, CASE WHEN passages IS NULL THEN content END, updated_at
+		FROM knowledge WHERE tenant_id = ? ORDER BY name`, tenantID)
 }
 
 // KnowledgeText returns one document's text; ErrNotFound when there is none.
@@ -352,12 +347,8 @@ func (s *DB) DeleteKnowledge(ctx context.Context, tenantID int64, name string) e
 		return err
 	}
 	defer tx.Rollback()
-	res, err := tx.ExecContext(ctx, `DELETE FROM knowledge WHERE tenant_id = ? AND name = ?`, tenantID, name)
-	if err != nil {
+	if err := execFound(ctx, tx, `DELETE FROM knowledge WHERE tenant_id = ? AND name = ?`, tenantID, name); err != nil {
 		return err
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return ErrNotFound
 	}
 	if err := deletePassages(ctx, tx, tenantID, name); err != nil {
 		return err

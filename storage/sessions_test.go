@@ -134,6 +134,14 @@ func TestKnowledgeSearch(t *testing.T) {
 	if err != nil || len(docs) != 42 || docs[0].Name != "faq" || docs[0].Size != 83 || docs[0].Passages != 1 {
 		t.Fatalf("list: %d %+v %v", len(docs), docs[:1], err)
 	}
+	// A document stored before passages were counted at upload is counted
+	// when listed.
+	if _, err := db.sql.ExecContext(ctx, `UPDATE knowledge SET passages = NULL WHERE name = 'faq'`); err != nil {
+		t.Fatal(err)
+	}
+	if docs, _ := db.Knowledge(ctx, a.ID); docs[0].Name != "faq" || docs[0].Passages != 1 || docs[0].Size != 83 {
+		t.Errorf("a document without a stored count: %+v", docs[0])
+	}
 	if text, err := db.KnowledgeText(ctx, a.ID, "faq"); err != nil || !strings.HasPrefix(text, "A parcel may be returned within") {
 		t.Errorf("text: %q %v", text, err)
 	}

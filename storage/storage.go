@@ -191,14 +191,7 @@ func (s *DB) RevokeToken(ctx context.Context, token string) (Tenant, error) {
 	if err != nil {
 		return t, err
 	}
-	res, err := s.sql.ExecContext(ctx, `DELETE FROM tokens WHERE hash = ?`, sha256Hex(token))
-	if err != nil {
-		return t, err
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return t, ErrNotFound
-	}
-	return t, nil
+	return t, execFound(ctx, s.sql, `DELETE FROM tokens WHERE hash = ?`, sha256Hex(token))
 }
 
 // TokenCount is how many live tokens a tenant has.
@@ -216,6 +209,24 @@ func (s *DB) TenantByName(ctx context.Context, name string) (Tenant, error) {
 		return t, ErrNotFound
 	}
 	return t, err
+}
+
+// execer runs a statement: a *sql.DB or a *sql.Tx.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// execFound runs a statement that must touch a row (a delete by key);
+// ErrNotFound when it touched none.
+func execFound(ctx context.Context, db execer, query string, args ...any) error {
+	res, err := db.ExecContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrNotFound
+	}
+	return nil
 }
 
 // queryAll runs a query and appends every row, read by scan, to out (pass
@@ -333,14 +344,7 @@ func (s *DB) File(ctx context.Context, tenantID int64, path string) (FileInfo, e
 // DeleteFile removes a file from a tenant's storage. Its blob stays while
 // other paths share it, and until CollectBlobs otherwise.
 func (s *DB) DeleteFile(ctx context.Context, tenantID int64, path string) error {
-	res, err := s.sql.ExecContext(ctx, `DELETE FROM files WHERE tenant_id = ? AND path = ?`, tenantID, path)
-	if err != nil {
-		return err
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return ErrNotFound
-	}
-	return nil
+	return execFound(ctx, s.sql, `DELETE FROM files WHERE tenant_id = ? AND path = ?`, tenantID, path)
 }
 
 // Group is a stored tool group.
@@ -408,12 +412,5 @@ func (s *DB) Groups(ctx context.Context, tenantID int64) ([]Group, error) {
 
 // DeleteGroup removes a group.
 func (s *DB) DeleteGroup(ctx context.Context, tenantID int64, name string) error {
-	res, err := s.sql.ExecContext(ctx, `DELETE FROM groups WHERE tenant_id = ? AND name = ?`, tenantID, name)
-	if err != nil {
-		return err
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return ErrNotFound
-	}
-	return nil
+	return execFound(ctx, s.sql, `DELETE FROM groups WHERE tenant_id = ? AND name = ?`, tenantID, name)
 }

@@ -14,8 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"toolhost/core/internal/testbin"
 
+	"toolhost/core/internal/testbin"
 	"toolhost/core/registry"
 	"toolhost/core/runner"
 	"toolhost/storage"
@@ -23,13 +23,7 @@ import (
 
 var toolhostBin string
 
-func TestMain(m *testing.M) {
-	var cleanup func()
-	toolhostBin, cleanup = testbin.Build()
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m, &toolhostBin) }
 
 // newServer runs the API on a real loopback listener over a real database.
 func newServer(t testing.TB) (*httptest.Server, string, *registry.Registry) {

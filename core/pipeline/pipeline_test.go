@@ -12,9 +12,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-	"toolhost/core/internal/testbin"
 
 	"toolhost/core/definition"
+	"toolhost/core/internal/testbin"
 	"toolhost/core/runner"
 	"toolhost/core/templates"
 	"toolhost/plugins"
@@ -23,13 +23,7 @@ import (
 
 var toolhostBin string
 
-func TestMain(m *testing.M) {
-	var cleanup func()
-	toolhostBin, cleanup = testbin.Build()
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m, &toolhostBin) }
 
 const carsYAML = "../../sample_groups/car_search/car_search.yaml"
 

@@ -696,17 +696,14 @@ func (r *Registry) FindTool(ctx context.Context, tenant int64, name string, byNa
 		return nil, err
 	}
 	var found []*CallTarget
-	var known, groups []string
 	skill, groupSeen := false, false
 	for i, g := range idx.groups {
-		groups = append(groups, g.Name)
 		if group != "" && g.Name != group {
 			continue
 		}
 		groupSeen = true
 		v := idx.views[i]
 		for _, t := range v.Tools {
-			known = append(known, t.ObjectName)
 			if t.ObjectName == name || byName && t.Name == name {
 				found = append(found, &CallTarget{Group: g, Status: g.Status})
 			}
@@ -718,7 +715,11 @@ func (r *Registry) FindTool(ctx context.Context, tenant int64, name string, byNa
 		}
 	}
 	if group != "" && !groupSeen {
-		return nil, &UnknownGroupError{Name: group, Suggest: closest(group, groups)}
+		names := make([]string, len(idx.groups))
+		for i, g := range idx.groups {
+			names[i] = g.Name
+		}
+		return nil, &UnknownGroupError{Name: group, Suggest: closest(group, names)}
 	}
 	if b := definition.Builtin(name); b != nil && len(found) == 0 {
 		return &CallTarget{Tool: b, Status: Ready}, nil
@@ -727,6 +728,16 @@ func (r *Registry) FindTool(ctx context.Context, tenant int64, name string, byNa
 	case len(found) == 0 && skill:
 		return nil, &UnknownToolError{Name: name, Skill: true}
 	case len(found) == 0:
+		// The candidates for did-you-mean are gathered only now: a call that
+		// finds its tool (the hot path) does not build them.
+		var known []string
+		for i, g := range idx.groups {
+			if group == "" || g.Name == group {
+				for _, t := range idx.views[i].Tools {
+					known = append(known, t.ObjectName)
+				}
+			}
+		}
 		for _, b := range definition.Builtins() {
 			known = append(known, b.ObjectName)
 		}

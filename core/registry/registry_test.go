@@ -6,26 +6,19 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-	"toolhost/core/internal/testbin"
 
+	"toolhost/core/internal/testbin"
 	"toolhost/core/runner"
 	"toolhost/storage"
 )
 
 var toolhostBin string
 
-func TestMain(m *testing.M) {
-	var cleanup func()
-	toolhostBin, cleanup = testbin.Build()
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m, &toolhostBin) }
 
 func newRegistry(t testing.TB) (*Registry, *storage.DB, int64) {
 	t.Helper()
@@ -188,24 +181,32 @@ func TestFindTool(t *testing.T) {
 	}
 }
 
-// BenchmarkRecompute1000 recomputes the statuses of 1,000 groups over
-// 5,000 files (issue 4's figure): every group lists five files.
-func BenchmarkRecompute1000(b *testing.B) {
+// benchRegistry is a registry over a real database with a tenant and its
+// 5,000 files lib/f0.py ... lib/f4999.py.
+func benchRegistry(b *testing.B) (*Registry, storage.Tenant) {
 	ctx := context.Background()
 	db, err := storage.Open(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer db.Close()
+	b.Cleanup(func() { db.Close() })
 	reg, err := New(ctx, Config{DB: db, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Loaders: 1})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer reg.Close()
+	b.Cleanup(reg.Close)
 	tn, _, _ := db.CreateTenant(ctx, "bench")
 	for i := 0; i < 5000; i++ {
 		db.PutFile(ctx, tn.ID, fmt.Sprintf("lib/f%d.py", i), strings.NewReader("x = 1\n"), 1<<20)
 	}
+	return reg, tn
+}
+
+// BenchmarkRecompute1000 recomputes the statuses of 1,000 groups over
+// 5,000 files (issue 4's figure): every group lists five files.
+func BenchmarkRecompute1000(b *testing.B) {
+	ctx := context.Background()
+	reg, tn := benchRegistry(b)
 	for i := 0; i < 1000; i++ {
 		var deps strings.Builder
 		for j := 0; j < 5; j++ {
@@ -237,20 +238,7 @@ func BenchmarkRecompute1000(b *testing.B) {
 // files: only the groups that list the file are recomputed.
 func BenchmarkFileChange1000(b *testing.B) {
 	ctx := context.Background()
-	db, err := storage.Open(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	reg, err := New(ctx, Config{DB: db, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Loaders: 1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer reg.Close()
-	tn, _, _ := db.CreateTenant(ctx, "bench")
-	for i := 0; i < 5000; i++ {
-		db.PutFile(ctx, tn.ID, fmt.Sprintf("lib/f%d.py", i), strings.NewReader("x = 1\n"), 1<<20)
-	}
+	reg, tn := benchRegistry(b)
 	for i := 0; i < 1000; i++ {
 		yaml := fmt.Sprintf("kind: Plugin\nname: G%d\ndescription: d\ndependencies: [lib/f%d.py, lib/missing.py]\n", i, i*5)
 		reg.PutGroup(ctx, tn.ID, []byte(yaml))

@@ -13,9 +13,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
-	"toolhost/core/internal/testbin"
 
 	"toolhost/core/definition"
+	"toolhost/core/internal/testbin"
 	"toolhost/plugins"
 )
 
@@ -23,13 +23,7 @@ import (
 // that binary re-run, so the tests need the real thing.
 var toolhostBin string
 
-func TestMain(m *testing.M) {
-	var cleanup func()
-	toolhostBin, cleanup = testbin.Build()
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m, &toolhostBin) }
 
 func loadDef(t *testing.T, path string) *definition.Group {
 	t.Helper()

@@ -8,22 +8,16 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"toolhost/core/internal/testbin"
 
 	"toolhost/core/definition"
+	"toolhost/core/internal/testbin"
 	"toolhost/core/runner"
 	"toolhost/plugins"
 )
 
 var toolhostBin string
 
-func TestMain(m *testing.M) {
-	var cleanup func()
-	toolhostBin, cleanup = testbin.Build()
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m, &toolhostBin) }
 
 // caller runs the test group on a real plugin process.
 type caller struct{ g *runner.Group }

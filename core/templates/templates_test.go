@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -15,13 +14,7 @@ import (
 
 var toolhostBin string
 
-func TestMain(m *testing.M) {
-	var cleanup func()
-	toolhostBin, cleanup = testbin.Build()
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m, &toolhostBin) }
 
 func data(t *testing.T, s string) map[string]any {
 	t.Helper()

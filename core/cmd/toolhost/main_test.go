@@ -8,19 +8,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
 	"toolhost/core/internal/testbin"
 )
 
 // bin is the toolhost binary built once for these tests.
 var bin string
 
-func TestMain(m *testing.M) {
-	var cleanup func()
-	bin, cleanup = testbin.Build()
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m, &bin) }
 
 func exitCode(err error) int {
 	var ee *exec.ExitError

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"testing"
 )
 
 // Build compiles core/cmd/toolhost (with SQLite's FTS5; with the race
@@ -33,4 +34,14 @@ func Build() (string, func()) {
 		panic(fmt.Sprintf("build toolhost: %v\n%s", err, out))
 	}
 	return bin, func() { os.RemoveAll(dir) }
+}
+
+// Main is a test package's TestMain: it builds the binary into *bin, runs
+// the tests and removes the binary.
+func Main(m *testing.M, bin *string) {
+	var cleanup func()
+	*bin, cleanup = Build()
+	code := m.Run()
+	cleanup()
+	os.Exit(code)
 }
