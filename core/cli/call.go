@@ -152,7 +152,7 @@ func openGroup(env *Env, cmd, file string, rf runFlags, configure ...func(*runne
 	}
 	switch c.Status {
 	case definition.Invalid:
-		printDiagnostics(env.Stderr, file, c.Errors, nil)
+		printDiagnostics(env.Stderr, file, inDir(c.Errors, dir), nil)
 		fmt.Fprintf(env.Stderr, "toolhost %s: %s is invalid\n", cmd, file)
 		return nil, nil, ExitUsage
 	case definition.Incomplete:

@@ -91,7 +91,7 @@ func runValidate(env *Env, args []string) int {
 		out, _ := json.MarshalIndent(rep, "", "  ")
 		fmt.Fprintf(env.Stdout, "%s\n", out)
 	} else {
-		printReport(env, file, rep)
+		printReport(env, file, dir, rep)
 	}
 	switch c.Status {
 	case definition.Ready:
@@ -102,8 +102,10 @@ func runValidate(env *Env, args []string) int {
 	return ExitFailure
 }
 
-func printReport(env *Env, file string, rep *Report) {
-	printDiagnostics(env.Stdout, file, rep.Errors, rep.Warnings)
+// printReport prints a checked group's diagnostics and summary line; dir
+// is the folder that plays the file storage, where listed files are.
+func printReport(env *Env, file, dir string, rep *Report) {
+	printDiagnostics(env.Stdout, file, inDir(rep.Errors, dir), inDir(rep.Warnings, dir))
 	name := rep.Name
 	if name == "" {
 		name = "(unnamed group)"
@@ -120,14 +122,35 @@ func printReport(env *Env, file string, rep *Report) {
 }
 
 // printDiagnostics prints errors as FILE:LINE:COL: message and warnings as
-// FILE:LINE:COL: warning: message.
+// FILE:LINE:COL: warning: message. FILE is the definition's file, or the
+// diagnostic's own File when it is about a listed file (see inDir).
 func printDiagnostics(w io.Writer, file string, errs, warns []definition.Diagnostic) {
+	name := func(d definition.Diagnostic) string {
+		if d.File != "" {
+			return d.File
+		}
+		return file
+	}
 	for _, d := range errs {
-		fmt.Fprintf(w, "%s:%d:%d: %s\n", file, d.Line, d.Column, d.Message)
+		fmt.Fprintf(w, "%s:%d:%d: %s\n", name(d), d.Line, d.Column, d.Message)
 	}
 	for _, d := range warns {
-		fmt.Fprintf(w, "%s:%d:%d: warning: %s\n", file, d.Line, d.Column, d.Message)
+		fmt.Fprintf(w, "%s:%d:%d: warning: %s\n", name(d), d.Line, d.Column, d.Message)
 	}
+}
+
+// inDir returns diags with the File of each diagnostic about a listed file
+// (a dependency path) made a path under dir, the folder that plays the
+// file storage, so that the printed FILE can be opened as it is.
+func inDir(diags []definition.Diagnostic, dir string) []definition.Diagnostic {
+	out := make([]definition.Diagnostic, len(diags))
+	for i, d := range diags {
+		if d.File != "" {
+			d.File = filepath.Join(dir, filepath.FromSlash(d.File))
+		}
+		out[i] = d
+	}
+	return out
 }
 
 func plural(n int, word string) string {

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -496,7 +498,11 @@ func TestCheckFiles(t *testing.T) {
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(full, []byte("x = 1\n"), 0o644); err != nil {
+		content := "x = 1\n"
+		if strings.HasSuffix(p, ".txt") {
+			content = "# no packages\n"
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -534,6 +540,26 @@ func TestCheckFiles(t *testing.T) {
 	write("collector_campaign_init.py")
 	if c = check(); c.Status != Ready || len(c.Missing) != 0 {
 		t.Fatalf("full storage: %s %v", c.Status, c.Missing)
+	}
+	// A requirements.txt that holds an option makes the group Invalid, at
+	// the file's own line and column.
+	os.WriteFile(filepath.Join(dir, "requirements.txt"), []byte("# pinned\nrequests==2.31.0\n  -r /etc/passwd\n"), 0o644)
+	c = check()
+	want := []Diagnostic{{File: "requirements.txt", Pos: Pos{3, 3}, Message: `"-r /etc/passwd": options are not allowed in requirements.txt; list packages only (name, extras, version, markers)`}}
+	if c.Status != Invalid || !reflect.DeepEqual(c.Errors, want) {
+		t.Fatalf("hostile requirements: %s %v", c.Status, c.Errors)
+	}
+	if got := c.Errors[0].String(); !strings.HasPrefix(got, "requirements.txt:3:3: ") {
+		t.Errorf("String() = %q", got)
+	}
+	// A FIFO where requirements.txt belongs is missing, not read (which
+	// would block).
+	os.Remove(filepath.Join(dir, "requirements.txt"))
+	if err := syscall.Mkfifo(filepath.Join(dir, "requirements.txt"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if c = check(); c.Status != Incomplete || strings.Join(c.Missing, ",") != "requirements.txt" {
+		t.Fatalf("fifo: %s %v %v", c.Status, c.Missing, c.Errors)
 	}
 	bad, err := CheckFiles([]byte("kind: Plugin\n"), dir)
 	if err != nil || bad.Status != Invalid {

@@ -10,7 +10,8 @@ import (
 	"toolhost/core/typeexpr"
 )
 
-// Pos is a 1-based line and column in the definition file.
+// Pos is a 1-based line and column in the definition file (or, for a
+// Diagnostic with a File, in that file).
 type Pos struct {
 	Line   int `json:"line"`
 	Column int `json:"column"`
@@ -18,12 +19,19 @@ type Pos struct {
 
 // Diagnostic is an error or a warning about a definition.
 type Diagnostic struct {
+	// File is empty for the definition itself, else the dependency path of
+	// the listed file the diagnostic is about (a requirements.txt).
+	File string `json:"file,omitempty"`
 	Pos
 	Message string `json:"message"`
 }
 
-// String formats d as "LINE:COL: message".
+// String formats d as "LINE:COL: message", or "FILE:LINE:COL: message"
+// when it is about a listed file.
 func (d Diagnostic) String() string {
+	if d.File != "" {
+		return fmt.Sprintf("%s:%d:%d: %s", d.File, d.Line, d.Column, d.Message)
+	}
 	return fmt.Sprintf("%d:%d: %s", d.Line, d.Column, d.Message)
 }
 

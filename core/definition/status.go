@@ -52,10 +52,19 @@ type Check struct {
 	Missing []string
 }
 
-// CheckFiles loads a definition and, when it is valid, looks for its listed
-// files under root.
+// CheckFiles loads a definition, checks the listed requirements.txt files
+// found under root (their errors make it Invalid too), and, when it is
+// valid, looks for its listed files under root.
 func CheckFiles(src []byte, root string) (*Check, error) {
 	c := &Check{Result: Load(src), Status: Invalid}
+	if dir, err := os.OpenRoot(root); err == nil {
+		errs, err := c.Group.CheckRequirements(func(p string) ([]byte, error) { return readUnder(dir, p) })
+		dir.Close()
+		if err != nil {
+			return nil, err
+		}
+		c.Errors = append(c.Errors, errs...)
+	}
 	if !c.OK() {
 		return c, nil
 	}

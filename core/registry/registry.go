@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -269,7 +270,11 @@ func (r *Registry) CheckGroup(ctx context.Context, tenant int64, yaml []byte) (*
 	if err != nil {
 		return nil, err
 	}
-	view := evaluate(res, files)
+	reqErrs, err := r.requirementErrors(ctx, tenant, res.Group, files)
+	if err != nil {
+		return nil, err
+	}
+	view := evaluate(res, files, reqErrs)
 	view.Name = strings.TrimSpace(view.Name)
 	return view, nil
 }
@@ -293,13 +298,36 @@ func (r *Registry) fileSet(ctx context.Context, tenant int64) (map[string]bool, 
 	return set, nil
 }
 
-// evaluate computes a definition's view against the uploaded paths:
-// Invalid, Incomplete, or Installing (ready to be loaded).
-func evaluate(res *definition.Result, files map[string]bool) *GroupView {
+// requirementErrors checks the uploaded requirements.txt files a group
+// lists (see definition.Group.CheckRequirements): their errors, each naming
+// its file, make the group Invalid. pip never reads a tenant's file; this
+// is where a hostile one is refused on upload.
+func (r *Registry) requirementErrors(ctx context.Context, tenant int64, g *definition.Group, files map[string]bool) ([]definition.Diagnostic, error) {
+	return g.CheckRequirements(func(path string) ([]byte, error) {
+		if !files[path] {
+			return nil, fs.ErrNotExist
+		}
+		_, f, err := r.db.OpenFile(ctx, tenant, path)
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil, fs.ErrNotExist // deleted meanwhile: Missing says so
+		}
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		return definition.ReadLimited(f)
+	})
+}
+
+// evaluate computes a definition's view against the uploaded paths and the
+// errors of its requirements files: Invalid, Incomplete, or Installing
+// (ready to be loaded).
+func evaluate(res *definition.Result, files map[string]bool, reqErrs []definition.Diagnostic) *GroupView {
 	g := res.Group
 	v := &GroupView{Name: g.Name, Description: g.Description, Missing: []string{},
-		Errors: append([]definition.Diagnostic{}, res.Errors...), Warnings: append([]definition.Diagnostic{}, res.Warnings...),
-		Tools: []ToolRef{}, Skills: []SkillRef{}, Dependencies: []string{}}
+		Errors:   append(append([]definition.Diagnostic{}, res.Errors...), reqErrs...),
+		Warnings: append([]definition.Diagnostic{}, res.Warnings...),
+		Tools:    []ToolRef{}, Skills: []SkillRef{}, Dependencies: []string{}}
 	for _, t := range g.Tools {
 		v.Tools = append(v.Tools, ToolRef{t.ObjectName, t.Name})
 	}
@@ -313,7 +341,7 @@ func evaluate(res *definition.Result, files map[string]bool) *GroupView {
 		}
 	}
 	switch {
-	case !res.OK():
+	case len(v.Errors) > 0:
 		v.Status = Invalid
 	case len(v.Missing) > 0:
 		v.Status = Incomplete
@@ -429,7 +457,12 @@ func contains(list []string, s string) bool {
 
 // recompute re-evaluates one stored group.
 func (r *Registry) recompute(ctx context.Context, tenant int64, g storage.Group, files map[string]bool) error {
-	view := evaluate(definition.Load(g.YAML), files)
+	res := definition.Load(g.YAML)
+	reqErrs, err := r.requirementErrors(ctx, tenant, res.Group, files)
+	if err != nil {
+		return err
+	}
+	view := evaluate(res, files, reqErrs)
 	report, _ := json.Marshal(view)
 	gen, ok, err := r.db.SetGroupStatus(ctx, tenant, g.Name, 0, view.Status, string(report))
 	r.invalidate(tenant)

@@ -25,6 +25,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"toolhost/core/definition"
+	"toolhost/core/requirements"
 	"toolhost/plugins"
 )
 
@@ -178,22 +179,31 @@ func Open(ctx context.Context, def *definition.Group, root string, opts Options)
 
 // requirementsVenv installs what the group's requirements.txt files list
 // (all of them, in listed order) into a virtual environment and returns its
-// python, or "" when nothing is listed.
+// python, or "" when nothing is listed. toolhost reads the files itself
+// (core/requirements): a file with anything but requirement lines and
+// comments is refused here too, and pip is given the canonical form only.
 func requirementsVenv(ctx context.Context, def *definition.Group, root, runtime string, opts Options) (string, error) {
-	var all []byte
-	var names []string
+	var all []requirements.Requirement
+	var names, problems []string
 	for _, d := range def.Dependencies {
-		if filepath.Base(d.Path) != "requirements.txt" {
+		if !requirements.IsFile(d.Path) {
 			continue
 		}
-		content, err := os.ReadFile(filepath.Join(root, d.Path))
+		content, err := readRequirements(filepath.Join(root, d.Path))
 		if err != nil {
 			return "", fmt.Errorf("read %s: %w", d.Path, err)
 		}
-		if HasRequirements(content) {
-			all = append(append(all, content...), '\n')
+		reqs, errs := requirements.Parse(content)
+		for _, e := range errs {
+			problems = append(problems, d.Path+":"+e.Error())
+		}
+		if len(reqs) > 0 {
+			all = append(all, reqs...)
 			names = append(names, d.Path)
 		}
+	}
+	if len(problems) > 0 {
+		return "", &LoadError{Group: def.Name, Problems: problems}
 	}
 	if len(names) == 0 {
 		return "", nil

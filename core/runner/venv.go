@@ -1,18 +1,20 @@
 package runner
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
+
+	"toolhost/core/requirements"
 )
 
 // Packages says where requirements.txt packages come from.
@@ -27,17 +29,23 @@ type Packages struct {
 	CacheDir string
 }
 
-// HasRequirements reports whether a requirements file lists anything (an
-// empty or comment-only file needs no install).
-func HasRequirements(content []byte) bool {
-	sc := bufio.NewScanner(bytes.NewReader(content))
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line != "" && !strings.HasPrefix(line, "#") {
-			return true
-		}
+// readRequirements reads a requirements file: a regular file (a FIFO
+// would block), at most requirements.MaxFileBytes+1 bytes of it, enough for
+// requirements.Parse to refuse one that is too large.
+func readRequirements(path string) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
 	}
-	return false
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", filepath.Base(path))
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, requirements.MaxFileBytes+1))
 }
 
 // InstallError is a failed pip install, with pip's last lines.
@@ -52,14 +60,19 @@ func (e *InstallError) Error() string {
 	return fmt.Sprintf("installing %s failed (%v); pip said:\n%s", e.Requirements, e.Err, e.Output)
 }
 
-// EnsureVenv returns the python of a virtual environment with the
-// requirements installed, building it when no environment with the same
-// requirements, interpreter and package source exists yet. Environments
-// are keyed by that hash and reused; one is built in a temporary folder and
-// renamed into place, so a crash never leaves a half-built one behind.
-// Only wheels are installed (--only-binary :all:): building a source
-// distribution would run its setup code on the host, outside the sandbox.
-func EnsureVenv(ctx context.Context, py *Python, requirements []byte, reqName string, pk Packages) (string, error) {
+// EnsureVenv returns the python of a virtual environment with reqs
+// installed, building it when no environment with the same requirements,
+// interpreter and package source exists yet. pip reads only the canonical
+// file toolhost writes from reqs (requirements.Render), never a tenant's
+// bytes, so no option, path or URL can reach it. Environments are keyed by
+// the hash of that canonical file (comments and spacing do not matter)
+// with the interpreter and package source, and reused; one is built in a
+// temporary folder and renamed into place, so a crash never leaves a
+// half-built one behind. Only wheels are installed (--only-binary :all:):
+// building a source distribution would run its setup code on the host,
+// outside the sandbox.
+func EnsureVenv(ctx context.Context, py *Python, reqs []requirements.Requirement, reqName string, pk Packages) (string, error) {
+	canonical := requirements.Render(reqs)
 	cache := pk.CacheDir
 	if cache == "" {
 		base, err := os.UserCacheDir()
@@ -73,7 +86,7 @@ func EnsureVenv(ctx context.Context, py *Python, requirements []byte, reqName st
 	}
 	h := sha256.New()
 	fmt.Fprintf(h, "python=%s %s\nwheelhouse=%s\nindex=%s\n", py.Executable, py.Version, pk.Wheelhouse, pk.IndexURL)
-	h.Write(requirements)
+	h.Write(canonical)
 	key := hex.EncodeToString(h.Sum(nil))[:24]
 	dir := filepath.Join(cache, "venv-"+key)
 	python := filepath.Join(dir, "bin", "python")
@@ -100,7 +113,7 @@ func EnsureVenv(ctx context.Context, py *Python, requirements []byte, reqName st
 	}
 	defer os.RemoveAll(tmp)
 	reqFile := filepath.Join(tmp, "requirements.txt")
-	if err := os.WriteFile(reqFile, requirements, 0o644); err != nil {
+	if err := os.WriteFile(reqFile, canonical, 0o644); err != nil {
 		return "", err
 	}
 	venv := filepath.Join(tmp, "venv")

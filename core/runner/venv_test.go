@@ -85,9 +85,11 @@ func TestRequirementsFromWheelhouse(t *testing.T) {
 	if len(venvs) != 1 {
 		t.Fatalf("venvs: %v", venvs)
 	}
-	// The same requirements reuse the environment.
+	// The same requirements reuse the environment: it is keyed by the
+	// canonical file pip is given, so comments, spacing and line ends do
+	// not matter.
 	start = time.Now()
-	g2 := open(t, writeGroup(t, "# the one package\ntinylib==1.0\n"), Options{Sandbox: sandbox(t, "allow"), Packages: pk})
+	g2 := open(t, writeGroup(t, "\ufefftinylib == 1.0   # pinned\r\n\r\n"), Options{Sandbox: sandbox(t, "allow"), Packages: pk})
 	warm := time.Since(start)
 	if r := call(t, g2, "shout", `{"text":"again"}`); !r.OK {
 		t.Fatalf("second group: %+v", r.Error)
@@ -122,20 +124,38 @@ func TestRequirementsFailures(t *testing.T) {
 }
 
 func TestCommentOnlyRequirementsNeedNoInstall(t *testing.T) {
-	for _, content := range []string{"", "# nothing\n\n   # at all\n"} {
-		if HasRequirements([]byte(content)) {
-			t.Errorf("HasRequirements(%q) = true", content)
-		}
-	}
-	if !HasRequirements([]byte("# x\nrequests>=2\n")) {
-		t.Error("a listed package was missed")
-	}
 	// The CRM sample's requirements.txt is comment-only: it opens with no
 	// environment built, even with an empty cache folder.
 	cache := t.TempDir()
 	open(t, crmYAML, Options{Packages: Packages{CacheDir: cache}})
 	if entries, _ := os.ReadDir(cache); len(entries) != 0 {
 		t.Errorf("an install happened: %v", entries)
+	}
+}
+
+// TestHostileRequirementsRefused: a requirements.txt that holds an option,
+// a path or a URL never reaches pip: opening the group fails with the
+// file's line and column, and no environment is built (not even started).
+func TestHostileRequirementsRefused(t *testing.T) {
+	tests := []struct{ content, want string }{
+		{"tinylib==1.0\n-r /etc/passwd\n", `requirements.txt:2:1: "-r /etc/passwd": options are not allowed`},
+		{"--find-links http://127.0.0.1:1/\n", "requirements.txt:1:1: "},
+		{"./local_tree\n", "requirements.txt:1:1: \"./local_tree\": paths are not allowed"},
+		{"tinylib @ file:///etc/passwd\n", "requirements.txt:1:9: "},
+		{"tinylib==${HOME}\n", "requirements.txt:1:10: \"${HOME}\": environment variables are not allowed"},
+	}
+	for _, tt := range tests {
+		cache := t.TempDir()
+		yamlPath := writeGroup(t, tt.content)
+		_, err := Open(context.Background(), loadDef(t, yamlPath), filepath.Dir(yamlPath),
+			Options{Executable: toolhostBin, Packages: Packages{Wheelhouse: t.TempDir(), CacheDir: cache}})
+		var le *LoadError
+		if !errors.As(err, &le) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q: err = %v, want a LoadError with %q", tt.content, err, tt.want)
+		}
+		if entries, _ := os.ReadDir(cache); len(entries) != 0 {
+			t.Errorf("%q: an install began: %v", tt.content, entries)
+		}
 	}
 }
 
