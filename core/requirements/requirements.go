@@ -128,15 +128,11 @@ func Parse(content []byte) ([]Requirement, []Error) {
 		p.errs = append(p.errs, Error{1, 1, fmt.Sprintf("the file is larger than %d KiB, the most a requirements.txt may be", MaxFileBytes>>10)})
 		return nil, p.errs
 	}
-	s := string(content)
-	s = strings.TrimPrefix(s, "\ufeff")
-	for n := 1; ; n++ {
+	s := strings.TrimPrefix(string(content), "\ufeff")
+	for n := 1; len(p.errs) < MaxErrors; n++ {
 		line, rest, more := strings.Cut(s, "\n")
-		if len(p.errs) >= MaxErrors {
-			break
-		}
 		p.line(n, strings.TrimSuffix(line, "\r"))
-		if !more || len(p.errs) >= MaxErrors {
+		if !more {
 			break
 		}
 		s = rest

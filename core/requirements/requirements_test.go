@@ -224,6 +224,12 @@ func TestEveryLineReported(t *testing.T) {
 	if len(errs) != 2 || errs[0].Line != 2 || errs[1].Line != 3 {
 		t.Errorf("errs = %v", errs)
 	}
+	// The line a refused continuation runs into is not read on its own;
+	// the line after it is.
+	reqs, errs = Parse([]byte("a>=1,\\\n<2\nb\n"))
+	if len(reqs) != 1 || reqs[0].Name != "b" || reqs[0].Line != 3 || len(errs) != 1 || errs[0].Line != 1 {
+		t.Errorf("continuation: %+v %v", reqs, errs)
+	}
 }
 
 func TestLimits(t *testing.T) {
