@@ -47,9 +47,22 @@ type Server struct {
 	// database again: 0 means TokenTTL, a negative value means every request
 	// asks. A revoked token keeps working for at most this long.
 	TokenCache time.Duration
+	// BodyGrace and BodyMinRate bound how slowly a request body may come:
+	// by BodyGrace + n/BodyMinRate (bytes per second) after the request
+	// started, n bytes must have come, or the server stops reading,
+	// answers 408 and closes the connection. 0 means DefaultBodyGrace and
+	// DefaultBodyMinRate.
+	BodyGrace   time.Duration
+	BodyMinRate int64
+	// MaxUploads bounds the request bodies one tenant has in transfer at
+	// once (429 past it); a body stops counting once it has come. 0 means
+	// DefaultMaxUploads.
+	MaxUploads int
 
 	tokens       sync.Map   // token → cachedTenant
 	sessionLocks keyedLocks // serialises the requests of one session
+	uploadsMu    sync.Mutex
+	uploads      map[int64]int // tenant → request bodies in transfer
 }
 
 // TokenTTL is how long a verified token is trusted without asking the
@@ -73,7 +86,16 @@ func (s *Server) Handler() http.Handler {
 	if s.Metrics == nil {
 		s.Metrics = NewMetrics()
 	}
-	return s.logged(http.HandlerFunc(s.route))
+	if s.BodyGrace <= 0 {
+		s.BodyGrace = DefaultBodyGrace
+	}
+	if s.BodyMinRate <= 0 {
+		s.BodyMinRate = DefaultBodyMinRate
+	}
+	if s.MaxUploads <= 0 {
+		s.MaxUploads = DefaultMaxUploads
+	}
+	return s.logged(s.timeBodies(http.HandlerFunc(s.route)))
 }
 
 func (s *Server) route(w http.ResponseWriter, r *http.Request) {
@@ -90,7 +112,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		})
 	case strings.HasPrefix(path, "/v1/"):
 		tenant, ok := s.authenticate(w, r)
-		if !ok {
+		if !ok || !s.takeUploadSlot(w, r, tenant.ID) {
 			return
 		}
 		ctx := context.WithValue(r.Context(), tenantKey{}, tenant)
@@ -275,6 +297,7 @@ func (s *Server) putFile(w http.ResponseWriter, r *http.Request, path string) {
 	}
 	fi, err := s.Registry.PutFile(r.Context(), tenantOf(r).ID, path, r.Body, s.MaxFileSize)
 	switch {
+	case s.bodyFailed(w, r, err):
 	case errors.Is(err, storage.ErrTooLarge):
 		problem(w, http.StatusRequestEntityTooLarge, "File too large", fmt.Sprintf("files are limited to %d bytes", s.MaxFileSize), nil)
 	case err != nil:
@@ -323,10 +346,12 @@ func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request, path string)
 
 // readDefinition reads a YAML definition body, answering 400 or 413 when
 // it cannot.
-func readDefinition(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+func (s *Server) readDefinition(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, definition.MaxSize+1))
 	if err != nil {
-		problem(w, http.StatusBadRequest, "Bad request", err.Error(), nil)
+		if !s.bodyFailed(w, r, err) {
+			problem(w, http.StatusBadRequest, "Bad request", err.Error(), nil)
+		}
 		return nil, false
 	}
 	if len(body) > definition.MaxSize {
@@ -337,7 +362,7 @@ func readDefinition(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 }
 
 func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) {
-	body, ok := readDefinition(w, r)
+	body, ok := s.readDefinition(w, r)
 	if !ok {
 		return
 	}
@@ -410,34 +435,6 @@ func (s *Server) deleteGroup(w http.ResponseWriter, r *http.Request, name string
 	}
 }
 
-// decodeBody reads a JSON request body into v, refusing unknown fields.
-// maxJSONBody bounds the JSON bodies of requests (files and definitions
-// have their own limits).
-const maxJSONBody = 8 << 20
-
-func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxJSONBody))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
-	if err == nil {
-		// One JSON object and nothing after it: trailing data is a client
-		// bug (two objects, a cut-and-paste) better reported than ignored.
-		if _, terr := dec.Token(); terr != io.EOF {
-			err = errors.New("unexpected data after the JSON object")
-		}
-	}
-	var tooBig *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooBig):
-		problem(w, http.StatusRequestEntityTooLarge, "Body too large", fmt.Sprintf("a JSON request body is limited to %d bytes", maxJSONBody), nil)
-		return false
-	case err != nil:
-		problem(w, http.StatusBadRequest, "Bad request body", "the body must be a JSON object: "+err.Error(), nil)
-		return false
-	}
-	return true
-}
-
 // toolProblem answers a tool that cannot be used: 409 for a group that is
 // not Ready, 422 for an unknown name or a skill.
 func (s *Server) toolProblem(w http.ResponseWriter, r *http.Request, err error) {
@@ -477,7 +474,7 @@ type schemasRequest struct {
 
 func (s *Server) schemas(w http.ResponseWriter, r *http.Request) {
 	var req schemasRequest
-	if !decodeBody(w, r, &req) {
+	if !s.decodeBody(w, r, &req) {
 		return
 	}
 	if req.Dialect == "" {
@@ -522,7 +519,7 @@ type callRequest struct {
 
 func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 	var req callRequest
-	if !decodeBody(w, r, &req) {
+	if !s.decodeBody(w, r, &req) {
 		return
 	}
 	if req.Tool == "" {
@@ -586,7 +583,7 @@ func (s *Server) continuation(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		ID string `json:"id"`
 	}
-	if !decodeBody(w, r, &req) {
+	if !s.decodeBody(w, r, &req) {
 		return
 	}
 	a, err := s.Registry.ResumeContinuation(r.Context(), tenantOf(r).ID, req.ID)
@@ -601,7 +598,7 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Markdown string `json:"markdown"`
 	}
-	if !decodeBody(w, r, &req) {
+	if !s.decodeBody(w, r, &req) {
 		return
 	}
 	bs, err := blocks.ParseMarkdown(req.Markdown)

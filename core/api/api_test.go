@@ -135,7 +135,7 @@ func TestProblemsAndRouting(t *testing.T) {
 		{"POST", "/v1/calls", `{"tool":`, 400, "must be a JSON object"},
 		{"POST", "/v1/calls", `{"tool":"x","extra":1}`, 400, `unknown field "extra"`},
 		{"POST", "/v1/calls", `{}`, 400, `"tool" is required`},
-		{"POST", "/v1/calls", `{"tool":"x"} {"tool":"y"}`, 400, "unexpected data after the JSON object"},
+		{"POST", "/v1/calls", `{"tool":"x"} {"tool":"y"}`, 400, "unexpected data after the JSON value at byte 13"},
 		{"POST", "/v1/calls", `{"tool":"x","arguments":"` + strings.Repeat("a", maxJSONBody) + `"}`, 413, "limited to 8388608 bytes"},
 		{"POST", "/v1/calls", `{"tool":"FinishSession"}`, 422, "runs inside a session"},
 		{"POST", "/v1/groups", "kind: Plugin\n", 422, "it has no name"},

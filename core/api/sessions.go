@@ -63,7 +63,7 @@ func (s *Server) routeAgents(w http.ResponseWriter, r *http.Request, path string
 }
 
 func (s *Server) putAgent(w http.ResponseWriter, r *http.Request) {
-	body, ok := readDefinition(w, r)
+	body, ok := s.readDefinition(w, r)
 	if !ok {
 		return
 	}
@@ -133,7 +133,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 // createSession starts a session of an agent: its init skills run first.
 func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 	var req createSessionRequest
-	if !decodeBody(w, r, &req) {
+	if !s.decodeBody(w, r, &req) {
 		return
 	}
 	if req.Agent == "" {
@@ -196,7 +196,7 @@ func (s *Server) routeSessions(w http.ResponseWriter, r *http.Request, path stri
 			var req struct {
 				State string `json:"state"`
 			}
-			if !decodeBody(w, r, &req) {
+			if !s.decodeBody(w, r, &req) {
 				return
 			}
 			eng, ok := s.engine(w, r, sess.Agent, sess)
@@ -252,7 +252,7 @@ func (s *Server) routeSessions(w http.ResponseWriter, r *http.Request, path stri
 				Action      string          `json:"action"`
 				ActionInput json.RawMessage `json:"action_input"`
 			}
-			if !decodeBody(w, r, &req) {
+			if !s.decodeBody(w, r, &req) {
 				return
 			}
 			if req.Prompt == "" && req.Generation == "" && req.Action == "" && len(req.ActionInput) == 0 {
@@ -356,7 +356,7 @@ func (s *Server) sessionProblem(w http.ResponseWriter, r *http.Request, err erro
 
 func (s *Server) sessionCall(w http.ResponseWriter, r *http.Request, sess *storage.Session) {
 	var req callRequest
-	if !decodeBody(w, r, &req) {
+	if !s.decodeBody(w, r, &req) {
 		return
 	}
 	if req.Tool == "" {
@@ -403,7 +403,9 @@ func (s *Server) knowledge(w http.ResponseWriter, r *http.Request, name string) 
 	case "PUT":
 		body, err := io.ReadAll(io.LimitReader(r.Body, s.MaxFileSize+1))
 		if err != nil {
-			problem(w, http.StatusBadRequest, "Bad request", err.Error(), nil)
+			if !s.bodyFailed(w, r, err) {
+				problem(w, http.StatusBadRequest, "Bad request", err.Error(), nil)
+			}
 			return
 		}
 		if int64(len(body)) > s.MaxFileSize {

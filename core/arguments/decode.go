@@ -1,14 +1,14 @@
 package arguments
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"strconv"
 	"strings"
+
+	"toolhost/core/strictjson"
 )
 
 // maxDepth bounds the nesting of argument values.
@@ -22,21 +22,20 @@ const maxIntDigits = 4300
 
 // decode parses one JSON value, keeping numbers as json.Number and refusing
 // duplicate object keys (which JSON decoders would otherwise resolve
-// silently, each its own way) and trailing data.
+// silently, each its own way), trailing data, nesting beyond maxDepth and
+// numbers Python could not read back. The last two are limitErrors.
 func decode(data []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	v, err := value(dec, 0)
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return nil, errors.New("unexpected end of JSON input")
+	v, err := strictjson.Decode(data, strictjson.Options{MaxDepth: maxDepth, Number: func(n json.Number, offset int64) error {
+		if err := numberInRange(n); err != nil {
+			return limitf("%v (at byte %d)", err, offset)
+		}
+		return nil
+	}})
+	var deep *strictjson.DepthError
+	if errors.As(err, &deep) {
+		return nil, limitf("%v", err)
 	}
-	if err != nil {
-		return nil, err
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("unexpected data after the JSON value at byte %d", dec.InputOffset())
-	}
-	return v, nil
+	return v, err
 }
 
 // limitError is well-formed JSON that goes beyond what the gate accepts.
@@ -46,61 +45,6 @@ func (e *limitError) Error() string { return e.msg }
 
 func limitf(format string, args ...any) error {
 	return &limitError{msg: fmt.Sprintf(format, args...)}
-}
-
-func value(dec *json.Decoder, depth int) (any, error) {
-	if depth > maxDepth {
-		return nil, limitf("values nested more than %d deep", maxDepth)
-	}
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, err
-	}
-	switch d := tok.(type) {
-	case json.Delim:
-		switch d {
-		case '{':
-			m := map[string]any{}
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return nil, err
-				}
-				k := kt.(string)
-				if _, dup := m[k]; dup {
-					return nil, fmt.Errorf("the key %q appears twice in one object", k)
-				}
-				v, err := value(dec, depth+1)
-				if err != nil {
-					return nil, err
-				}
-				m[k] = v
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, err
-			}
-			return m, nil
-		case '[':
-			l := []any{}
-			for dec.More() {
-				v, err := value(dec, depth+1)
-				if err != nil {
-					return nil, err
-				}
-				l = append(l, v)
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, err
-			}
-			return l, nil
-		}
-		return nil, fmt.Errorf("unexpected %q", d)
-	case json.Number:
-		if err := numberInRange(d); err != nil {
-			return nil, limitf("%v (at byte %d)", err, dec.InputOffset()-int64(len(d)))
-		}
-	}
-	return tok, nil
 }
 
 // numberInRange refuses the numbers Python could not read back as a

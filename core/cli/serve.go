@@ -43,10 +43,17 @@ func runServe(env *Env, args []string) int {
 	retention := fs.Duration("log-retention", 30*24*time.Hour, "keep session logs this long")
 	venvKeep := fs.Duration("venv-retention", 7*24*time.Hour, "remove a requirements environment no group has started with for this long")
 	tokenCache := fs.Duration("token-cache", api.TokenTTL, "trust a verified token this long before asking the database again (a revoked token works at most this long; 0 asks every time)")
+	bodyGrace := fs.Duration("body-grace", api.DefaultBodyGrace, "a request body may take this long before --body-min-rate applies")
+	bodyRate := fs.Int("body-min-rate", api.DefaultBodyMinRate>>10, "after --body-grace, a request body must arrive at no less than `KiB/s`, or the server answers 408 and closes the connection")
+	maxUploads := fs.Int("max-uploads", api.DefaultMaxUploads, "request bodies one tenant may have in transfer at once (429 past it)")
 	var loads multiFlag
 	fs.Var(&loads, "load", "import the groups under `DIR` (with their files) for tenant \"default\" and print its token; repeatable")
 	if _, code, ok := parse(fs, args); !ok {
 		return code
+	}
+	if *bodyGrace <= 0 || *bodyRate <= 0 || *maxUploads <= 0 {
+		fmt.Fprintf(env.Stderr, "toolhost serve: --body-grace, --body-min-rate and --max-uploads must be positive\n")
+		return ExitUsage
 	}
 	log := slog.New(slog.NewJSONHandler(env.Stderr, nil))
 	unlock, err := lockData(*data)
@@ -92,7 +99,12 @@ func runServe(env *Env, args []string) int {
 		return ExitFailure
 	}
 	srv := &http.Server{
-		Handler:           (&api.Server{DB: db, Registry: reg, MaxFileSize: int64(*maxFileMB) << 20, Log: log, TokenCache: cacheTime(*tokenCache)}).Handler(),
+		Handler: (&api.Server{DB: db, Registry: reg, MaxFileSize: int64(*maxFileMB) << 20, Log: log, TokenCache: cacheTime(*tokenCache),
+			BodyGrace: *bodyGrace, BodyMinRate: int64(*bodyRate) << 10, MaxUploads: *maxUploads}).Handler(),
+		// The request line and headers must come within this; the body's
+		// own pace is api.Server's (BodyGrace, BodyMinRate). No
+		// ReadTimeout or WriteTimeout: a call may run for minutes after
+		// its body has come, and its answer must still be written.
 		ReadHeaderTimeout: 10 * time.Second,
 		// Idle keep-alive connections are closed after a while, so that
 		// clients that never hang up cannot hold connections open forever.

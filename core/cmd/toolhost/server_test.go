@@ -85,6 +85,17 @@ func (s *server) kill9() {
 	s.cmd.Wait()
 }
 
+// loadedToken is the token `serve --load` printed for tenant "default".
+func (s *server) loadedToken() string {
+	token := ""
+	for _, line := range strings.Split(s.out.String(), "\n") {
+		if after, ok := strings.CutPrefix(line, "tenant default token: "); ok {
+			token = after
+		}
+	}
+	return token
+}
+
 // do sends a request and decodes a JSON answer into out (when not nil).
 func (s *server) do(token, method, path string, body io.Reader, out any) int {
 	s.t.Helper()
@@ -468,12 +479,7 @@ tools:
 	data := t.TempDir()
 	addr := freePort(t)
 	s := startServer(t, data, addr, "--load", dir)
-	token := ""
-	for _, line := range strings.Split(s.out.String(), "\n") {
-		if after, ok := strings.CutPrefix(line, "tenant default token: "); ok {
-			token = after
-		}
-	}
+	token := s.loadedToken()
 	s.waitStatus(token, "Slow", "Ready")
 	children := descendantsOf(s.cmd.Process.Pid)
 	done := make(chan int, 1)
@@ -503,12 +509,7 @@ func TestSessionsOverHTTP(t *testing.T) {
 	samples, _ := filepath.Abs("../../../sample_groups")
 	data := t.TempDir()
 	s := startServer(t, data, freePort(t), "--load", samples)
-	token := ""
-	for _, line := range strings.Split(s.out.String(), "\n") {
-		if after, ok := strings.CutPrefix(line, "tenant default token: "); ok {
-			token = after
-		}
-	}
+	token := s.loadedToken()
 	s.waitStatus(token, "CRM Integration", "Ready")
 	agentYAML, _ := os.ReadFile(filepath.Join(samples, "agents", "collector_agent.yaml"))
 
@@ -788,12 +789,7 @@ func TestPipelineOverHTTP(t *testing.T) {
 	samples, _ := filepath.Abs("../../../sample_groups")
 	data := t.TempDir()
 	s := startServer(t, data, freePort(t), "--load", samples)
-	token := ""
-	for _, line := range strings.Split(s.out.String(), "\n") {
-		if after, ok := strings.CutPrefix(line, "tenant default token: "); ok {
-			token = after
-		}
-	}
+	token := s.loadedToken()
 	s.waitStatus(token, "Car Search", "Ready")
 	type answer struct {
 		Success  bool             `json:"success"`
