@@ -19,8 +19,10 @@ type ToolCallRequest struct {
 	// Group, when set, is the group to look the tool up in; otherwise the
 	// caller's own group comes first, then the tenant's other groups.
 	Group string `json:"group,omitempty"`
-	// Context is the calling code's context (its session).
-	Context json.RawMessage `json:"context,omitempty"`
+	// Token is the CallRequest.Token of the call that made this request,
+	// attached by the plugin process (never taken from tool code): the core
+	// finds the caller's session and depth under it.
+	Token string `json:"token,omitempty"`
 }
 
 // ToolCallResponse is the answer of such a call: the pipeline's answer as

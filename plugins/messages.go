@@ -141,8 +141,15 @@ type CallRequest struct {
 	// TimeoutMs bounds the call; the worker is killed and replaced past it.
 	TimeoutMs int64 `json:"timeout_ms"`
 	// Context is what the toolhost Python module shows tool code (session
-	// id, variables, agent, state); it may be null.
+	// id, variables, agent, state); it may be null. Tool code may read it,
+	// and nothing it sends back is ever read as this context.
 	Context json.RawMessage `json:"context,omitempty"`
+	// Token names this call in the core's table of calls in flight (an
+	// unguessable value the core made). The plugin process attaches it to
+	// every toolhost.call_tool the call makes; the core keeps the call's
+	// tenant, group, session and depth under it. It is never shown to tool
+	// code.
+	Token string `json:"token,omitempty"`
 }
 
 // Error kinds of a failed call.
@@ -184,6 +191,10 @@ type CallResponse struct {
 	Worker     int    `json:"worker"`
 	Runtime    string `json:"runtime"`
 	DurationUs int64  `json:"duration_us"`
+	// Note says what the plugin process did on its own around the call,
+	// for the host's log: e.g. a worker replaced because the call left
+	// threads or processes behind. The call's answer stands regardless.
+	Note string `json:"note,omitempty"`
 }
 
 // Empty is the message of calls that take or give nothing.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"golang.org/x/sys/unix"
 
 	"toolhost/plugins"
 	"toolhost/pyhost/cpython"
@@ -31,10 +32,10 @@ type Server struct {
 	last   *plugins.LoadResponse
 	broker *plugin.GRPCBroker
 	// AfterCall runs after every cpython call with the pid of the worker
-	// that served it (or 0) and the number of live workers: the sandbox
-	// kills what the call left behind. (gpython code cannot start
-	// processes.)
-	AfterCall func(worker, workers int)
+	// that served it (or 0) and the pids of the live workers: the sandbox
+	// kills what the call left behind and returns how many processes it
+	// killed. (gpython code cannot start processes.)
+	AfterCall func(worker int, live []int) int
 }
 
 // SetBroker implements plugins.BrokerUser.
@@ -128,7 +129,18 @@ func (s *Server) Shutdown(context.Context, *plugins.Empty) (*plugins.Empty, erro
 
 // Serve runs the plugin process: it answers go-plugin's handshake on
 // stdout and serves until the core goes away.
-func Serve(afterCall func(worker, workers int)) {
+func Serve(afterCall func(worker int, live []int) int) {
+	// First of all, the process becomes non-dumpable: its /proc files
+	// (mem, environ, fd, ...) belong to root, and ptrace-style access
+	// (open /proc/PID/mem, process_vm_readv, pidfd_getfd) needs
+	// CAP_SYS_PTRACE, so that workers and the tool code they run cannot
+	// read its memory (the go-plugin TLS key is there). It stays
+	// non-dumpable: the workers it starts are new programs (execve), which
+	// are dumpable again, as they must be for the sweep to read them.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		fmt.Fprintf(os.Stderr, "toolhost pyhost: cannot make the process non-dumpable: %v\n", err)
+		os.Exit(1)
+	}
 	srv := &Server{AfterCall: afterCall}
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: plugins.Handshake,

@@ -218,8 +218,8 @@ func runCall(env *Env, args []string) int {
 	defer closeP()
 	var g *runner.Group
 	_, g, code = openGroup(env, "call", file, rf, func(o *runner.Options) {
-		o.OnToolCall = func(ctx context.Context, req *plugins.ToolCallRequest) *plugins.ToolCallResponse {
-			return localToolCall(ctx, p, g, target.group, req)
+		o.OnToolCall = func(ctx context.Context, from *runner.Caller, req *plugins.ToolCallRequest) *plugins.ToolCallResponse {
+			return localToolCall(ctx, p, g, target.group, from, req)
 		}
 	})
 	if g == nil {
@@ -256,13 +256,14 @@ func runCall(env *Env, args []string) int {
 }
 
 // localToolCall serves toolhost.call_tool in `toolhost call`: the tools of
-// the same group, through the local pipeline.
-func localToolCall(ctx context.Context, p *pipeline.Pipeline, g *runner.Group, def *definition.Group, req *plugins.ToolCallRequest) *plugins.ToolCallResponse {
+// the same group, through the local pipeline. The depth comes from the
+// host's record of the calling call (from), never from the worker.
+func localToolCall(ctx context.Context, p *pipeline.Pipeline, g *runner.Group, def *definition.Group, from *runner.Caller, req *plugins.ToolCallRequest) *plugins.ToolCallResponse {
 	fail := func(msg string) *plugins.ToolCallResponse { return &plugins.ToolCallResponse{Error: msg} }
 	if g == nil || def == nil {
 		return fail("the group is not open")
 	}
-	nested, _, err := pipeline.Nested(req.Context)
+	nested, _, err := pipeline.Nested(from.Context)
 	if err != nil {
 		return fail(err.Error())
 	}

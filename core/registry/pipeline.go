@@ -10,6 +10,7 @@ import (
 	"toolhost/core/arguments"
 	"toolhost/core/definition"
 	"toolhost/core/pipeline"
+	"toolhost/core/runner"
 	"toolhost/plugins"
 	"toolhost/storage"
 )
@@ -92,10 +93,13 @@ func (r *Registry) ResumeContinuation(ctx context.Context, tenant int64, id stri
 // the tool is found by name or object_name in the caller's own group first,
 // then among the tenant's Ready groups; its arguments are checked, and the
 // call goes through the pipeline with the caller's session.
-func (r *Registry) toolCalls(tenant int64, caller string) func(ctx context.Context, req *plugins.ToolCallRequest) *plugins.ToolCallResponse {
-	return func(ctx context.Context, req *plugins.ToolCallRequest) *plugins.ToolCallResponse {
+//
+// The session and the depth come from the host's record of the calling
+// call (its context as the core gave it), never from the worker.
+func (r *Registry) toolCalls(tenant int64, caller string) func(ctx context.Context, from *runner.Caller, req *plugins.ToolCallRequest) *plugins.ToolCallResponse {
+	return func(ctx context.Context, from *runner.Caller, req *plugins.ToolCallRequest) *plugins.ToolCallResponse {
 		fail := func(msg string) *plugins.ToolCallResponse { return &plugins.ToolCallResponse{Error: msg} }
-		nested, session, err := pipeline.Nested(req.Context)
+		nested, session, err := pipeline.Nested(from.Context)
 		if err != nil {
 			return fail(err.Error())
 		}

@@ -573,6 +573,7 @@ func (r *Registry) acquire(ctx context.Context, tenant int64, g storage.Group) (
 	}
 	opts := r.run
 	opts.OnToolCall = r.toolCalls(tenant, def.Name)
+	opts.Log = r.log
 	return r.warm.Acquire(ctx, key, def, root, opts)
 }
 

@@ -7,10 +7,13 @@ package runner
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,15 +62,80 @@ type Options struct {
 	// Packages says where the packages of requirements.txt come from.
 	Packages Packages
 	// OnToolCall, if set, serves toolhost.call_tool: tool code calling
-	// another tool through the host.
-	OnToolCall func(ctx context.Context, req *plugins.ToolCallRequest) *plugins.ToolCallResponse
+	// another tool through the host. caller is the host's record of the
+	// call that asked (never anything the plugin process or the tool
+	// said about it).
+	OnToolCall func(ctx context.Context, caller *Caller, req *plugins.ToolCallRequest) *plugins.ToolCallResponse
+	// Log, if set, receives what the plugin process did on its own around
+	// a call (a worker replaced because a call left threads or processes
+	// behind).
+	Log *slog.Logger
 }
 
-// toolCalls adapts Options.OnToolCall to the callback service.
-type toolCalls func(ctx context.Context, req *plugins.ToolCallRequest) *plugins.ToolCallResponse
+// Caller is the host's record of a call in flight, kept under the call's
+// token for as long as the call runs: toolhost.call_tool requests of tool
+// code are answered from it.
+type Caller struct {
+	// Group is the group of the calling tool.
+	Group string
+	// Callable is the implementation that runs.
+	Callable plugins.Callable
+	// Context is the context the core gave the call (session id,
+	// variables, call depth); tool code saw a copy of it, and nothing it
+	// sends back replaces it.
+	Context json.RawMessage
+}
 
+// callTable holds the calls of a group in flight, by token.
+type callTable struct {
+	mu    sync.Mutex
+	calls map[string]*Caller
+}
+
+// add records a call and returns its token: 128 random bits, so that no
+// one can name a call they were not given.
+func (t *callTable) add(c *Caller) string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("crypto/rand: " + err.Error())
+	}
+	token := hex.EncodeToString(b[:])
+	t.mu.Lock()
+	if t.calls == nil {
+		t.calls = map[string]*Caller{}
+	}
+	t.calls[token] = c
+	t.mu.Unlock()
+	return token
+}
+
+func (t *callTable) remove(token string) {
+	t.mu.Lock()
+	delete(t.calls, token)
+	t.mu.Unlock()
+}
+
+func (t *callTable) find(token string) *Caller {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.calls[token]
+}
+
+// toolCalls serves toolhost.call_tool for a group: the calling call is
+// found by the token the plugin process attached; an unknown or finished
+// one is refused.
+type toolCalls struct {
+	table *callTable
+	serve func(ctx context.Context, caller *Caller, req *plugins.ToolCallRequest) *plugins.ToolCallResponse
+}
+
+// CallTool implements plugins.Callbacks.
 func (f toolCalls) CallTool(ctx context.Context, req *plugins.ToolCallRequest) (*plugins.ToolCallResponse, error) {
-	return f(ctx, req), nil
+	caller := f.table.find(req.Token)
+	if req.Token == "" || caller == nil {
+		return &plugins.ToolCallResponse{Error: "the calling call is unknown or has finished; toolhost.call_tool works only during a call"}, nil
+	}
+	return f.serve(ctx, caller, req), nil
 }
 
 // LoadError is a group whose code could not be loaded, or whose
@@ -101,6 +169,9 @@ type Group struct {
 	proc    *process
 	runtime string
 	closed  bool
+
+	// calls are the calls in flight, by token (toolhost.call_tool).
+	calls callTable
 }
 
 // process is one running plugin process.
@@ -304,7 +375,7 @@ func (g *Group) start(ctx context.Context, check bool) error {
 	p.host = raw.(plugins.Host)
 	load := *g.load
 	if g.opts.OnToolCall != nil {
-		if id, ok := plugins.ServeCallbacks(p.host, toolCalls(g.opts.OnToolCall)); ok {
+		if id, ok := plugins.ServeCallbacks(p.host, toolCalls{table: &g.calls, serve: g.opts.OnToolCall}); ok {
 			load.CallbackID = id
 		}
 	}
@@ -412,6 +483,10 @@ func (g *Group) CallTimeout(ctx context.Context, impl definition.Implementation,
 	}
 	req := &plugins.CallRequest{Callable: plugins.Callable{Module: impl.Module, Func: impl.Callable},
 		Args: args, TimeoutMs: timeout.Milliseconds(), Context: callCtx}
+	if g.opts.OnToolCall != nil {
+		req.Token = g.calls.add(&Caller{Group: g.def.Name, Callable: req.Callable, Context: callCtx})
+		defer g.calls.remove(req.Token)
+	}
 	// The plugin enforces the timeout; the grace period covers a plugin
 	// that cannot (a stuck gpython interpreter, a hung process).
 	cctx, cancel := context.WithTimeout(ctx, timeout+5*time.Second)
@@ -427,6 +502,9 @@ func (g *Group) CallTimeout(ctx context.Context, impl definition.Implementation,
 	}
 	if resp.Error != nil && resp.Error.Kind == plugins.ErrTimeout && resp.Runtime == plugins.RuntimeGPython {
 		g.replace(p) // its interpreter is stuck in the overrunning code
+	}
+	if resp.Note != "" && g.opts.Log != nil {
+		g.opts.Log.Warn("plugin process", "group", g.def.Name, "callable", req.Callable.String(), "note", resp.Note)
 	}
 	return resp
 }

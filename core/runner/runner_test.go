@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -632,5 +633,190 @@ func TestExceptionCarriesUserTraceback(t *testing.T) {
 	r = g.Call(context.Background(), impl(g.def, "echo_context"), nil, json.RawMessage(`{"session_id":"abc","variables":{"HumanEmail":"a@b.c"}}`))
 	if !r.OK || string(r.Result) != `{"session_id": "abc", "variables": {"HumanEmail": "a@b.c"}}` && string(r.Result) != `{"session_id":"abc","variables":{"HumanEmail":"a@b.c"}}` {
 		t.Errorf("context: %s %+v", r.Result, r.Error)
+	}
+}
+
+// nestedCall serves toolhost.call_tool for the tests as the registry does:
+// from the host's record of the calling call (its depth one more, refused
+// at pipeline.MaxCallDepth's 3 with its text), never from the worker.
+func nestedCall(ctx context.Context, g *Group, from *Caller, req *plugins.ToolCallRequest) *plugins.ToolCallResponse {
+	m := map[string]any{}
+	json.Unmarshal(from.Context, &m)
+	if m == nil {
+		m = map[string]any{}
+	}
+	depth, _ := m["call_depth"].(float64)
+	if depth >= 3 {
+		return &plugins.ToolCallResponse{Error: "tools may call tools only 3 deep"}
+	}
+	m["call_depth"] = depth + 1
+	nested, _ := json.Marshal(m)
+	r := g.CallTimeout(ctx, impl(g.def, req.Tool), req.Args, nested, 30*time.Second)
+	if !r.OK {
+		return &plugins.ToolCallResponse{Error: r.Error.Error()}
+	}
+	return &plugins.ToolCallResponse{Answer: r.Result}
+}
+
+// untrustedCase is an attack on the host by the worker, with the context
+// the host gives the call and what else must hold afterwards.
+type untrustedCase struct {
+	hostileCase
+	callCtx string
+	check   func(t *testing.T, r *plugins.CallResponse)
+}
+
+// TestHostDoesNotTrustTheWorker: the worker, and the tool code inside it,
+// can write any frame, patch runner.py and start anything. Frames that do
+// not belong to the call in flight, answers past the limits, a forged
+// call_tool context, threads and CLONE_PARENT processes left behind, reads
+// of the plugin process's memory and sys.exit are each contained, fail (or
+// not) with the error the user sees, and the next call works and sees
+// nothing of the previous one (a spy thread would have copied its secret).
+func TestHostDoesNotTrustTheWorker(t *testing.T) {
+	sb := sandbox(t, "allow")
+	var g *Group
+	g = open(t, hostileYAML, Options{Sandbox: sb, Timeout: 5 * time.Second, Limits: plugins.Limits{OutputBytes: 4096},
+		OnToolCall: func(ctx context.Context, from *Caller, req *plugins.ToolCallRequest) *plugins.ToolCallResponse {
+			return nestedCall(ctx, g, from, req)
+		}})
+	hc := func(tool, args, kind, part, result string) hostileCase {
+		return hostileCase{tool, args, kind, part, result}
+	}
+	note := func(want string) func(t *testing.T, r *plugins.CallResponse) {
+		return func(t *testing.T, r *plugins.CallResponse) {
+			if !strings.Contains(r.Note, want) {
+				t.Errorf("note %q lacks %q", r.Note, want)
+			}
+		}
+	}
+	cases := []untrustedCase{
+		{hostileCase: hc("extra_answer", `{}`, plugins.ErrCrash, "the worker sent an answer that does not belong to the call to hostile.extra_answer; it was replaced", "")},
+		{hostileCase: hc("extra_answer", `{"forge_id":true}`, plugins.ErrCrash, "does not belong to the call to hostile.extra_answer; it was replaced", "")},
+		{hostileCase: hc("patched_limits", `{"mb":40}`, plugins.ErrResult, "bytes, more than the limit of", "")},
+		{hostileCase: hc("patched_limits", `{"mb":1}`, plugins.ErrResult, "the result is 1048578 bytes of JSON, more than the limit of 1048576; its worker was replaced", "")},
+		{hostileCase: hc("patched_output", `{}`, "", "", "printed"), check: func(t *testing.T, r *plugins.CallResponse) {
+			if len(r.Output) > 4096 || !r.OutputTruncated {
+				t.Errorf("printed output of %d bytes (truncated %v) passed the limit of 4096", len(r.Output), r.OutputTruncated)
+			}
+		}},
+		// The worker claims depth -100 and another session: the nested call
+		// runs in the caller's session, one deeper.
+		{hostileCase: hc("forged_call_tool", `{}`, "", "", `"call_depth":1`), callCtx: `{"session_id":"mine","variables":{}}`,
+			check: func(t *testing.T, r *plugins.CallResponse) {
+				if !strings.Contains(string(r.Result), `"session_id":"mine"`) || strings.Contains(string(r.Result), "someone-else") {
+					t.Errorf("the nested call ran with %s", r.Result)
+				}
+			}},
+		{hostileCase: hc("recurse_forged", `{}`, "", "", `{"refused":"tools may call tools only 3 deep"}`)},
+		{hostileCase: hc("leftover_thread", `{}`, "", "", "thread started"), check: note("left 1 threads running in its worker")},
+		{hostileCase: hc("clone_parent", `{}`, "", "", `"pid"`), check: func(t *testing.T, r *plugins.CallResponse) {
+			var left struct{ Pid int }
+			json.Unmarshal(r.Result, &left)
+			p := call(t, g, "processes", `{}`)
+			var pids []int
+			json.Unmarshal(p.Result, &pids)
+			for _, pid := range pids {
+				if pid == left.Pid || left.Pid == 0 {
+					t.Errorf("the CLONE_PARENT leftover %d survived the call: %v", left.Pid, pids)
+				}
+			}
+			note("processes behind; they were killed and the worker")(t, r)
+		}},
+		{hostileCase: hc("read_parent", `{"what":"mem"}`, plugins.ErrException, "PermissionError: [Errno 13] Permission denied", "")},
+		{hostileCase: hc("read_parent", `{"what":"environ"}`, plugins.ErrException, "PermissionError: [Errno 13] Permission denied", "")},
+		{hostileCase: hc("exit_code", `{}`, plugins.ErrException, "SystemExit: the tool called sys.exit(3); a tool must return a result or raise an exception", "")},
+		{hostileCase: hc("read_stdin", `{}`, "", "", `""`)},
+	}
+	const next = `{"session_id":"next","variables":{"secret":"n3xt"}}`
+	for _, c := range cases {
+		t.Run(c.tool+c.args, func(t *testing.T) {
+			var callCtx json.RawMessage
+			if c.callCtx != "" {
+				callCtx = json.RawMessage(c.callCtx)
+			}
+			r := g.CallTimeout(context.Background(), impl(g.def, c.tool), json.RawMessage(c.args), callCtx, 30*time.Second)
+			var compact bytes.Buffer
+			if json.Compact(&compact, r.Result) == nil {
+				r.Result = compact.Bytes()
+			}
+			checkCase(t, r, c.hostileCase)
+			if c.check != nil {
+				c.check(t, r)
+			}
+			// The next call (another session) works and gets its own answer;
+			// nothing left by the attack sees its secret.
+			s := g.CallTimeout(context.Background(), impl(g.def, "secret"), json.RawMessage(`{"secret":"s3cr3t"}`), json.RawMessage(next), 30*time.Second)
+			var got struct {
+				Kept    int
+				Context json.RawMessage
+			}
+			json.Unmarshal(s.Result, &got)
+			if !s.OK || got.Kept != 6 || !strings.Contains(string(got.Context), `"n3xt"`) {
+				t.Fatalf("after %s the next call: %s %+v", c.tool, s.Result, s.Error)
+			}
+			if spied := call(t, g, "spied", `{}`); !spied.OK || string(spied.Result) != `""` {
+				t.Fatalf("after %s something saw the next call: %s %+v", c.tool, spied.Result, spied.Error)
+			}
+		})
+	}
+}
+
+// TestGPythonSystemExitAndStdin: gpython's own sys.exit returned instead of
+// raising, and its sys.stdin was the host's; both runtimes answer
+// sys.exit as a failed call that says so.
+func TestGPythonSystemExitAndStdin(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "x.py"), []byte(`import sys
+
+def exits(code=3):
+    sys.exit(code)
+    return "went on"
+
+def exits_bare():
+    sys.exit()
+
+def raises():
+    raise SystemExit("bye")
+
+def stdin():
+    return [sys.stdin.read(), sys.__stdin__.read()]
+
+def ok():
+    return 1
+`), 0o644)
+	os.WriteFile(filepath.Join(dir, "x.yaml"), []byte(`kind: Plugin
+name: X
+description: exits
+dependencies: [x.py]
+tools:
+  - {kind: Tool, object_name: Exits, name: exits, description: d, implementation: x.exits, parameters: [{name: code, type: int, description: c, optional: true}]}
+  - {kind: Tool, object_name: ExitsBare, name: exits_bare, description: d, implementation: x.exits_bare, parameters: []}
+  - {kind: Tool, object_name: Raises, name: raises, description: d, implementation: x.raises, parameters: []}
+  - {kind: Tool, object_name: Stdin, name: stdin, description: d, implementation: x.stdin, parameters: []}
+  - {kind: Tool, object_name: Ok, name: ok, description: d, implementation: x.ok, parameters: []}
+`), 0o644)
+	const must = "; a tool must return a result or raise an exception"
+	for _, rt := range []string{plugins.RuntimeGPython, plugins.RuntimeCPython} {
+		t.Run(rt, func(t *testing.T) {
+			g := open(t, filepath.Join(dir, "x.yaml"), Options{Runtime: rt, Sandbox: sandbox(t, "allow")})
+			cases := []hostileCase{
+				{"exits", `{}`, plugins.ErrException, "SystemExit: the tool called sys.exit(3)" + must, ""},
+				{"exits", `{"code":0}`, plugins.ErrException, "SystemExit: the tool called sys.exit(0)" + must, ""},
+				{"exits_bare", `{}`, plugins.ErrException, "SystemExit: the tool called sys.exit()" + must, ""},
+				{"raises", `{}`, plugins.ErrException, "SystemExit: the tool called sys.exit('bye')" + must, ""},
+				{"stdin", `{}`, "", "", `["",""]`},
+			}
+			for _, c := range cases {
+				r := g.CallTimeout(context.Background(), impl(g.def, c.tool), json.RawMessage(c.args), nil, 30*time.Second)
+				if c.kind == "" {
+					r.Result = json.RawMessage(strings.ReplaceAll(string(r.Result), " ", ""))
+				}
+				checkCase(t, r, c)
+				if ok := call(t, g, "ok", `{}`); !ok.OK || string(ok.Result) != "1" {
+					t.Fatalf("after %s: %s %+v", c.tool, ok.Result, ok.Error)
+				}
+			}
+		})
 	}
 }

@@ -33,15 +33,36 @@ func WriteRaw(w io.Writer, body []byte) error {
 	return err
 }
 
-// ReadRaw reads one frame's body.
-func ReadRaw(r io.Reader) ([]byte, error) {
+// TooLargeError is a frame whose announced size is past the limit the
+// reader was given. It is returned before any of the body is read or
+// allocated; the stream is then out of step and must not be read further.
+type TooLargeError struct {
+	Size, Limit int64
+}
+
+// Error implements error.
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("frame of %d bytes is larger than %d", e.Size, e.Limit)
+}
+
+// ReadRaw reads one frame's body of at most MaxSize bytes.
+func ReadRaw(r io.Reader) ([]byte, error) { return ReadRawLimit(r, MaxSize) }
+
+// ReadRawLimit reads one frame's body of at most limit bytes (MaxSize when
+// limit is not positive or larger): a frame announcing more is refused
+// with a *TooLargeError before its body is allocated, so a hostile writer
+// cannot make the reader hold more than limit bytes.
+func ReadRawLimit(r io.Reader, limit int) ([]byte, error) {
+	if limit <= 0 || limit > MaxSize {
+		limit = MaxSize
+	}
 	var head [4]byte
 	if _, err := io.ReadFull(r, head[:]); err != nil {
 		return nil, err
 	}
 	n := binary.BigEndian.Uint32(head[:])
-	if n > MaxSize {
-		return nil, fmt.Errorf("frame of %d bytes is larger than %d", n, MaxSize)
+	if int64(n) > int64(limit) {
+		return nil, &TooLargeError{Size: int64(n), Limit: int64(limit)}
 	}
 	body := make([]byte, n)
 	if _, err := io.ReadFull(r, body); err != nil {

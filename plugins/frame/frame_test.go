@@ -3,6 +3,7 @@ package frame
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -58,18 +59,69 @@ func TestBadFrames(t *testing.T) {
 	}
 }
 
+// TestReadRawLimit: a frame past the reader's limit is refused from its
+// head alone, with the announced size, and nothing of its body is read.
+func TestReadRawLimit(t *testing.T) {
+	var b bytes.Buffer
+	WriteRaw(&b, []byte(`"0123456789"`)) // 12 bytes
+	tests := []struct {
+		limit   int
+		wantErr bool
+	}{
+		{12, false},
+		{11, true},
+		{0, false},           // MaxSize
+		{MaxSize + 5, false}, // capped at MaxSize
+	}
+	for _, tt := range tests {
+		r := bytes.NewReader(b.Bytes())
+		body, err := ReadRawLimit(r, tt.limit)
+		var tl *TooLargeError
+		switch {
+		case tt.wantErr && (!errors.As(err, &tl) || tl.Size != 12 || tl.Limit != int64(tt.limit)):
+			t.Errorf("limit %d: %v, want a TooLargeError of 12 bytes", tt.limit, err)
+		case tt.wantErr && r.Len() != 12:
+			t.Errorf("limit %d: %d bytes of the body were read", tt.limit, 12-r.Len())
+		case !tt.wantErr && (err != nil || string(body) != `"0123456789"`):
+			t.Errorf("limit %d: %q %v", tt.limit, body, err)
+		}
+	}
+}
+
 // FuzzRead feeds arbitrary bytes, as a broken or hostile worker might
 // write them, to the frame reader.
 func FuzzRead(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 2, '{', '}'})
 	f.Add([]byte{0, 0, 0, 1, '['})
 	f.Add([]byte{255, 255, 255, 255})
+	f.Add([]byte{0, 0, 1, 0, 'x'})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := bytes.NewReader(data)
 		for i := 0; i < 10; i++ {
 			var v any
 			if err := Read(r, &v); err != nil {
+				break
+			}
+		}
+		// With a small limit, no body larger than it is ever returned, and
+		// a refused frame reads nothing past its head.
+		const limit = 64
+		r = bytes.NewReader(data)
+		for i := 0; i < 10; i++ {
+			before := r.Len()
+			body, err := ReadRawLimit(r, limit)
+			var tl *TooLargeError
+			if errors.As(err, &tl) {
+				if tl.Size <= limit || before-r.Len() != 4 {
+					t.Fatalf("refused a frame of %d bytes after reading %d", tl.Size, before-r.Len())
+				}
 				return
+			}
+			if err != nil {
+				return
+			}
+			if len(body) > limit {
+				t.Fatalf("a body of %d bytes passed a limit of %d", len(body), limit)
 			}
 		}
 	})

@@ -3,10 +3,13 @@ package cpython
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"toolhost/plugins"
+	"toolhost/plugins/frame"
 )
 
 // startTimeout bounds a worker's start, module imports included.
@@ -24,10 +27,19 @@ type Pool struct {
 	idle  chan *worker  // workers waiting for a call
 	mu    sync.Mutex
 	all   map[*worker]bool
+	// pids are the processes of the workers, from the moment each exists
+	// until it is discarded: the after-call sweep kills every other child
+	// of the plugin process.
+	pids map[int]bool
+	// spawn is held (shared) while a worker's process starts and its pid
+	// is recorded, and (exclusive) while AfterCall sweeps, so that a sweep
+	// never takes a worker being started for a leftover.
+	spawn sync.RWMutex
 	// AfterCall, if set, runs after every call with the pid of the worker
-	// that served it (0 when the worker is gone) and how many workers are
-	// alive: the sandbox kills what the call left behind.
-	AfterCall func(worker, workers int)
+	// that served it (0 when the worker is gone) and the pids of the live
+	// workers: the sandbox kills what the call left behind and says how
+	// many processes it killed.
+	AfterCall func(worker int, live []int) int
 	// Callbacks, if set, serve toolhost.call_tool.
 	Callbacks plugins.Callbacks
 }
@@ -43,6 +55,7 @@ func New(req *plugins.LoadRequest, env []string) *Pool {
 		slots:  make(chan struct{}, limits.Workers),
 		idle:   make(chan *worker, limits.Workers),
 		all:    map[*worker]bool{},
+		pids:   map[int]bool{},
 	}
 	return p
 }
@@ -50,19 +63,17 @@ func New(req *plugins.LoadRequest, env []string) *Pool {
 // Load starts one worker, which imports the group's modules, and describes
 // the callables.
 func (p *Pool) Load(ctx context.Context, callables []plugins.Callable) (*plugins.LoadResponse, error) {
-	w, err := p.acquire(ctx)
+	w, _, err := p.acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var out plugins.LoadResponse
-	err = w.roundtrip(describeFrame{Op: "describe", Callables: callables}, &out, deadline(ctx, startTimeout))
+	a, err := w.roundtrip(&describeFrame{Op: "describe", Callables: callables}, describeFrameLimit, deadline(ctx, startTimeout))
 	if err != nil {
 		p.release(w)
 		return nil, w.describeFailure("describe", err)
 	}
 	p.release(w)
-	out.Runtime = plugins.RuntimeCPython
-	return &out, nil
+	return &plugins.LoadResponse{Runtime: plugins.RuntimeCPython, Signatures: a.Signatures}, nil
 }
 
 // Call runs one call on a free worker. A timeout kills the worker (its
@@ -71,7 +82,8 @@ func (p *Pool) Load(ctx context.Context, callables []plugins.Callable) (*plugins
 func (p *Pool) Call(ctx context.Context, req *plugins.CallRequest) *plugins.CallResponse {
 	start := time.Now()
 	resp := &plugins.CallResponse{Runtime: plugins.RuntimeCPython}
-	w, err := p.acquire(ctx)
+	w, note, err := p.acquire(ctx)
+	resp.Note = note
 	if err != nil {
 		resp.Error = toolError(err)
 		resp.DurationUs = time.Since(start).Microseconds()
@@ -82,19 +94,18 @@ func (p *Pool) Call(ctx context.Context, req *plugins.CallRequest) *plugins.Call
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
-	var ans callAnswer
-	err = w.exchange(ctx, callFrame{Op: "call", Module: req.Module, Func: req.Func, Args: req.Args, Context: req.Context},
-		&ans, deadline(ctx, timeout), p.Callbacks)
+	ans, err := w.exchange(ctx, &callFrame{Op: "call", Module: req.Module, Func: req.Func, Args: req.Args, Context: req.Context},
+		p.answerLimit(), deadline(ctx, timeout), p.Callbacks, req.Token)
 	w.calls++
-	if p.AfterCall != nil {
-		p.mu.Lock()
-		live := len(p.all)
-		p.mu.Unlock()
-		if w.alive() {
-			p.AfterCall(w.pid, live)
-		} else {
-			p.AfterCall(0, live)
+	var tooLarge *plugins.ToolError
+	if err == nil {
+		tooLarge = p.bound(ans)
+		if tooLarge != nil {
+			w.kill()
 		}
+	}
+	if note := p.afterCall(w, req.Callable); note != "" {
+		resp.Note = strings.TrimPrefix(resp.Note+"; "+note, "; ")
 	}
 	p.release(w)
 	resp.DurationUs = time.Since(start).Microseconds()
@@ -106,13 +117,104 @@ func (p *Pool) Call(ctx context.Context, req *plugins.CallRequest) *plugins.Call
 		resp.Error = te
 		return resp
 	}
+	resp.Output, resp.OutputTruncated = ans.Output, ans.OutputTruncated
+	if tooLarge != nil {
+		resp.Error = tooLarge
+		return resp
+	}
 	resp.OK = ans.OK
 	resp.Error = ans.Error
-	resp.Output, resp.OutputTruncated = ans.Output, ans.OutputTruncated
 	if ans.OK {
 		resp.Result = ans.Result
+	} else if resp.Error == nil {
+		resp.Error = &plugins.ToolError{Kind: plugins.ErrCrash, Message: "the worker answered a failure without an error"}
 	}
 	return resp
+}
+
+// errorTextBytes bounds the message and the traceback of a tool's
+// exception, each (runner.py cuts them first; the host cuts again).
+const errorTextBytes = 64 << 10
+
+// answerLimit is the largest answer frame a call may send: the result,
+// the printed output and an exception's text, each at its limit, JSON
+// escaping included (a character escaped as \u00XX takes 6 bytes).
+func (p *Pool) answerLimit() int {
+	n := p.limits.ResultBytes + 6*p.limits.OutputBytes + 6*2*errorTextBytes + 64<<10
+	if n > frame.MaxSize {
+		n = frame.MaxSize
+	}
+	return n
+}
+
+// bound enforces the result and output limits on an answer, whatever the
+// worker's runner.py claims: printed output and an exception's text are
+// cut at their limits; a result past ResultBytes is a result error (and
+// the worker, which runner.py would never let send it, is replaced).
+func (p *Pool) bound(a *answerFrame) *plugins.ToolError {
+	if len(a.Output) > p.limits.OutputBytes {
+		a.Output, a.OutputTruncated = cut(a.Output, p.limits.OutputBytes), true
+	}
+	if a.Error != nil {
+		a.Error.Message = cut(a.Error.Message, errorTextBytes)
+		a.Error.Traceback = cut(a.Error.Traceback, errorTextBytes)
+		a.Error.Type = cut(a.Error.Type, 256)
+	}
+	if a.OK && len(a.Result) > p.limits.ResultBytes {
+		return &plugins.ToolError{Kind: plugins.ErrResult, Type: "OverflowError", Message: fmt.Sprintf(
+			"the result is %d bytes of JSON, more than the limit of %d; its worker was replaced", len(a.Result), p.limits.ResultBytes)}
+	}
+	return nil
+}
+
+// cut keeps the first n bytes of s, ending on a whole UTF-8 character.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// afterCall makes sure nothing of a call outlives it before its worker
+// serves another: a worker left with more than its own thread is killed
+// (a thread would run on, and see the calls of other sessions); then the
+// sandbox sweeps the processes the call left, and a worker whose call
+// left any is replaced too. The call's answer stands either way; what
+// was done is returned as a note for the host's log.
+func (p *Pool) afterCall(w *worker, c plugins.Callable) string {
+	var note string
+	if w.alive() {
+		if n, left := w.leftThreads(); left {
+			w.kill()
+			note = fmt.Sprintf("the call to %s left %d threads running in its worker (pid %d); the worker was replaced", c, n-1, w.pid)
+		}
+	}
+	if p.AfterCall == nil {
+		return note
+	}
+	p.spawn.Lock()
+	p.mu.Lock()
+	live := make([]int, 0, len(p.pids))
+	for pid := range p.pids {
+		live = append(live, pid)
+	}
+	p.mu.Unlock()
+	pid := 0
+	if w.alive() {
+		pid = w.pid
+	}
+	killed := p.AfterCall(pid, live)
+	p.spawn.Unlock()
+	if killed > 0 {
+		if note == "" {
+			note = fmt.Sprintf("the call to %s left %d processes behind; they were killed and the worker (pid %d) was replaced", c, killed, w.pid)
+		}
+		w.kill()
+	}
+	return note
 }
 
 func deadline(ctx context.Context, d time.Duration) time.Time {
@@ -132,37 +234,51 @@ func toolError(err error) *plugins.ToolError {
 
 // acquire takes an idle worker, or starts one while fewer than the pool
 // size exist, or waits for one to be released.
-func (p *Pool) acquire(ctx context.Context) (*worker, error) {
+// A worker that wrote while idle is replaced, and said so in the note.
+func (p *Pool) acquire(ctx context.Context) (w *worker, note string, err error) {
 	for {
 		select {
 		case w := <-p.idle:
-			if w.alive() {
-				return w, nil
+			if p.usable(w, &note) {
+				return w, note, nil
 			}
-			p.discard(w)
 			continue
 		default:
 		}
 		select {
 		case w := <-p.idle:
-			if w.alive() {
-				return w, nil
+			if p.usable(w, &note) {
+				return w, note, nil
 			}
-			p.discard(w)
 		case p.slots <- struct{}{}:
-			w, err := startWorker(p.python, p.env, p.init, deadline(ctx, startTimeout))
+			w, err := p.start(ctx)
 			if err != nil {
 				<-p.slots
-				return nil, err
+				return nil, note, err
 			}
 			p.mu.Lock()
 			p.all[w] = true
 			p.mu.Unlock()
-			return w, nil
+			return w, note, nil
 		case <-ctx.Done():
-			return nil, &plugins.ToolError{Kind: plugins.ErrTimeout, Message: "no worker became free in time: " + ctx.Err().Error()}
+			return nil, note, &plugins.ToolError{Kind: plugins.ErrTimeout, Message: "no worker became free in time: " + ctx.Err().Error()}
 		}
 	}
+}
+
+// usable reports whether an idle worker may serve a call: it is alive and
+// wrote nothing while no call was in flight. One that did is killed and
+// discarded, so that the caller gets a fresh worker instead of an error.
+func (p *Pool) usable(w *worker, note *string) bool {
+	if w.alive() && !w.pending() {
+		return true
+	}
+	if w.alive() {
+		w.kill()
+		*note = fmt.Sprintf("worker (pid %d) wrote to its answer pipe between calls; it was replaced", w.pid)
+	}
+	p.discard(w)
+	return false
 }
 
 // release gives a worker back, or discards it when it died.
@@ -181,11 +297,30 @@ func (p *Pool) discard(w *worker) {
 }
 
 func (p *Pool) discardLocked(w *worker) {
+	delete(p.pids, w.pid)
 	if !p.all[w] {
 		return
 	}
 	delete(p.all, w)
 	<-p.slots
+}
+
+// start starts a worker, its pid recorded as a live worker's from the
+// moment its process exists.
+func (p *Pool) start(ctx context.Context) (*worker, error) {
+	var pid int
+	w, err := startWorker(p.python, p.env, p.init, deadline(ctx, startTimeout), func(n int) {
+		pid = n
+		p.mu.Lock()
+		p.pids[n] = true
+		p.mu.Unlock()
+	}, &p.spawn)
+	if err != nil && pid != 0 {
+		p.mu.Lock()
+		delete(p.pids, pid)
+		p.mu.Unlock()
+	}
+	return w, err
 }
 
 // Close kills every worker.

@@ -3,7 +3,10 @@
 # length, then UTF-8 JSON) on two dedicated pipes: requests on fd 3, answers
 # on fd 4. Standard output and error are never part of the protocol, so
 # print() in tool code cannot corrupt it: during a call they go to a bounded
-# buffer that is returned with the answer.
+# buffer that is returned with the answer. Every request carries an "id";
+# every frame written back (the answer, and toolhost.call_tool requests
+# made during the call) carries the id of the request in flight. The host
+# checks ids and sizes itself: this file cooperates, it is not trusted.
 import importlib.util
 import inspect
 import io
@@ -47,9 +50,15 @@ def _read_exact(n):
     return bytes(buf)
 
 
+ERROR_TEXT = 65536  # characters kept of an exception's message and traceback
+CURRENT_ID = [None]  # the id of the request in flight
+
+
 def write_frame(obj, raw_result=None):
-    """Writes one answer; raw_result, already JSON, is spliced in as the
-    "result" member rather than encoded a second time."""
+    """Writes one answer, with the id of the request in flight; raw_result,
+    already JSON, is spliced in as the "result" member rather than encoded a
+    second time."""
+    obj["id"] = CURRENT_ID[0]
     body = json.dumps(obj, ensure_ascii=False, allow_nan=False)
     if raw_result is not None:
         body = '{"result":' + raw_result + "," + body[1:]
@@ -94,6 +103,9 @@ def error_of(exc, kind="exception"):
     if ROOT[0]:
         text = text.replace('File "' + ROOT[0] + os.sep, 'File "')
     message = str(exc)
+    if isinstance(exc, SystemExit):
+        code = "" if exc.code is None else repr(exc.code)
+        message = "the tool called sys.exit(%s); a tool must return a result or raise an exception" % code
     if isinstance(exc, MemoryError) and not message:
         # Python's MemoryError says nothing; say which limit it hit.
         limit = MEMORY_LIMIT[0]
@@ -101,8 +113,8 @@ def error_of(exc, kind="exception"):
     return {
         "kind": kind,
         "type": type(exc).__name__,
-        "message": message,
-        "traceback": text,
+        "message": message[:ERROR_TEXT],
+        "traceback": text[-ERROR_TEXT:],
     }
 
 
@@ -211,8 +223,9 @@ class Worker:
         """Asks the host to call another tool during this call."""
         if os.getpid() != self.pid:
             raise RuntimeError("toolhost.call_tool works only in the worker itself")
-        write_frame({"op": "call_tool", "tool": name, "args": args or {}, "idempotency_key": key or "", "group": group or "",
-                     "context": self.context})
+        # The host knows which call this is and in which session; nothing
+        # about it is sent.
+        write_frame({"op": "call_tool", "tool": name, "args": args or {}, "idempotency_key": key or "", "group": group or ""})
         answer = read_frame()
         if answer is None:
             raise RuntimeError("the host went away during toolhost.call_tool")
@@ -274,8 +287,6 @@ class Worker:
             fn = getattr(self.module(req["module"]), req["func"])
             result = fn(**(req.get("args") or {}))
         except BaseException as e:
-            if isinstance(e, SystemExit):
-                e = RuntimeError("the tool called sys.exit(%r)" % (e.code,))
             answer = {"ok": False, "error": error_of(e)}
         else:
             try:
@@ -328,6 +339,7 @@ def main():
     init = read_frame()
     if init is None:
         return
+    CURRENT_ID[0] = init.get("id")
     apply_limits(init.get("limits") or {})
     worker = Worker(init)
     # Import every module now, so that warm calls do not pay for it; errors
@@ -343,6 +355,7 @@ def main():
         if req is None:
             return
         reap()
+        CURRENT_ID[0] = req.get("id")
         op = req.get("op")
         if op == "call":
             answer, raw = worker.call(req)

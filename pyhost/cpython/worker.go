@@ -5,7 +5,9 @@ package cpython
 
 import (
 	"context"
+	"crypto/rand"
 	_ "embed"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,9 +17,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"toolhost/core/tail"
 	"toolhost/plugins"
@@ -42,6 +47,7 @@ func BlockHelpers() string { return blockHelpers }
 
 // initFrame is the first frame a worker reads.
 type initFrame struct {
+	ID      string            `json:"id"`
 	Root    string            `json:"root"`
 	Modules map[string]string `json:"modules"`
 	Scratch string            `json:"scratch"`
@@ -54,6 +60,7 @@ type worker struct {
 	cmd     *exec.Cmd
 	req     *os.File // our end of the worker's fd 3
 	resp    *os.File // our end of the worker's fd 4
+	respFd  int      // resp's descriptor, for FIONREAD
 	tail    *tail.Buffer
 	pid     int
 	exited  chan struct{}
@@ -64,9 +71,15 @@ type worker struct {
 // errTimeout is a worker that did not answer in time; it has been killed.
 var errTimeout = errors.New("timeout")
 
+// describeFrameLimit bounds the ready frame and describe answers (the
+// signatures of a group's callables).
+const describeFrameLimit = 16 << 20
+
 // startWorker starts a worker and waits for it to be ready (its modules
-// imported) until the deadline.
-func startWorker(python string, env []string, init initFrame, deadline time.Time) (*worker, error) {
+// imported) until the deadline. started, if set, is told the worker's pid
+// as soon as its process exists (so that the after-call sweep knows it
+// for a live worker); run is held across the start.
+func startWorker(python string, env []string, init initFrame, deadline time.Time, started func(pid int), run *sync.RWMutex) (*worker, error) {
 	reqR, reqW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -95,7 +108,16 @@ func startWorker(python string, env []string, init initFrame, deadline time.Time
 	cmd.ExtraFiles = []*os.File{reqR, respW}
 	cmd.Stdout, cmd.Stderr = outW, outW
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	err = cmd.Start()
+	if run != nil {
+		run.RLock()
+	}
+	onSpawnThread(func() { err = cmd.Start() })
+	if err == nil && started != nil {
+		started(cmd.Process.Pid)
+	}
+	if run != nil {
+		run.RUnlock()
+	}
 	reqR.Close()
 	respW.Close()
 	outW.Close()
@@ -105,7 +127,7 @@ func startWorker(python string, env []string, init initFrame, deadline time.Time
 		outR.Close()
 		return nil, fmt.Errorf("start %s: %w", python, err)
 	}
-	w := &worker{cmd: cmd, req: reqW, resp: respR, tail: tail.New(4096), pid: cmd.Process.Pid, exited: make(chan struct{})}
+	w := &worker{cmd: cmd, req: reqW, resp: respR, respFd: int(respR.Fd()), tail: tail.New(4096), pid: cmd.Process.Pid, exited: make(chan struct{})}
 	// In the sandbox, the worker joins the workers' cgroup before it runs
 	// any tool code (it waits for its first frame).
 	if cg := os.Getenv(plugins.EnvWorkerCgroup); cg != "" {
@@ -127,94 +149,180 @@ func startWorker(python string, env []string, init initFrame, deadline time.Time
 		close(w.exited)
 	}()
 	init.Helper = helperSource
-	var ready struct {
-		Ready bool `json:"ready"`
-	}
-	if err := w.roundtrip(init, &ready, deadline); err != nil {
+	ready, err := w.roundtrip(&init, describeFrameLimit, deadline)
+	if err == nil && !ready.Ready {
 		w.kill()
+		err = errForeign
+	}
+	if err != nil {
 		return nil, w.describeFailure("start", err)
 	}
 	return w, nil
 }
 
-// roundtrip writes one frame and reads the answer before the deadline. On
+// errForeign is a frame that does not belong to the exchange in flight:
+// a wrong or missing request id, an unknown op, or bytes written after
+// the answer. The worker has been killed.
+var errForeign = errors.New("the worker sent an answer that does not belong to this call")
+
+// answerFrame is any frame a worker writes on fd 4, decoded once: a call's
+// answer, a toolhost.call_tool request (op "call_tool"), the ready frame or
+// a describe answer. Every one carries the id of the request in flight.
+type answerFrame struct {
+	ID string `json:"id"`
+	Op string `json:"op"`
+
+	// A call's answer.
+	OK              bool               `json:"ok"`
+	Result          json.RawMessage    `json:"result"`
+	Error           *plugins.ToolError `json:"error"`
+	Output          string             `json:"output"`
+	OutputTruncated bool               `json:"output_truncated"`
+	DurationUs      int64              `json:"duration_us"`
+
+	// A toolhost.call_tool request. Whatever else the worker puts in it
+	// (a context, a depth, a session) is not even decoded.
+	Tool           string          `json:"tool"`
+	Args           json.RawMessage `json:"args"`
+	IdempotencyKey string          `json:"idempotency_key"`
+	Group          string          `json:"group"`
+
+	// The ready frame and a describe answer.
+	Ready      bool                `json:"ready"`
+	Signatures []plugins.Signature `json:"signatures"`
+}
+
+// newID is a fresh request id: random, so that tool code cannot write an
+// answer ahead for a call yet to come.
+func newID() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// roundtrip writes one request frame (with a fresh id) and reads its
+// answer before the deadline; frames larger than maxFrame are refused. On
 // any failure the worker is killed: a worker is never reused after an
 // incomplete exchange. At the deadline a timer kills the worker's process
 // group, which ends the blocked read.
-func (w *worker) roundtrip(req, resp any, deadline time.Time) error {
-	var timedOut atomic.Bool
-	timer := time.AfterFunc(time.Until(deadline), func() {
-		timedOut.Store(true)
-		syscall.Kill(-w.pid, syscall.SIGKILL)
-	})
-	w.req.SetWriteDeadline(deadline)
-	err := frame.Write(w.req, req)
-	if err == nil {
-		err = frame.Read(w.resp, resp)
-	}
-	timer.Stop()
-	if err != nil {
-		w.kill()
-		if timedOut.Load() || errors.Is(err, os.ErrDeadlineExceeded) {
-			return errTimeout
-		}
-		return err
-	}
-	return nil
+func (w *worker) roundtrip(req request, maxFrame int, deadline time.Time) (*answerFrame, error) {
+	return w.exchange(context.Background(), req, maxFrame, deadline, nil, "")
 }
 
-// exchange is roundtrip for a call, during which the tool may call other
-// tools through the host (toolhost.call_tool): such requests are answered
-// on the worker's request pipe until the call's own answer comes.
-func (w *worker) exchange(ctx context.Context, req, resp any, deadline time.Time, cb plugins.Callbacks) error {
+// request is a frame to a worker; exchange stamps it with a fresh id.
+type request interface{ setID(id string) }
+
+// exchange writes one request and reads frames until its answer comes,
+// serving toolhost.call_tool requests on the way (answered on the
+// worker's request pipe) with the core's Callbacks and the call's token.
+// The host does not trust the worker: a frame larger than maxFrame, a
+// frame without the request's id, or any byte left on the pipe after the
+// answer (a frame for no call in flight) kills the worker.
+func (w *worker) exchange(ctx context.Context, req request, maxFrame int, deadline time.Time, cb plugins.Callbacks, token string) (*answerFrame, error) {
+	id := newID()
+	req.setID(id)
 	var timedOut atomic.Bool
 	timer := time.AfterFunc(time.Until(deadline), func() {
 		timedOut.Store(true)
 		syscall.Kill(-w.pid, syscall.SIGKILL)
 	})
 	defer timer.Stop()
-	fail := func(err error) error {
+	fail := func(err error) (*answerFrame, error) {
 		w.kill()
-		if timedOut.Load() {
-			return errTimeout
+		if timedOut.Load() || errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, errTimeout
 		}
-		return err
+		return nil, err
+	}
+	// Bytes already waiting were written when no request was in flight.
+	if w.pending() {
+		return fail(errForeign)
 	}
 	w.req.SetWriteDeadline(deadline)
 	if err := frame.Write(w.req, req); err != nil {
 		return fail(err)
 	}
 	for {
-		body, err := frame.ReadRaw(w.resp)
+		body, err := frame.ReadRawLimit(w.resp, maxFrame)
 		if err != nil {
 			return fail(err)
 		}
-		var op struct {
-			Op string `json:"op"`
+		var a answerFrame
+		if err := json.Unmarshal(body, &a); err != nil {
+			return fail(fmt.Errorf("malformed frame: %w", err))
 		}
-		json.Unmarshal(body, &op)
-		if op.Op != "call_tool" {
-			if err := json.Unmarshal(body, resp); err != nil {
-				return fail(fmt.Errorf("malformed frame: %w", err))
+		if a.ID != id {
+			return fail(errForeign)
+		}
+		switch a.Op {
+		case "":
+			if w.pending() {
+				return fail(errForeign)
 			}
-			return nil
+			return &a, nil
+		case "call_tool":
+		default:
+			return fail(errForeign)
 		}
-		var tc plugins.ToolCallRequest
-		json.Unmarshal(body, &tc)
 		answer := &plugins.ToolCallResponse{Error: "toolhost.call_tool is not available here"}
-		if cb != nil {
+		if cb != nil && token != "" {
 			cctx, cancel := context.WithDeadline(ctx, deadline)
-			a, err := cb.CallTool(cctx, &tc)
+			r, err := cb.CallTool(cctx, &plugins.ToolCallRequest{Tool: a.Tool, Args: a.Args,
+				IdempotencyKey: a.IdempotencyKey, Group: a.Group, Token: token})
 			cancel()
 			if err != nil {
 				answer = &plugins.ToolCallResponse{Error: err.Error()}
 			} else {
-				answer = a
+				answer = r
 			}
 		}
 		if err := frame.Write(w.req, answer); err != nil {
 			return fail(err)
 		}
+	}
+}
+
+// pending reports whether the worker has written bytes that no one has
+// read yet on its answer pipe.
+func (w *worker) pending() bool {
+	n, err := unix.IoctlGetInt(w.respFd, unix.TIOCINQ) // FIONREAD
+	return err != nil || n > 0
+}
+
+// threads is how many threads the worker process has (/proc's Threads:),
+// or 0 when it cannot be read.
+func (w *worker) threads() int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(w.pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	i := strings.Index(s, "\nThreads:")
+	if i < 0 {
+		return 0
+	}
+	s = s[i+len("\nThreads:"):]
+	if j := strings.IndexByte(s, '\n'); j >= 0 {
+		s = s[:j]
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(s))
+	return n
+}
+
+// leftThreads reports whether the worker has more threads than its own
+// one after a call. A thread that a call joined may still be in its last
+// steps of exiting: it is given a moment before it counts.
+func (w *worker) leftThreads() (int, bool) {
+	deadline := time.Now().Add(100 * time.Millisecond)
+	for {
+		n := w.threads()
+		if n <= 1 {
+			return n, false
+		}
+		if time.Now().After(deadline) {
+			return n, true
+		}
+		time.Sleep(2 * time.Millisecond)
 	}
 }
 
@@ -256,6 +364,14 @@ func (w *worker) describeFailure(during string, err error) *plugins.ToolError {
 	if errors.Is(err, errTimeout) {
 		return &plugins.ToolError{Kind: plugins.ErrTimeout, Message: "the worker did not answer in time during " + during + "; it was killed"}
 	}
+	if errors.Is(err, errForeign) {
+		return &plugins.ToolError{Kind: plugins.ErrCrash, Message: fmt.Sprintf("the worker sent an answer that does not belong to %s; it was replaced", during)}
+	}
+	var tl *frame.TooLargeError
+	if errors.As(err, &tl) {
+		return &plugins.ToolError{Kind: plugins.ErrResult, Message: fmt.Sprintf(
+			"the answer of %s is %d bytes, more than the limit of %d (the result limit and the printed output); its worker was replaced", during, tl.Size, tl.Limit)}
+	}
 	select {
 	case <-w.exited:
 	case <-time.After(2 * time.Second):
@@ -271,17 +387,8 @@ func (w *worker) describeFailure(during string, err error) *plugins.ToolError {
 	return &plugins.ToolError{Kind: plugins.ErrCrash, Message: msg}
 }
 
-// callAnswer is a worker's answer to a call.
-type callAnswer struct {
-	OK              bool               `json:"ok"`
-	Result          json.RawMessage    `json:"result"`
-	Error           *plugins.ToolError `json:"error"`
-	Output          string             `json:"output"`
-	OutputTruncated bool               `json:"output_truncated"`
-	DurationUs      int64              `json:"duration_us"`
-}
-
 type callFrame struct {
+	ID      string          `json:"id"`
 	Op      string          `json:"op"`
 	Module  string          `json:"module"`
 	Func    string          `json:"func"`
@@ -289,7 +396,14 @@ type callFrame struct {
 	Context json.RawMessage `json:"context,omitempty"`
 }
 
+func (f *callFrame) setID(id string) { f.ID = id }
+
 type describeFrame struct {
+	ID        string             `json:"id"`
 	Op        string             `json:"op"`
 	Callables []plugins.Callable `json:"callables"`
 }
+
+func (f *describeFrame) setID(id string) { f.ID = id }
+
+func (f *initFrame) setID(id string) { f.ID = id }

@@ -30,8 +30,12 @@ type context struct {
 	store   *py.ModuleStore
 	root    string
 	modules map[string]string // module name → file relative to root
-	// callContext is the context JSON of the call in progress.
+	// callContext is the context JSON of the call in progress (what
+	// toolhost.context() shows; never sent back to the core).
 	callContext json.RawMessage
+	// callToken is the core's token of the call in progress, attached to
+	// its toolhost.call_tool requests.
+	callToken string
 	// callbacks serve toolhost.call_tool.
 	callbacks plugins.Callbacks
 
@@ -48,6 +52,23 @@ func newContext(root string, modules map[string]string) (*context, error) {
 	sys := ctx.store.MustGetModule("sys")
 	sys.Globals["argv"] = py.NewList()
 	sys.Globals["path"] = py.NewList()
+	// gpython's sys.stdin is the plugin process's own stdin (which
+	// go-plugin makes the host's): tool code reads nothing there.
+	stdin := &py.File{File: emptyInput(), FileMode: py.FileRead}
+	sys.Globals["stdin"], sys.Globals["__stdin__"] = stdin, stdin
+	// gpython's sys.exit returns a SystemExit instead of raising it, so
+	// that a tool calling it went on as if nothing happened.
+	sys.Globals["exit"] = py.MustNewMethod("exit", func(_ py.Object, args py.Tuple) (py.Object, error) {
+		var code py.Object
+		if err := py.UnpackTuple(args, nil, "exit", 0, 1, &code); err != nil {
+			return nil, err
+		}
+		exc, err := py.ExceptionNew(py.SystemExit, args, nil)
+		if err != nil {
+			return nil, err
+		}
+		return nil, exc.(*py.Exception)
+	}, 0, "exit([status]): raise SystemExit(status)")
 	// open() reads and writes any file in gpython; tool code that needs
 	// files runs on cpython.
 	builtins := ctx.store.MustGetModule("builtins")
@@ -55,6 +76,25 @@ func newContext(root string, modules map[string]string) (*context, error) {
 		return nil, py.ExceptionNewf(py.OSError, "open() is not available on the gpython runtime; run the group on cpython to use files")
 	}, 0, "open() is not available on the gpython runtime")
 	return ctx, nil
+}
+
+var (
+	emptyOnce sync.Once
+	emptyFile *os.File
+)
+
+// emptyInput is a pipe whose writing end is closed: reading it gives EOF,
+// as /dev/null does (which the sandbox's minimal root may not hold).
+func emptyInput() *os.File {
+	emptyOnce.Do(func() {
+		r, w, err := os.Pipe()
+		if err != nil {
+			panic("gpython: a pipe for sys.stdin: " + err.Error())
+		}
+		w.Close()
+		emptyFile = r
+	})
+	return emptyFile
 }
 
 // ModuleInit implements py.Context.

@@ -144,7 +144,7 @@ func toolhostCallTool(self py.Object, args py.Tuple, kwargs py.StringDict) (py.O
 	}
 	ctx, cancel := gocontext.WithTimeout(gocontext.Background(), 5*time.Minute)
 	defer cancel()
-	resp, err := c.callbacks.CallTool(ctx, &plugins.ToolCallRequest{Tool: string(name.(py.String)), Args: argJSON, IdempotencyKey: k, Group: g, Context: c.callContext})
+	resp, err := c.callbacks.CallTool(ctx, &plugins.ToolCallRequest{Tool: string(name.(py.String)), Args: argJSON, IdempotencyKey: k, Group: g, Token: c.callToken})
 	if err != nil {
 		return nil, py.ExceptionNewf(py.RuntimeError, "toolhost.call_tool(%q): %v", string(name.(py.String)), err)
 	}

@@ -84,6 +84,7 @@ func (r *Runtime) newInterp() (*interp, error) {
 		Context: ctx,
 	}
 	sys.Globals["stdout"], sys.Globals["stderr"] = writer, writer
+	sys.Globals["__stdout__"], sys.Globals["__stderr__"] = writer, writer
 	names := make([]string, 0, len(r.req.Modules))
 	for name := range r.req.Modules {
 		names = append(names, name)
@@ -239,7 +240,7 @@ func (r *Runtime) Call(ctx gocontext.Context, req *plugins.CallRequest) *plugins
 		kwargs = d
 	}
 	in.out.reset()
-	in.ctx.callContext = req.Context
+	in.ctx.callContext, in.ctx.callToken = req.Context, req.Token
 	type outcome struct {
 		result py.Object
 		err    error
@@ -256,11 +257,14 @@ func (r *Runtime) Call(ctx gocontext.Context, req *plugins.CallRequest) *plugins
 	}()
 	select {
 	case o := <-done:
-		in.ctx.callContext = nil
+		in.ctx.callContext, in.ctx.callToken = nil, ""
 		resp.Output, resp.OutputTruncated = in.out.String(), in.out.truncated
 		r.release(in)
 		if o.err != nil {
 			resp.Error = toolError(o.err, plugins.ErrException)
+			if code, ok := systemExit(o.err); ok {
+				resp.Error.Message = fmt.Sprintf("the tool called sys.exit(%s); a tool must return a result or raise an exception", code)
+			}
 			return resp
 		}
 		b, err := toJSON(o.result)
@@ -337,6 +341,32 @@ func toolError(err error, kind string) *plugins.ToolError {
 		te.Traceback = b.String()
 	}
 	return te
+}
+
+// systemExit reports whether err is a SystemExit, and the repr of its
+// code ("" for none).
+func systemExit(err error) (string, bool) {
+	var e *py.Exception
+	switch v := err.(type) {
+	case *py.Exception:
+		e = v
+	case py.ExceptionInfo:
+		e, _ = v.Value.(*py.Exception)
+	case *py.ExceptionInfo:
+		e, _ = v.Value.(*py.Exception)
+	}
+	if e == nil || e.Base == nil || e.Base.Name != "SystemExit" {
+		return "", false
+	}
+	args, _ := e.Args.(py.Tuple)
+	if len(args) == 0 || args[0] == py.None {
+		return "", true
+	}
+	s, err := py.ReprAsString(args[0])
+	if err != nil {
+		s = "?"
+	}
+	return s, true
 }
 
 func exceptionMessage(e *py.Exception) string {

@@ -298,31 +298,47 @@ func errText(err error) string {
 }
 
 // Sweep kills what tool code left behind once a call on the worker with
-// the given pid has ended: every other member of the worker's process
-// group, every child of the worker, and every orphan (a daemon re-parented
-// to the sandbox's init). workers is how many workers are alive: when the
-// workers' cgroup holds no more processes than that, nothing was left and
-// the scan of /proc is skipped. It works only in the sandbox's own pid
-// namespace and does nothing elsewhere.
-func Sweep(worker, workers int) {
+// the given pid (0 when that worker is gone) has ended, and returns how
+// many processes it killed: every other member of the worker's process
+// group, every child of the worker, every orphan (a daemon re-parented to
+// the sandbox's init), and every child of the plugin process that is not
+// one of the live workers (a process started with CLONE_PARENT, which
+// makes it its creator's sibling, in a session of its own). live are the
+// pids of the workers alive or starting: when the workers' cgroup holds no
+// more processes and threads than that, nothing was left and the scan of
+// /proc is skipped. It works only in the sandbox's own pid namespace and
+// does nothing elsewhere.
+func Sweep(worker int, live []int) int {
 	if !sandboxed() {
-		return
+		return 0
 	}
-	if n, ok := workerPids(); ok && n <= workers {
-		return
+	if n, ok := workerPids(); ok && n <= len(live) {
+		return 0
+	}
+	keep := make(map[int]bool, len(live)+1)
+	for _, pid := range live {
+		keep[pid] = true
+	}
+	if worker > 0 {
+		keep[worker] = true
 	}
 	// A fork bomb keeps forking while it is killed: scan again until a
 	// pass finds nothing left (its processes cannot fork once dead).
+	total := 0
 	for pass := 0; pass < 20; pass++ {
-		if sweepOnce(worker) == 0 {
-			return
+		n := sweepOnce(worker, keep)
+		total += n
+		if n == 0 {
+			break
 		}
 	}
+	return total
 }
 
 // sweepOnce kills the leftovers it finds in one scan of /proc, waits until
-// they are dead, and returns how many it killed.
-func sweepOnce(worker int) int {
+// they are dead, and returns how many it killed. keep are the live
+// workers.
+func sweepOnce(worker int, keep map[int]bool) int {
 	self := os.Getpid()
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
@@ -331,14 +347,14 @@ func sweepOnce(worker int) int {
 	var killed []int
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == 1 || pid == self || pid == worker {
+		if err != nil || pid == 1 || pid == self || keep[pid] {
 			continue
 		}
 		ppid, pgid, ok := stat(pid)
 		if !ok || dead(pid) {
 			continue
 		}
-		if ppid == 1 || worker > 0 && (pgid == worker || ppid == worker) {
+		if ppid == 1 || ppid == self || worker > 0 && (pgid == worker || ppid == worker) {
 			if syscall.Kill(pid, syscall.SIGKILL) == nil {
 				killed = append(killed, pid)
 			}

@@ -34,7 +34,7 @@ func TestSweepOutsideTheSandboxDoesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	Sweep(os.Getpid(), 0) // not in a sandbox: must kill nothing
+	Sweep(os.Getpid(), nil) // not in a sandbox: must kill nothing
 	if dead(cmd.Process.Pid) {
 		t.Fatal("Sweep killed a process outside the sandbox")
 	}
