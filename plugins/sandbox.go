@@ -1,42 +1,109 @@
 package plugins
 
 // EnvSandbox carries a SandboxConfig, as JSON, from the core to the
-// sandbox's init process ("toolhost sandbox-init").
+// sandbox's launcher ("toolhost sandbox-launch"), a host process. The
+// launcher hands it on to the sandbox's init over a pipe, never through an
+// environment that the sandbox could read.
 const EnvSandbox = "TOOLHOST_SANDBOX"
 
 // EnvSandboxed tells the plugin process that it runs in the sandbox's own
 // pid namespace, where it may sweep stray processes.
 const EnvSandboxed = "TOOLHOST_SANDBOXED"
 
-// SandboxConfig is what the sandbox's init process applies before it
-// starts the plugin process. The namespaces themselves are created by the
-// core when it starts init.
-type SandboxConfig struct {
-	// Proc mounts a fresh /proc (needs the mount and pid namespaces).
-	Proc bool `json:"proc"`
-	// Hostname is set when the UTS namespace is new.
-	Hostname string `json:"hostname,omitempty"`
-	// Landlock confines the file system to ReadOnly and ReadWrite.
-	Landlock  bool     `json:"landlock"`
-	ReadOnly  []string `json:"read_only"`
-	ReadWrite []string `json:"read_write"`
-	// Seccomp denies the system calls no tool needs (mount, ptrace, bpf,
-	// kexec, module loading, namespaces, ...).
-	Seccomp bool `json:"seccomp"`
-	// Rlimits applies the process-wide limits (processes, files, file
-	// size, no core dumps).
-	Rlimits bool   `json:"rlimits"`
-	Limits  Limits `json:"limits"`
-	// Cgroup is a cgroup folder init joins first (the pids limit).
-	Cgroup string `json:"cgroup,omitempty"`
-	// WorkerCgroup is a cgroup inside Cgroup with a lower pids limit: the
-	// plugin process moves each worker there before it runs any code, so
-	// that tool code can never take the plugin process's last threads.
-	WorkerCgroup string `json:"worker_cgroup,omitempty"`
+// EnvWorkerCgroup passes the workers' pids cgroup, as a path inside the
+// sandbox, to the plugin process.
+const EnvWorkerCgroup = "TOOLHOST_WORKER_CGROUP"
+
+// Paths inside a sandbox. Nothing in a sandbox names a host path: the
+// group's files, its virtual environment, scratch and the toolhost binary
+// are mounted at these fixed places. The interpreter and its libraries keep
+// their own paths (read-only), since an interpreter finds its standard
+// library from where it lives.
+const (
+	// SandboxGroupDir holds the group's files, read-only.
+	SandboxGroupDir = "/group"
+	// SandboxVenvDir holds the group's virtual environment, read-only.
+	SandboxVenvDir = "/venv"
+	// SandboxScratch is the private, size-limited tmpfs tool code may
+	// write to; it is also HOME and TMPDIR.
+	SandboxScratch = "/tmp"
+	// SandboxExe is the toolhost binary inside the sandbox.
+	SandboxExe = "/.toolhost/toolhost"
+	// SandboxSocketDir is where the plugin process makes its go-plugin
+	// socket (a tiny tmpfs of its own).
+	SandboxSocketDir = "/run/plugin"
+	// SandboxWorkerCgroup is the workers' pids cgroup folder.
+	SandboxWorkerCgroup = "/run/cgroup"
+	// SandboxToolUID is the user (and group) id that the plugin process and
+	// tool code run as inside the sandbox; init sets up as id 0. Both map
+	// to host ids that own nothing.
+	SandboxToolUID = 1000
+)
+
+// Bind is a host path made visible in the sandbox.
+type Bind struct {
+	// Source is the host path.
+	Source string `json:"source"`
+	// Target is the path inside the sandbox; empty means the same path.
+	Target string `json:"target,omitempty"`
+	// Write makes it writable (the default is read-only).
+	Write bool `json:"write,omitempty"`
+	// Staged is set by the launcher: where the source is mounted for init
+	// to mount it from (see sandbox.StageDir).
+	Staged string `json:"staged,omitempty"`
 }
 
-// EnvWorkerCgroup passes SandboxConfig.WorkerCgroup to the plugin process.
-const EnvWorkerCgroup = "TOOLHOST_WORKER_CGROUP"
+// SandboxConfig says how to build one sandbox: the launcher creates the
+// namespaces, places the sandbox in its cgroups and gives it a network;
+// init, as pid 1 inside, builds the minimal root, drops every privilege and
+// starts Command.
+type SandboxConfig struct {
+	// HostUID and HostGID are the host ids of the sandbox's id 0 (init, the
+	// owner of the sandbox's root); HostToolUID and HostToolGID those of
+	// SandboxToolUID. Zero HostUID with Identity false maps id 0 to the
+	// user toolhost runs as (machines where toolhost is not root).
+	HostUID     int  `json:"host_uid"`
+	HostGID     int  `json:"host_gid"`
+	HostToolUID int  `json:"host_tool_uid"`
+	HostToolGID int  `json:"host_tool_gid"`
+	Identity    bool `json:"identity"`
+	// Network is allow or deny. Under deny the sandbox's network namespace
+	// has a loopback device only; under allow the launcher connects it to
+	// the outside world through Slirp (user-mode networking), with the
+	// host's loopback, its addresses and Blocked unreachable.
+	Network string   `json:"network"`
+	Slirp   string   `json:"slirp,omitempty"`
+	Blocked []string `json:"blocked,omitempty"`
+	// Cgroups are the cgroup folders (one per controller, or one on cgroup
+	// v2) the launcher joins before it starts init, so that everything in
+	// the sandbox is born in them.
+	Cgroups []string `json:"cgroups,omitempty"`
+	// WorkerCgroup is the host folder of the workers' pids cgroup, mounted
+	// at SandboxWorkerCgroup.
+	WorkerCgroup string `json:"worker_cgroup,omitempty"`
+	// Binds are the host paths the sandbox sees, read-only unless marked.
+	Binds []Bind `json:"binds"`
+	// ScratchBytes and ScratchInodes bound the scratch tmpfs.
+	ScratchBytes  int64 `json:"scratch_bytes"`
+	ScratchInodes int   `json:"scratch_inodes"`
+	// Hostname is the sandbox's host name.
+	Hostname string `json:"hostname,omitempty"`
+	// Landlock, Seccomp and Rlimits turn those mechanisms on.
+	Landlock bool   `json:"landlock"`
+	Seccomp  bool   `json:"seccomp"`
+	Rlimits  bool   `json:"rlimits"`
+	Limits   Limits `json:"limits"`
+	// Command is what init starts, with its path inside the sandbox; empty
+	// means the plugin process (SandboxExe pyhost). Env is its whole
+	// environment (the launcher adds go-plugin's variables).
+	Command []string `json:"command,omitempty"`
+	Env     []string `json:"env,omitempty"`
+	// Dir is the command's working folder (default: SandboxScratch).
+	Dir string `json:"dir,omitempty"`
+	// Probe makes init report which mechanisms it could set up, as JSON on
+	// stdout, instead of starting Command.
+	Probe bool `json:"probe,omitempty"`
+}
 
 // Mechanism is one confinement mechanism and whether this kernel allows it.
 type Mechanism struct {
@@ -48,14 +115,21 @@ type Mechanism struct {
 // The mechanisms a probe reports.
 const (
 	MechUserNS   = "user namespace"
+	MechIdentity = "unprivileged identity"
 	MechMountNS  = "mount namespace"
+	MechRoot     = "minimal root"
 	MechPidNS    = "pid namespace"
 	MechIPCNS    = "ipc namespace"
 	MechUTSNS    = "uts namespace"
 	MechNetNS    = "net namespace"
+	MechEgress   = "network egress (allow)"
 	MechProc     = "fresh /proc"
+	MechCaps     = "capabilities dropped"
 	MechRlimits  = "rlimits"
 	MechLandlock = "landlock"
 	MechSeccomp  = "seccomp"
 	MechPids     = "pids cgroup"
+	MechMemory   = "memory cgroup"
+	MechCPU      = "cpu cgroup"
+	MechKill     = "cgroup kill (freezer or cgroup.kill)"
 )

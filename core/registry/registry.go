@@ -624,7 +624,10 @@ func (r *Registry) layOut(ctx context.Context, tenant int64, def *definition.Gro
 	for _, e := range entries {
 		h.add(e.path, e.sha)
 	}
-	dir := filepath.Join(r.roots, fmt.Sprint(tenant), h.sum())
+	// The folder's name says nothing of the tenant: a sandbox can read the
+	// path its files are mounted from (in /proc/self/mountinfo).
+	h.add("\x00tenant", fmt.Sprint(tenant)) // no file path holds a NUL
+	dir := filepath.Join(r.roots, h.sum())
 	if _, err := os.Stat(dir); err == nil {
 		return dir, nil
 	}

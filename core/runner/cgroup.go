@@ -5,63 +5,246 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"toolhost/plugins"
 )
 
-// pidsRoot is where the cgroup (v1) pids controller is mounted.
-const pidsRoot = "/sys/fs/cgroup/pids"
+// cgroupRoot is where the cgroup file systems are mounted.
+var cgroupRoot = "/sys/fs/cgroup"
+
+// The controllers a sandbox uses, by their cgroup v1 names. On cgroup v2
+// one folder holds them all.
+const (
+	ctlPids    = "pids"
+	ctlMemory  = "memory"
+	ctlCPU     = "cpu"
+	ctlFreezer = "freezer"
+)
 
 var cgroupSeq atomic.Int64
 
-// pidsCgroupAvailable reports whether a pids cgroup can be made here.
-func pidsCgroupAvailable() (bool, string) {
-	dir, err := newPidsCgroup(1)
+// cgroupV2 reports whether the cgroup v2 (unified) hierarchy is the only
+// one (most production hosts); otherwise each controller has its own v1
+// hierarchy (this machine).
+func cgroupV2() bool {
+	_, err := os.Stat(filepath.Join(cgroupRoot, "cgroup.controllers"))
+	return err == nil
+}
+
+// cgroupLimits are what one sandbox may use as a whole.
+type cgroupLimits struct {
+	// Processes is the sandbox's processes and threads.
+	Processes int
+	// WorkerProcesses is what its workers may have of them.
+	WorkerProcesses int
+	// MemoryBytes counts every page of the sandbox: its processes, shared
+	// memory, memfd and its tmpfs.
+	MemoryBytes int64
+	// CPUs is how many CPUs' time it may use (a quota per period).
+	CPUs float64
+}
+
+// sandboxCgroups are the cgroups of one sandbox.
+type sandboxCgroups struct {
+	// dirs are the folders the sandbox's launcher joins (one per v1
+	// controller, or one on v2).
+	dirs []string
+	// workers is the workers' pids cgroup inside, whose cgroup.procs the
+	// sandbox's tool user may write.
+	workers string
+	// top is the v2 cgroup that holds the limits (and dirs and workers).
+	top string
+	v2  bool
+}
+
+// cgroupName is the folder name of a sandbox's cgroup: the server's pid
+// (to find the leftovers of a server that died) and a sequence number.
+func cgroupName() string {
+	return fmt.Sprintf("toolhost-%d-%d", os.Getpid(), cgroupSeq.Add(1))
+}
+
+// newSandboxCgroups makes the cgroups of one sandbox with its limits.
+// toolUID is the host uid of the sandbox's tool user, which may move
+// workers into the workers' cgroup.
+func newSandboxCgroups(l cgroupLimits, toolUID, toolGID int) (*sandboxCgroups, error) {
+	name := cgroupName()
+	cg := &sandboxCgroups{v2: cgroupV2()}
+	ok := false
+	defer func() {
+		if !ok {
+			cg.remove()
+		}
+	}()
+	if cg.v2 {
+		// A v2 cgroup with processes cannot have children with controllers:
+		// the limits are set on NAME, the launcher, init and the plugin
+		// process live in NAME/init, the workers in NAME/workers.
+		top := filepath.Join(cgroupRoot, name)
+		if err := os.Mkdir(top, 0o755); err != nil {
+			return nil, fmt.Errorf("make a cgroup: %w", err)
+		}
+		cg.top = top
+		// Controllers must be enabled in a parent for its children.
+		os.WriteFile(filepath.Join(cgroupRoot, "cgroup.subtree_control"), []byte("+pids +memory +cpu"), 0)
+		files := []struct{ file, value string }{
+			{"pids.max", strconv.Itoa(l.Processes)},
+			{"memory.max", strconv.FormatInt(l.MemoryBytes, 10)},
+			{"memory.swap.max", "0"},
+			{"cpu.max", fmt.Sprintf("%d 100000", int(l.CPUs*100000))},
+			{"cgroup.subtree_control", "+pids +memory +cpu"},
+		}
+		for _, f := range files {
+			if err := writeCgroup(top, f.file, f.value); err != nil && f.file != "memory.swap.max" {
+				return nil, err
+			}
+		}
+		initDir, workers := filepath.Join(top, "init"), filepath.Join(top, "workers")
+		for _, d := range []string{initDir, workers} {
+			if err := os.Mkdir(d, 0o755); err != nil {
+				return nil, fmt.Errorf("make a cgroup: %w", err)
+			}
+		}
+		cg.dirs, cg.workers = []string{initDir}, workers
+		if err := writeCgroup(workers, "pids.max", strconv.Itoa(l.WorkerProcesses)); err != nil {
+			return nil, err
+		}
+	} else {
+		for _, ctl := range []string{ctlPids, ctlMemory, ctlCPU, ctlFreezer} {
+			dir := filepath.Join(cgroupRoot, ctl, name)
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				return nil, fmt.Errorf("make a %s cgroup: %w", ctl, err)
+			}
+			cg.dirs = append(cg.dirs, dir)
+		}
+		settings := []struct{ ctl, file, value string }{
+			{ctlPids, "pids.max", strconv.Itoa(l.Processes)},
+			{ctlMemory, "memory.limit_in_bytes", strconv.FormatInt(l.MemoryBytes, 10)},
+			{ctlMemory, "memory.swappiness", "0"},
+			{ctlCPU, "cpu.cfs_period_us", "100000"},
+			{ctlCPU, "cpu.cfs_quota_us", strconv.Itoa(int(l.CPUs * 100000))},
+		}
+		for _, s := range settings {
+			if err := writeCgroup(filepath.Join(cgroupRoot, s.ctl, name), s.file, s.value); err != nil && s.file != "memory.swappiness" {
+				return nil, err
+			}
+		}
+		workers := filepath.Join(cgroupRoot, ctlPids, name, "workers")
+		if err := os.Mkdir(workers, 0o755); err != nil {
+			return nil, fmt.Errorf("make the workers' cgroup: %w", err)
+		}
+		cg.workers = workers
+		if err := writeCgroup(workers, "pids.max", strconv.Itoa(l.WorkerProcesses)); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.Chown(filepath.Join(cg.workers, "cgroup.procs"), toolUID, toolGID); err != nil {
+		return nil, fmt.Errorf("let the sandbox move its workers: %w", err)
+	}
+	ok = true
+	return cg, nil
+}
+
+func writeCgroup(dir, file, value string) error {
+	if err := os.WriteFile(filepath.Join(dir, file), []byte(value), 0); err != nil {
+		return fmt.Errorf("set %s of a cgroup to %s: %w", file, value, err)
+	}
+	return nil
+}
+
+// kill kills every process of the sandbox through its cgroups: cgroup.kill
+// on v2; on v1 the freezer stops them all (so that none can fork while
+// they are killed), each is sent SIGKILL, and they are thawed to die.
+func (cg *sandboxCgroups) kill() {
+	if cg == nil {
+		return
+	}
+	if cg.v2 {
+		if cg.top != "" {
+			os.WriteFile(filepath.Join(cg.top, "cgroup.kill"), []byte("1"), 0)
+		}
+		return
+	}
+	var freezer string
+	for _, d := range cg.dirs {
+		if strings.Contains(d, "/"+ctlFreezer+"/") {
+			freezer = d
+		}
+	}
+	if freezer == "" || len(readPids(freezer)) == 0 {
+		return
+	}
+	state := filepath.Join(freezer, "freezer.state")
+	os.WriteFile(state, []byte("FROZEN"), 0)
+	for i := 0; i < 100; i++ {
+		b, _ := os.ReadFile(state)
+		if strings.TrimSpace(string(b)) == "FROZEN" {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for _, pid := range readPids(freezer) {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	os.WriteFile(state, []byte("THAWED"), 0)
+}
+
+// readPids lists the processes of a cgroup.
+func readPids(dir string) []int {
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
 	if err != nil {
-		return false, err.Error()
+		return nil
 	}
-	removeCgroup(dir)
-	return true, "cgroup v1 pids controller at " + pidsRoot
+	var pids []int
+	for _, f := range strings.Fields(string(b)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
-// newPidsCgroup makes a cgroup that lets at most max processes (threads
-// included) live in it. The sandbox's init process joins it before it
-// starts anything. A process limit is needed besides RLIMIT_NPROC because
-// the kernel does not apply RLIMIT_NPROC to processes of the host's root
-// user, and the sandbox's user namespace maps to the user toolhost runs as.
-func newPidsCgroup(max int) (string, error) {
-	if _, err := os.Stat(filepath.Join(pidsRoot, "cgroup.procs")); err != nil {
-		return "", fmt.Errorf("no pids cgroup controller at %s", pidsRoot)
+// remove kills what is left and removes the cgroups, innermost first.
+func (cg *sandboxCgroups) remove() {
+	if cg == nil {
+		return
 	}
-	name := fmt.Sprintf("toolhost-%d-%d", os.Getpid(), cgroupSeq.Add(1))
-	dir := filepath.Join(pidsRoot, name)
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return "", fmt.Errorf("make a pids cgroup: %w", err)
+	cg.kill()
+	removeCgroup(cg.workers)
+	for _, d := range cg.dirs {
+		removeCgroup(d)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte(strconv.Itoa(max)), 0o644); err != nil {
-		os.Remove(dir)
-		return "", fmt.Errorf("set pids.max: %w", err)
-	}
-	return dir, nil
+	removeCgroup(cg.top)
 }
 
-// newWorkerCgroup makes a child cgroup for the workers with a lower limit,
-// keeping reserve processes for the sandbox's init and plugin process.
-func newWorkerCgroup(parent string, max, reserve int) (string, error) {
-	dir := filepath.Join(parent, "workers")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return "", fmt.Errorf("make the workers' cgroup: %w", err)
+// oomKills says whether the sandbox's memory limit was hit (how many
+// processes the kernel killed for it), for a crash's message.
+func (cg *sandboxCgroups) oomKills() int {
+	if cg == nil {
+		return 0
 	}
-	n := max - reserve
-	if n < 8 {
-		n = 8
+	for _, d := range cg.dirs {
+		file := "memory.oom_control"
+		if cg.v2 {
+			d, file = cg.top, "memory.events"
+		} else if !strings.Contains(d, "/"+ctlMemory+"/") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(d, file))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) == 2 && f[0] == "oom_kill" {
+				n, _ := strconv.Atoi(f[1])
+				return n
+			}
+		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte(strconv.Itoa(n)), 0o644); err != nil {
-		os.Remove(dir)
-		return "", fmt.Errorf("set the workers' pids.max: %w", err)
-	}
-	return dir, nil
+	return 0
 }
 
 // removeCgroup removes a cgroup once its processes are gone (they die with
@@ -78,10 +261,49 @@ func removeCgroup(dir string) {
 	}
 }
 
-// CleanStaleCgroups removes the pids cgroups that toolhost processes which
-// no longer run left behind (after a kill -9, for example).
+// cgroupMechanisms reports which cgroup controllers a sandbox can have
+// here, by making (and removing) a sandbox's cgroups.
+func cgroupMechanisms() []plugins.Mechanism {
+	kind := "cgroup v1"
+	if cgroupV2() {
+		kind = "cgroup v2"
+	}
+	names := []string{plugins.MechPids, plugins.MechMemory, plugins.MechCPU, plugins.MechKill}
+	var out []plugins.Mechanism
+	cg, err := newSandboxCgroups(cgroupLimits{Processes: 64, WorkerProcesses: 8, MemoryBytes: 64 << 20, CPUs: 1}, os.Getuid(), os.Getgid())
+	if err != nil {
+		for _, n := range names {
+			out = append(out, plugins.Mechanism{Name: n, Detail: err.Error()})
+		}
+		return out
+	}
+	defer cg.remove()
+	details := map[string]string{
+		plugins.MechPids:   kind + " pids.max per sandbox, a lower one for its workers",
+		plugins.MechMemory: kind + " memory limit per sandbox (processes, shared memory, memfd, tmpfs)",
+		plugins.MechCPU:    kind + " CPU quota per sandbox",
+		plugins.MechKill:   kind + " freezer",
+	}
+	if cg.v2 {
+		details[plugins.MechKill] = "cgroup v2 cgroup.kill"
+	}
+	for _, n := range names {
+		out = append(out, plugins.Mechanism{Name: n, Active: true, Detail: details[n]})
+	}
+	return out
+}
+
+// CleanStaleCgroups removes what toolhost processes which no longer run
+// left behind (after a kill -9, for example): their sandboxes' cgroups,
+// killing what is still in them, the stages of their launchers and the
+// copies of group folders.
 func CleanStaleCgroups() {
-	dirs, _ := filepath.Glob(filepath.Join(pidsRoot, "toolhost-*"))
+	cleanStaleFiles()
+	var dirs []string
+	for _, pattern := range []string{"toolhost-*", "*/toolhost-*"} {
+		m, _ := filepath.Glob(filepath.Join(cgroupRoot, pattern))
+		dirs = append(dirs, m...)
+	}
 	for _, d := range dirs {
 		var pid, seq int
 		if _, err := fmt.Sscanf(filepath.Base(d), "toolhost-%d-%d", &pid, &seq); err != nil {
@@ -90,7 +312,50 @@ func CleanStaleCgroups() {
 		if pid == os.Getpid() || syscall.Kill(pid, 0) == nil {
 			continue
 		}
-		removeCgroup(filepath.Join(d, "workers"))
+		for _, p := range readPids(d) {
+			syscall.Kill(p, syscall.SIGKILL)
+		}
+		for _, sub := range []string{"workers", "init"} {
+			if w := filepath.Join(d, sub); dirExists(w) {
+				for _, p := range readPids(w) {
+					syscall.Kill(p, syscall.SIGKILL)
+				}
+				removeCgroup(w)
+			}
+		}
 		removeCgroup(d)
 	}
 }
+
+func dirExists(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}
+
+// cleanStaleFiles removes the launchers' stages and the group copies of
+// processes that are gone.
+func cleanStaleFiles() {
+	stages, _ := filepath.Glob(filepath.Join(stageDir, "*"))
+	for _, d := range stages {
+		if pid, err := strconv.Atoi(filepath.Base(d)); err == nil && syscall.Kill(pid, 0) != nil {
+			entries, _ := os.ReadDir(d)
+			for _, e := range entries {
+				syscall.Unmount(filepath.Join(d, e.Name()), syscall.MNT_DETACH)
+				os.Remove(filepath.Join(d, e.Name()))
+			}
+			syscall.Unmount(d, syscall.MNT_DETACH)
+			os.Remove(d)
+		}
+	}
+	views, _ := filepath.Glob(filepath.Join(os.TempDir(), "toolhost-group-*"))
+	for _, v := range views {
+		var pid int
+		if _, err := fmt.Sscanf(filepath.Base(v), "toolhost-group-%d-", &pid); err == nil && pid != os.Getpid() && syscall.Kill(pid, 0) != nil {
+			os.RemoveAll(v)
+		}
+	}
+}
+
+// stageDir is sandbox.StageDir (the launcher's), which the core cannot
+// import.
+const stageDir = "/run/toolhost-stage"

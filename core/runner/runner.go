@@ -164,6 +164,11 @@ type Group struct {
 	// venv is the virtual environment the group's python runs in ("" when
 	// its requirements list nothing).
 	venv string
+	// view is the folder a confined group's sandbox mounts at /group: root
+	// itself, or a copy of the group's listed files when root is not
+	// readable by others (ownsView; removed on Close).
+	view     string
+	ownsView bool
 
 	mu      sync.Mutex
 	proc    *process
@@ -226,20 +231,30 @@ func Open(ctx context.Context, def *definition.Group, root string, opts Options)
 		return nil, err
 	}
 	g := &Group{def: def, root: absRoot, opts: opts, runtime: runtime}
-	g.scratch = opts.Scratch
-	if g.scratch == "" {
-		if g.scratch, err = os.MkdirTemp("", "toolhost-scratch-"); err != nil {
+	// A confined group's scratch is a tmpfs of its sandbox, and its
+	// go-plugin socket lives there too: nothing is made on the host.
+	if !opts.Sandbox.confined() {
+		g.scratch = opts.Scratch
+		if g.scratch == "" {
+			if g.scratch, err = os.MkdirTemp("", "toolhost-scratch-"); err != nil {
+				return nil, err
+			}
+			g.ownsScr = true
+		}
+		if g.sockets, err = os.MkdirTemp("", "toolhost-sock-"); err != nil {
 			return nil, err
 		}
-		g.ownsScr = true
-	}
-	if g.sockets, err = os.MkdirTemp("", "toolhost-sock-"); err != nil {
-		return nil, err
 	}
 	g.load = g.loadRequest()
 	if venvPython != "" {
 		g.load.Python = venvPython
 		g.venv = filepath.Dir(filepath.Dir(venvPython))
+	}
+	if opts.Sandbox.confined() {
+		opts.Sandbox.insidePaths(g.load, g.venv)
+		if g.view, g.ownsView, err = groupView(def, absRoot); err != nil {
+			return nil, err
+		}
 	}
 	if err := g.start(ctx, true); err != nil {
 		g.Close()
@@ -357,9 +372,12 @@ func (g *Group) start(ctx context.Context, check bool) error {
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,
 		Managed:          true,
-		Stderr:           stderr,
-		StartTimeout:     30 * time.Second,
-		Logger:           hclog.New(&hclog.LoggerOptions{Output: io.Discard, Level: hclog.Off}),
+		// Broker connections (toolhost.call_tool) ride on the plugin's own
+		// connection: the sandbox shares no socket folder with the host.
+		GRPCBrokerMultiplex: true,
+		Stderr:              stderr,
+		StartTimeout:        30 * time.Second,
+		Logger:              hclog.New(&hclog.LoggerOptions{Output: io.Discard, Level: hclog.Off}),
 	})
 	p := &process{cmd: cmd, client: client, stderr: stderr, cleanup: cleanup}
 	rpc, err := client.Client()
@@ -550,6 +568,9 @@ func (g *Group) Close() {
 	if g.sockets != "" {
 		os.RemoveAll(g.sockets)
 	}
+	if g.ownsView {
+		os.RemoveAll(g.view)
+	}
 }
 
 // processExit says how the plugin process ended, waiting a moment for
@@ -570,7 +591,7 @@ func processExit(p *process) string {
 	}
 	// sandbox-init exits with 128+N when the plugin process under it was
 	// killed by signal N, as a shell does.
-	if code := ps.ExitCode(); len(p.cmd.Args) > 1 && p.cmd.Args[1] == "sandbox-init" && code > 128 && code < 128+65 {
+	if code := ps.ExitCode(); len(p.cmd.Args) > 1 && p.cmd.Args[1] == "sandbox-launch" && code > 128 && code < 128+65 {
 		sig := syscall.Signal(code - 128)
 		return fmt.Sprintf("the process was killed by signal %d (%s) in its sandbox", int(sig), sig)
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -287,9 +286,9 @@ func TestHostileToolsAreContained(t *testing.T) {
 	target := filepath.Join(t.TempDir(), "pwned.txt")
 	g := open(t, hostileYAML, Options{Sandbox: sb, Timeout: 5 * time.Second})
 	cases := []hostileCase{
-		{"read_file", `{"path":"/etc/shadow"}`, plugins.ErrException, "Permission denied", ""},
-		{"read_file", fmt.Sprintf(`{"path":%q}`, outside), plugins.ErrException, "Permission denied", ""},
-		{"write_file", fmt.Sprintf(`{"path":%q}`, target), plugins.ErrException, "Permission denied", ""},
+		{"read_file", `{"path":"/etc/shadow"}`, plugins.ErrException, "No such file or directory", ""},
+		{"read_file", fmt.Sprintf(`{"path":%q}`, outside), plugins.ErrException, "No such file or directory", ""},
+		{"write_file", fmt.Sprintf(`{"path":%q}`, target), plugins.ErrException, "No such file or directory", ""},
 		{"write_scratch", `{}`, "", "", "note.txt"},
 		{"spin", `{}`, plugins.ErrTimeout, "did not finish within 5s", ""},
 		{"eat_memory", `{}`, plugins.ErrException, "MemoryError: out of memory: a worker may use 1024 MiB (--memory-mb)", ""},
@@ -377,34 +376,6 @@ func TestProcessesAreIsolatedAndSwept(t *testing.T) {
 		if p == os.Getpid() && p != 1 {
 			t.Errorf("the host's pid %d is visible", p)
 		}
-	}
-}
-
-func TestNetworkPolicy(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	port := ln.Addr().(*net.TCPAddr).Port
-	args := fmt.Sprintf(`{"host":"127.0.0.1","port":%d}`, port)
-	allow := open(t, hostileYAML, Options{Sandbox: sandbox(t, "allow"), Network: "allow"})
-	if r := call(t, allow, "connect", args); !r.OK {
-		t.Errorf("allow: %+v", r.Error)
-	}
-	deny := open(t, hostileYAML, Options{Sandbox: sandbox(t, "deny"), Network: "deny"})
-	r := call(t, deny, "connect", args)
-	if r.OK || r.Error.Kind != plugins.ErrException || !(strings.Contains(r.Error.Message, "unreachable") || strings.Contains(r.Error.Message, "refused")) {
-		t.Errorf("deny: %s %+v", r.Result, r.Error)
 	}
 }
 
@@ -608,9 +579,14 @@ func TestSandboxWarnings(t *testing.T) {
 	if len(w) != 2 || !strings.Contains(w[0], "landlock is not available (not supported by this kernel)") {
 		t.Errorf("warnings = %v", w)
 	}
+	// Egress matters only under allow.
+	sb.Mechanisms = append(sb.Mechanisms, plugins.Mechanism{Name: plugins.MechEgress, Detail: "slirp4netns is not installed"})
+	if w := sb.Warnings(); len(w) != 2 {
+		t.Errorf("under deny, missing egress is no warning: %v", w)
+	}
 	sb.Network = "allow"
-	if w := sb.Warnings(); len(w) != 1 {
-		t.Errorf("under allow the net namespace is not used: %v", w)
+	if w := sb.Warnings(); len(w) != 3 || !strings.Contains(w[2], "slirp4netns is not installed") {
+		t.Errorf("under allow, missing egress is a warning: %v", w)
 	}
 }
 
@@ -710,19 +686,9 @@ func TestHostDoesNotTrustTheWorker(t *testing.T) {
 			}},
 		{hostileCase: hc("recurse_forged", `{}`, "", "", `{"refused":"tools may call tools only 3 deep"}`)},
 		{hostileCase: hc("leftover_thread", `{}`, "", "", "thread started"), check: note("left 1 threads running in its worker")},
-		{hostileCase: hc("clone_parent", `{}`, "", "", `"pid"`), check: func(t *testing.T, r *plugins.CallResponse) {
-			var left struct{ Pid int }
-			json.Unmarshal(r.Result, &left)
-			p := call(t, g, "processes", `{}`)
-			var pids []int
-			json.Unmarshal(p.Result, &pids)
-			for _, pid := range pids {
-				if pid == left.Pid || left.Pid == 0 {
-					t.Errorf("the CLONE_PARENT leftover %d survived the call: %v", left.Pid, pids)
-				}
-			}
-			note("processes behind; they were killed and the worker")(t, r)
-		}},
+		// seccomp refuses CLONE_PARENT; TestCloneParentIsSwept checks the
+		// sweep behind it.
+		{hostileCase: hc("clone_parent", `{}`, plugins.ErrException, "clone failed", "")},
 		{hostileCase: hc("read_parent", `{"what":"mem"}`, plugins.ErrException, "PermissionError: [Errno 13] Permission denied", "")},
 		{hostileCase: hc("read_parent", `{"what":"environ"}`, plugins.ErrException, "PermissionError: [Errno 13] Permission denied", "")},
 		{hostileCase: hc("exit_code", `{}`, plugins.ErrException, "SystemExit: the tool called sys.exit(3); a tool must return a result or raise an exception", "")},

@@ -4,38 +4,53 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
+	"toolhost/core/definition"
 	"toolhost/plugins"
 )
 
-// Sandbox confines the plugin process: new user, mount, pid, ipc and uts
-// namespaces (and net under the deny policy), a fresh /proc, rlimits,
-// landlock and seccomp — each only where this kernel allows it, which a
-// probe finds out once per process.
+// Sandbox confines plugin processes (and pip installs): each runs in a
+// minimal world of its own, built by "toolhost sandbox-launch" (host side:
+// cgroups, namespaces, ids, network) and "toolhost sandbox-init" (pid 1
+// inside: minimal root, no privileges, rlimits, landlock, seccomp). What
+// this machine allows is found once per process by a probe that builds a
+// real sandbox; a mechanism that is missing is reported, and the server
+// warns about it at start.
 type Sandbox struct {
 	// Network is allow or deny.
 	Network string
 	// Mechanisms are what the probe found.
 	Mechanisms []plugins.Mechanism
+	// CPUs is the CPU time a sandbox may use, in CPUs (default 1).
+	CPUs       float64
 	active     map[string]bool
 	namespaces bool
+	slirp      string
 }
 
 // pidsReserve is how many processes and threads of the sandbox's pids limit
-// are kept for its init and plugin process; the workers share the rest
-// (Limits.Processes).
+// are kept for its launcher, init and plugin process; the workers share the
+// rest (Limits.Processes).
 const pidsReserve = 64
 
-// cloneFlags are the namespaces the sandbox asks for (net is added under
-// the deny policy).
-const cloneFlags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS
+// pluginMemoryBytes is what a sandbox's memory limit allows beyond its
+// workers' and its scratch: the launcher, init and the plugin process.
+const pluginMemoryBytes = 256 << 20
+
+// Scratch bounds: the private tmpfs of each sandbox.
+const (
+	scratchBytes  = 256 << 20
+	scratchInodes = 16384
+)
 
 var (
 	probeMu    sync.Mutex
@@ -67,77 +82,147 @@ func NewSandbox(exe, network string) (*Sandbox, error) {
 		probeCache[exe] = ms
 	}
 	probeMu.Unlock()
-	s := &Sandbox{Network: network, Mechanisms: ms, active: map[string]bool{}}
+	s := &Sandbox{Network: network, Mechanisms: ms, active: map[string]bool{}, CPUs: 1}
 	for _, m := range ms {
 		s.active[m.Name] = m.Active
 	}
-	s.namespaces = s.active[plugins.MechUserNS] && s.active[plugins.MechPidNS]
+	s.namespaces = s.active[plugins.MechUserNS] && s.active[plugins.MechPidNS] && s.active[plugins.MechRoot]
+	if s.active[plugins.MechEgress] {
+		s.slirp, _ = exec.LookPath("slirp4netns")
+	}
 	return s, nil
 }
 
-// Probe starts "toolhost sandbox-probe" in every namespace the sandbox uses
-// and reports each mechanism. It never fails: what cannot be had is
-// reported inactive, with the reason.
-func Probe(exe string) []plugins.Mechanism {
-	nsNames := []string{plugins.MechUserNS, plugins.MechMountNS, plugins.MechPidNS, plugins.MechIPCNS, plugins.MechUTSNS}
-	cmd := exec.Command(exe, "sandbox-probe")
-	cmd.Env = baseEnv()
-	cmd.SysProcAttr = nsAttr(true)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	done := make(chan error, 1)
-	err := cmd.Start()
-	if err == nil {
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err = <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			err = fmt.Errorf("the probe did not finish")
-		}
-	}
-	var ms []plugins.Mechanism
-	if err == nil {
-		err = json.Unmarshal(stdout.Bytes(), &ms)
-	}
-	if err != nil {
-		reason := fmt.Sprintf("cannot start a process in new namespaces: %v %s", err, bytes.TrimSpace(stderr.Bytes()))
-		for _, n := range append(nsNames, plugins.MechNetNS, plugins.MechProc, plugins.MechRlimits, plugins.MechLandlock, plugins.MechSeccomp) {
-			ms = append(ms, plugins.Mechanism{Name: n, Detail: reason})
-		}
-		return ms
-	}
-	// The namespaces exist: the process started in them.
-	var out []plugins.Mechanism
-	for _, n := range nsNames {
-		detail := "created with the plugin process"
-		if n == plugins.MechUserNS {
-			detail = fmt.Sprintf("uid 0 inside, %d outside", os.Getuid())
-		}
-		out = append(out, plugins.Mechanism{Name: n, Active: true, Detail: detail})
-	}
-	for _, m := range ms {
-		if m.Name == plugins.MechUTSNS {
-			continue
-		}
-		out = append(out, m)
-	}
-	ok, detail := pidsCgroupAvailable()
-	return append(out, plugins.Mechanism{Name: plugins.MechPids, Active: ok, Detail: detail})
+// identity reports whether sandboxes can run as host ids of their own:
+// mapping ids other than one's own needs root.
+func identity() bool { return os.Getuid() == 0 }
+
+// idSeq hands out the host ids of sandboxes.
+var idSeq atomic.Int64
+
+// sandboxIDBase is the first host id toolhost gives sandboxes: far above
+// the ids of users, system services and the usual container ranges.
+const sandboxIDBase = 0x70000000
+
+// hostIDs returns the host ids of a new sandbox's id 0 and tool user: two
+// ids no one else uses, different for each sandbox of this server.
+func hostIDs() (root, tool int) {
+	n := int(idSeq.Add(1) % 1000000)
+	root = sandboxIDBase + 2*n
+	return root, root + 1
 }
 
-// nsAttr is the process attributes that create the sandbox's namespaces.
-func nsAttr(net bool) *syscall.SysProcAttr {
-	flags := uintptr(cloneFlags)
-	if net {
-		flags |= syscall.CLONE_NEWNET
+// Probe builds a real sandbox in probe mode and reports each mechanism. It
+// never fails: what cannot be had is reported inactive, with the reason.
+func Probe(exe string) []plugins.Mechanism {
+	var out []plugins.Mechanism
+	slirp, slirpErr := exec.LookPath("slirp4netns")
+	cfg := plugins.SandboxConfig{
+		Identity: identity(), Network: "deny",
+		Binds:        []plugins.Bind{{Source: exe, Target: plugins.SandboxExe}},
+		ScratchBytes: 1 << 20, ScratchInodes: 64, Hostname: "toolhost-probe",
+		Landlock: true, Seccomp: true, Rlimits: true, Limits: plugins.Limits{}.WithDefaults(),
+		Probe: true,
 	}
-	return &syscall.SysProcAttr{
-		Cloneflags:  flags,
-		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}},
-		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}},
-		Pdeathsig:   syscall.SIGKILL,
+	cfg.HostUID, cfg.HostToolUID = hostIDs()
+	cfg.HostGID, cfg.HostToolGID = cfg.HostUID, cfg.HostToolUID
+	if slirpErr == nil {
+		cfg.Network, cfg.Slirp, cfg.Blocked = "allow", slirp, blockedNets()
 	}
+	ms, err := launchProbe(exe, &cfg)
+	nsNames := []string{plugins.MechUserNS, plugins.MechPidNS, plugins.MechMountNS, plugins.MechIPCNS}
+	if err != nil {
+		reason := "cannot build a sandbox: " + err.Error()
+		for _, n := range append(nsNames, plugins.MechRoot, plugins.MechNetNS, plugins.MechProc, plugins.MechUTSNS,
+			plugins.MechCaps, plugins.MechRlimits, plugins.MechLandlock, plugins.MechSeccomp) {
+			out = append(out, plugins.Mechanism{Name: n, Detail: reason})
+		}
+	} else {
+		for _, n := range nsNames {
+			out = append(out, plugins.Mechanism{Name: n, Active: true, Detail: "created for each sandbox"})
+		}
+		out = append(out, ms...)
+	}
+	idm := plugins.Mechanism{Name: plugins.MechIdentity, Active: cfg.Identity && err == nil,
+		Detail: fmt.Sprintf("each sandbox maps its ids to two host ids of its own from %d on", sandboxIDBase)}
+	if !cfg.Identity {
+		idm.Detail = fmt.Sprintf("toolhost does not run as root: the sandbox's id 0 is the host's uid %d", os.Getuid())
+	}
+	out = append(out, idm)
+	if slirpErr != nil {
+		out = append(out, plugins.Mechanism{Name: plugins.MechEgress,
+			Detail: "slirp4netns is not installed: under the allow policy tool code has no network at all"})
+	}
+	out = append(out, cgroupMechanisms()...)
+	sort.SliceStable(out, func(i, j int) bool { return mechOrder(out[i].Name) < mechOrder(out[j].Name) })
+	return out
+}
+
+// mechOrder is the order in which doctor lists mechanisms.
+func mechOrder(name string) int {
+	order := []string{plugins.MechUserNS, plugins.MechIdentity, plugins.MechMountNS, plugins.MechRoot, plugins.MechPidNS,
+		plugins.MechProc, plugins.MechIPCNS, plugins.MechUTSNS, plugins.MechNetNS, plugins.MechEgress, plugins.MechCaps,
+		plugins.MechRlimits, plugins.MechLandlock, plugins.MechSeccomp, plugins.MechPids, plugins.MechMemory,
+		plugins.MechCPU, plugins.MechKill}
+	for i, n := range order {
+		if n == name {
+			return i
+		}
+	}
+	return len(order)
+}
+
+// launchProbe runs the launcher in probe mode and reads init's report.
+func launchProbe(exe string, cfg *plugins.SandboxConfig) ([]plugins.Mechanism, error) {
+	data, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe, "sandbox-launch")
+	cmd.Env = append(baseEnv(), plugins.EnvSandbox+"="+string(data))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-time.After(15 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		err = fmt.Errorf("the probe did not finish")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%v %s", err, bytes.TrimSpace(stderr.Bytes()))
+	}
+	var ms []plugins.Mechanism
+	if err := json.Unmarshal(stdout.Bytes(), &ms); err != nil {
+		return nil, fmt.Errorf("read the probe's report: %v (%q)", err, stdout.String())
+	}
+	return ms, nil
+}
+
+// blockedNets are the destinations tool code may not reach under the
+// allow policy, besides the host's loopback (which slirp4netns disables):
+// the host's own addresses, private, shared, link-local (cloud metadata
+// services live at 169.254.169.254), multicast and reserved ranges.
+func blockedNets() []string {
+	nets := []string{
+		"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "169.254.0.0/16", "172.16.0.0/12", "192.0.0.0/24",
+		"192.168.0.0/16", "198.18.0.0/15", "224.0.0.0/4", "240.0.0.0/4",
+	}
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok {
+			if ip4 := n.IP.To4(); ip4 != nil {
+				nets = append(nets, ip4.String()+"/32")
+			}
+		}
+	}
+	return nets
 }
 
 // Warnings says, loudly, which mechanisms are missing and what that
@@ -145,7 +230,7 @@ func nsAttr(net bool) *syscall.SysProcAttr {
 func (s *Sandbox) Warnings() []string {
 	var out []string
 	for _, m := range s.Mechanisms {
-		if m.Name == plugins.MechNetNS && s.Network == "allow" {
+		if m.Name == plugins.MechEgress && s.Network == "deny" {
 			continue
 		}
 		if !m.Active {
@@ -155,8 +240,63 @@ func (s *Sandbox) Warnings() []string {
 	return out
 }
 
-// command builds the plugin process's command: "toolhost sandbox-init" in
-// new namespaces, told what to apply before it starts "toolhost pyhost".
+// Active reports whether a mechanism is in force.
+func (s *Sandbox) Active(name string) bool { return s.active[name] }
+
+// confined reports whether plugin processes run in a minimal root, where
+// the group's files, venv and scratch have their sandbox paths.
+func (s *Sandbox) confined() bool { return s != nil && s.namespaces }
+
+// config is the sandbox configuration shared by plugin processes and pip
+// installs: identity, network, rlimits, landlock, seccomp and the read-only
+// binds of the interpreter and the system's libraries.
+func (s *Sandbox) config(exe string, py *Python, limits plugins.Limits) plugins.SandboxConfig {
+	cfg := plugins.SandboxConfig{
+		Identity: s.active[plugins.MechIdentity], Network: "deny",
+		Binds:        []plugins.Bind{{Source: exe, Target: plugins.SandboxExe}},
+		ScratchBytes: scratchBytes, ScratchInodes: scratchInodes, Hostname: "toolhost-sandbox",
+		Landlock: s.active[plugins.MechLandlock], Seccomp: s.active[plugins.MechSeccomp],
+		Rlimits: s.active[plugins.MechRlimits], Limits: limits,
+	}
+	cfg.HostUID, cfg.HostToolUID = hostIDs()
+	cfg.HostGID, cfg.HostToolGID = cfg.HostUID, cfg.HostToolUID
+	if s.Network == "allow" && s.slirp != "" {
+		cfg.Network, cfg.Slirp, cfg.Blocked = "allow", s.slirp, blockedNets()
+	}
+	for _, p := range systemPaths(py) {
+		cfg.Binds = append(cfg.Binds, plugins.Bind{Source: p})
+	}
+	return cfg
+}
+
+// cgroups makes the cgroups of one sandbox, when this machine has them.
+func (s *Sandbox) cgroups(cfg *plugins.SandboxConfig, limits plugins.Limits) (*sandboxCgroups, error) {
+	if !s.active[plugins.MechPids] {
+		return nil, nil
+	}
+	uid, gid := os.Getuid(), os.Getgid()
+	if cfg.Identity {
+		uid, gid = cfg.HostToolUID, cfg.HostToolGID
+	}
+	cpus := s.CPUs
+	if cpus <= 0 {
+		cpus = 1
+	}
+	cg, err := newSandboxCgroups(cgroupLimits{
+		Processes:       limits.Processes + pidsReserve,
+		WorkerProcesses: max(limits.Processes, 8),
+		MemoryBytes:     int64(limits.Workers)*limits.MemoryBytes + scratchBytes + pluginMemoryBytes,
+		CPUs:            cpus,
+	}, uid, gid)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Cgroups, cfg.WorkerCgroup = cg.dirs, cg.workers
+	return cg, nil
+}
+
+// command builds the plugin process's command: "toolhost sandbox-launch",
+// told how to build the sandbox before init starts "toolhost pyhost".
 func (s *Sandbox) command(g *Group) (*exec.Cmd, func(), error) {
 	if !s.namespaces {
 		cmd := exec.Command(g.opts.Executable, "pyhost")
@@ -165,58 +305,41 @@ func (s *Sandbox) command(g *Group) (*exec.Cmd, func(), error) {
 		return cmd, func() {}, nil
 	}
 	limits := g.opts.Limits.WithDefaults()
-	cgroup, workers := "", ""
-	if s.active[plugins.MechPids] {
-		var err error
-		if cgroup, err = newPidsCgroup(limits.Processes + pidsReserve); err != nil {
-			return nil, nil, err
-		}
-		if workers, err = newWorkerCgroup(cgroup, limits.Processes+pidsReserve, pidsReserve); err != nil {
-			removeCgroup(cgroup)
-			return nil, nil, err
-		}
+	cfg := s.config(g.opts.Executable, g.opts.Python, limits)
+	cfg.Binds = append(cfg.Binds, plugins.Bind{Source: g.view, Target: plugins.SandboxGroupDir})
+	if g.venv != "" {
+		cfg.Binds = append(cfg.Binds, plugins.Bind{Source: g.venv, Target: plugins.SandboxVenvDir})
 	}
-	cleanup := func() {
-		removeCgroup(workers)
-		removeCgroup(cgroup)
-	}
-	cfg := plugins.SandboxConfig{
-		Proc:         s.active[plugins.MechProc],
-		Hostname:     "toolhost-sandbox",
-		Landlock:     s.active[plugins.MechLandlock],
-		Seccomp:      s.active[plugins.MechSeccomp],
-		Rlimits:      s.active[plugins.MechRlimits],
-		Limits:       limits,
-		Cgroup:       cgroup,
-		WorkerCgroup: workers,
-		ReadOnly:     readOnlyPaths(g),
-		ReadWrite:    []string{g.scratch, g.sockets, "/dev/null"},
+	cfg.Env = g.pluginEnv()
+	cg, err := s.cgroups(&cfg, limits)
+	if err != nil {
+		return nil, nil, err
 	}
 	data, err := json.Marshal(cfg)
 	if err != nil {
-		cleanup()
+		cg.remove()
 		return nil, nil, err
 	}
-	cmd := exec.Command(g.opts.Executable, "sandbox-init")
-	cmd.Env = append(g.pluginEnv(), plugins.EnvSandbox+"="+string(data), "PLUGIN_UNIX_SOCKET_DIR="+g.sockets)
-	cmd.SysProcAttr = nsAttr(s.Network == "deny")
-	return cmd, cleanup, nil
+	cmd := exec.Command(g.opts.Executable, "sandbox-launch")
+	cmd.Env = append(baseEnv(), plugins.EnvSandbox+"="+string(data))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	return cmd, cg.remove, nil
 }
 
-// readOnlyPaths are what the plugin process and tool code may read: the
-// toolhost binary, the interpreter and its libraries, shared libraries,
-// the few files of /etc that name resolution, TLS and time zones need, and
-// the group's own files.
-func readOnlyPaths(g *Group) []string {
-	paths := []string{
-		g.opts.Executable, g.root,
-		"/usr/lib", "/usr/lib64", "/lib", "/lib64", "/usr/local/lib", "/usr/bin", "/bin", "/usr/share/zoneinfo",
-		"/etc/ld.so.cache", "/etc/localtime", "/etc/ssl", "/usr/lib/ssl", "/etc/ca-certificates", "/usr/share/ca-certificates",
-		"/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/gai.conf", "/etc/host.conf",
-		"/etc/services", "/etc/protocols", "/etc/passwd", "/etc/group", "/etc/mime.types",
-		"/proc", "/dev/urandom", "/dev/random", "/dev/zero",
+// insidePaths rewrites a load request's host paths into the sandbox's.
+func (s *Sandbox) insidePaths(req *plugins.LoadRequest, venv string) {
+	req.Root = plugins.SandboxGroupDir
+	req.Scratch = plugins.SandboxScratch
+	if venv != "" {
+		req.Python = filepath.Join(plugins.SandboxVenvDir, "bin", "python")
 	}
-	if py := g.opts.Python; py != nil {
+}
+
+// systemPaths are what every sandbox sees read-only: the interpreter and
+// its libraries, the system's shared libraries and programs, time zones.
+func systemPaths(py *Python) []string {
+	paths := []string{"/usr/lib", "/usr/lib64", "/lib", "/lib64", "/usr/local/lib", "/usr/bin", "/bin", "/usr/share/zoneinfo"}
+	if py != nil {
 		paths = append(paths, py.Executable)
 		paths = append(paths, py.Prefixes...)
 		for _, p := range py.Paths {
@@ -225,15 +348,67 @@ func readOnlyPaths(g *Group) []string {
 			}
 		}
 	}
-	if g.load != nil && g.load.Python != "" {
-		paths = append(paths, filepath.Dir(filepath.Dir(g.load.Python)))
-	}
-	sort.Strings(paths)
-	out := paths[:0]
-	for i, p := range paths {
-		if i == 0 || p != paths[i-1] {
+	var out []string
+	seen := map[string]bool{}
+	for _, p := range paths {
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		if _, err := os.Lstat(p); err == nil {
 			out = append(out, p)
 		}
 	}
 	return out
+}
+
+// groupView returns the folder to mount as a sandbox's /group. The
+// sandbox's tool user is nobody on the host: it reads the group's files
+// only if they are readable by others. When root or a listed file is not,
+// the listed files are copied into a fresh folder that is (the copy is
+// owned, and removed, by the caller).
+func groupView(def *definition.Group, root string) (string, bool, error) {
+	readable := func(p string, dir bool) bool {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return true // missing files are reported by the load
+		}
+		need := os.FileMode(0o004)
+		if dir {
+			need = 0o005
+		}
+		return fi.Mode().Perm()&need == need
+	}
+	ok := readable(root, true)
+	for _, d := range def.Dependencies {
+		p := filepath.Join(root, filepath.FromSlash(d.Path))
+		ok = ok && readable(p, false) && readable(filepath.Dir(p), true)
+	}
+	if ok {
+		return root, false, nil
+	}
+	view, err := os.MkdirTemp("", fmt.Sprintf("toolhost-group-%d-", os.Getpid()))
+	if err != nil {
+		return "", false, err
+	}
+	if err := os.Chmod(view, 0o755); err != nil {
+		os.RemoveAll(view)
+		return "", false, err
+	}
+	for _, d := range def.Dependencies {
+		data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(d.Path)))
+		if err != nil {
+			continue // missing: the load says so
+		}
+		dst := filepath.Join(view, filepath.FromSlash(d.Path))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			os.RemoveAll(view)
+			return "", false, err
+		}
+		if err := os.WriteFile(dst, data, 0o644); err != nil {
+			os.RemoveAll(view)
+			return "", false, err
+		}
+	}
+	return view, true, nil
 }

@@ -1,17 +1,16 @@
-// Package sandbox is the inside of toolhost's sandbox: "toolhost
-// sandbox-init" runs as pid 1 of the new namespaces the core created,
-// mounts a fresh /proc, applies rlimits, landlock and seccomp, then starts
-// the plugin process and reaps every process until it exits. "toolhost
-// sandbox-probe" reports which mechanisms this kernel allows. Sweep kills
+// Package sandbox builds and runs toolhost's sandbox. "toolhost
+// sandbox-launch" (Launch) is its host side: it joins the sandbox's
+// cgroups, creates the namespaces with ids that own nothing on the host,
+// and connects the network under the allow policy. "toolhost sandbox-init"
+// (Init) is pid 1 inside: it pivots into a minimal root, drops every
+// privilege, applies rlimits, landlock and seccomp, starts the plugin
+// process as the sandbox's tool user and reaps every process. Sweep kills
 // processes that tool code left behind.
 package sandbox
 
 import (
-	"encoding/json"
 	"fmt"
-	"net"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,164 +18,10 @@ import (
 	"syscall"
 	"time"
 
-	seccomp "github.com/elastic/go-seccomp-bpf"
 	"github.com/landlock-lsm/go-landlock/landlock"
-	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
-	"golang.org/x/sys/unix"
 
 	"toolhost/plugins"
 )
-
-// deniedSyscalls are refused with EPERM inside the sandbox: nothing a tool
-// needs, everything an escape or a host attack would.
-var deniedSyscalls = []string{
-	"mount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree", "fsopen", "fsmount", "fsconfig", "fspick",
-	"ptrace", "process_vm_readv", "process_vm_writev", "kcmp",
-	"kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
-	"bpf", "perf_event_open", "userfaultfd", "keyctl", "add_key", "request_key",
-	"setns", "unshare", "reboot", "swapon", "swapoff", "acct", "quotactl",
-	"open_by_handle_at", "name_to_handle_at", "syslog", "settimeofday", "clock_settime", "clock_adjtime", "adjtimex",
-	"sethostname", "setdomainname", "iopl", "ioperm", "lookup_dcookie", "vhangup",
-}
-
-// Init is the sandbox's pid 1. It never returns.
-func Init() {
-	var cfg plugins.SandboxConfig
-	if err := json.Unmarshal([]byte(os.Getenv(plugins.EnvSandbox)), &cfg); err != nil {
-		fail("read the sandbox configuration: %v", err)
-	}
-	// go-plugin tells the plugin where to make its socket.
-	if dir := os.Getenv("PLUGIN_UNIX_SOCKET_DIR"); dir != "" {
-		cfg.ReadWrite = append(cfg.ReadWrite, dir)
-	}
-	if cfg.WorkerCgroup != "" {
-		cfg.ReadWrite = append(cfg.ReadWrite, filepath.Join(cfg.WorkerCgroup, "cgroup.procs"))
-		cfg.ReadOnly = append(cfg.ReadOnly, filepath.Join(cfg.WorkerCgroup, "pids.current"))
-	}
-	if err := apply(&cfg); err != nil {
-		fail("%v", err)
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		fail("find the toolhost binary: %v", err)
-	}
-	env := []string{plugins.EnvSandboxed + "=1"}
-	if cfg.WorkerCgroup != "" {
-		env = append(env, plugins.EnvWorkerCgroup+"="+cfg.WorkerCgroup)
-	}
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, plugins.EnvSandbox+"=") {
-			env = append(env, kv)
-		}
-	}
-	child, err := os.StartProcess(exe, []string{"toolhost", "pyhost"}, &os.ProcAttr{
-		Env: env, Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}, Dir: "/",
-	})
-	if err != nil {
-		fail("start the plugin process: %v", err)
-	}
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	go func() {
-		for s := range sigs {
-			child.Signal(s)
-		}
-	}()
-	// Reap every process of the namespace: orphans are re-parented here.
-	for {
-		var ws syscall.WaitStatus
-		pid, err := syscall.Wait4(-1, &ws, 0, nil)
-		if err == syscall.EINTR {
-			continue
-		}
-		if err != nil {
-			os.Exit(1)
-		}
-		if pid == child.Pid {
-			if ws.Signaled() {
-				os.Exit(128 + int(ws.Signal()))
-			}
-			os.Exit(ws.ExitStatus())
-		}
-	}
-}
-
-func fail(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "toolhost sandbox-init: "+format+"\n", args...)
-	os.Exit(70)
-}
-
-// apply sets up the mechanisms the configuration asks for, in order:
-// mounts (before seccomp forbids them), hostname, rlimits, landlock,
-// seccomp.
-func apply(cfg *plugins.SandboxConfig) error {
-	if cfg.Cgroup != "" {
-		if err := os.WriteFile(filepath.Join(cfg.Cgroup, "cgroup.procs"), []byte("0"), 0); err != nil {
-			return fmt.Errorf("join the pids cgroup: %w", err)
-		}
-	}
-	if cfg.Proc {
-		if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-			return fmt.Errorf("make mounts private: %w", err)
-		}
-		if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-			return fmt.Errorf("mount a fresh /proc: %w", err)
-		}
-	}
-	if cfg.Hostname != "" {
-		if err := unix.Sethostname([]byte(cfg.Hostname)); err != nil {
-			return fmt.Errorf("set the hostname: %w", err)
-		}
-	}
-	if cfg.Rlimits {
-		if err := setRlimits(cfg.Limits.WithDefaults()); err != nil {
-			return err
-		}
-	}
-	if cfg.Landlock {
-		if err := restrictPaths(cfg.ReadOnly, cfg.ReadWrite); err != nil {
-			return err
-		}
-	}
-	if cfg.Seccomp {
-		if err := loadSeccomp(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// pluginAddressSpace is the address space the plugin process gets beyond
-// one worker's memory limit.
-const pluginAddressSpace = 2 << 30
-
-func setRlimits(l plugins.Limits) error {
-	nofile := uint64(1024)
-	if uint64(l.OpenFiles) > nofile {
-		nofile = uint64(l.OpenFiles)
-	}
-	limits := []struct {
-		name     string
-		resource int
-		value    uint64
-	}{
-		{"processes", unix.RLIMIT_NPROC, uint64(l.Processes)},
-		{"open files", unix.RLIMIT_NOFILE, nofile},
-		{"file size", unix.RLIMIT_FSIZE, uint64(l.FileSizeBytes)},
-		{"core dumps", unix.RLIMIT_CORE, 0},
-		// The plugin process's own address space: gpython code runs in it.
-		// A Go process reserves about 1.7 GB of address space; the worker
-		// limit comes on top. Workers lower it to their own limit.
-		{"address space", unix.RLIMIT_AS, uint64(l.MemoryBytes) + pluginAddressSpace},
-	}
-	for _, lim := range limits {
-		rl := unix.Rlimit{Cur: lim.value, Max: lim.value}
-		if err := unix.Setrlimit(lim.resource, &rl); err != nil {
-			return fmt.Errorf("set the %s limit: %w", lim.name, err)
-		}
-	}
-	return nil
-}
 
 // restrictPaths allows reading (and executing) ReadOnly paths and
 // everything under ReadWrite; every other path is out of reach. Paths
@@ -209,92 +54,6 @@ func restrictPaths(ro, rw []string) error {
 		return fmt.Errorf("landlock: %w", err)
 	}
 	return nil
-}
-
-func loadSeccomp() error {
-	var names []string
-	for _, n := range deniedSyscalls {
-		if _, ok := syscallNumber(n); ok {
-			names = append(names, n)
-		}
-	}
-	filter := seccomp.Filter{
-		NoNewPrivs: true,
-		Flag:       seccomp.FilterFlagTSync,
-		Policy: seccomp.Policy{
-			DefaultAction: seccomp.ActionAllow,
-			Syscalls:      []seccomp.SyscallGroup{{Action: seccomp.ActionErrno | seccomp.Action(unix.EPERM), Names: names}},
-		},
-	}
-	if err := seccomp.LoadFilter(filter); err != nil {
-		return fmt.Errorf("seccomp: %w", err)
-	}
-	return nil
-}
-
-// syscallNumber reports whether the seccomp library knows a system call on
-// this architecture (some, like iopl, exist only on some).
-func syscallNumber(name string) (int, bool) {
-	p := seccomp.Policy{DefaultAction: seccomp.ActionAllow,
-		Syscalls: []seccomp.SyscallGroup{{Action: seccomp.ActionErrno, Names: []string{name}}}}
-	if _, err := p.Assemble(); err != nil {
-		return 0, false
-	}
-	return 0, true
-}
-
-// Probe reports which mechanisms work, from inside the namespaces the core
-// started it in; it prints JSON on stdout and exits. It tries the same steps
-// as Init on itself, a throwaway process. Outside a new pid namespace it
-// touches nothing (a mount or hostname there would be the host's).
-func Probe() {
-	var ms []plugins.Mechanism
-	add := func(name string, active bool, detail string) {
-		ms = append(ms, plugins.Mechanism{Name: name, Active: active, Detail: detail})
-	}
-	isolated := os.Getpid() == 1
-	if isolated {
-		err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, "")
-		if err == nil {
-			err = unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
-		}
-		detail := errText(err)
-		if err == nil {
-			entries, _ := filepath.Glob("/proc/[0-9]*")
-			detail = fmt.Sprintf("%d process(es) visible", len(entries))
-		}
-		add(plugins.MechProc, err == nil, detail)
-		err = unix.Sethostname([]byte("toolhost-probe"))
-		add(plugins.MechUTSNS, err == nil, errText(err))
-	} else {
-		add(plugins.MechProc, false, "not in a new pid namespace")
-	}
-	ifaces, _ := net.Interfaces()
-	onlyLo := len(ifaces) > 0
-	for _, i := range ifaces {
-		onlyLo = onlyLo && i.Name == "lo"
-	}
-	add(plugins.MechNetNS, onlyLo, fmt.Sprintf("%d interface(s) visible", len(ifaces)))
-	err := setRlimits(plugins.Limits{}.WithDefaults())
-	add(plugins.MechRlimits, err == nil, errText(err))
-	abi, err := llsys.LandlockGetABIVersion()
-	if err == nil && abi > 0 {
-		err = restrictPaths([]string{"/"}, nil)
-		add(plugins.MechLandlock, err == nil, strings.TrimSpace(fmt.Sprintf("ABI %d %s", abi, errText(err))))
-	} else {
-		add(plugins.MechLandlock, false, "not supported by this kernel: "+errText(err))
-	}
-	err = loadSeccomp()
-	add(plugins.MechSeccomp, err == nil, errText(err))
-	json.NewEncoder(os.Stdout).Encode(ms)
-	os.Exit(0)
-}
-
-func errText(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
 }
 
 // Sweep kills what tool code left behind once a call on the worker with

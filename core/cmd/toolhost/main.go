@@ -24,8 +24,8 @@ func main() {
 			return
 		case "sandbox-init":
 			sandbox.Init()
-		case "sandbox-probe":
-			sandbox.Probe()
+		case "sandbox-launch":
+			sandbox.Launch()
 		case "template-worker":
 			templates.ServeStdio()
 			return

@@ -1,0 +1,302 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"toolhost/plugins"
+)
+
+// attackYAML is a group whose one tool runs the Python it is given.
+var attackYAML = filepath.Join("testdata", "attack", "attack.yaml")
+
+// attack runs a snippet that sets out, and returns the answer.
+func attack(t *testing.T, g *Group, code string) *plugins.CallResponse {
+	t.Helper()
+	args, _ := json.Marshal(map[string]string{"code": code})
+	return g.CallTimeout(context.Background(), impl(g.def, "attack"), args, nil, 30*time.Second)
+}
+
+// attackCase is one attack and what must come of it: a result containing
+// want, or a failure whose "Type: message" contains fails.
+type attackCase struct {
+	name, code  string
+	want, fails string
+}
+
+func runAttacks(t *testing.T, g *Group, cases []attackCase) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := attack(t, g, c.code)
+			if c.fails != "" {
+				if r.OK {
+					t.Fatalf("the attack succeeded: %.300s", r.Result)
+				}
+				if got := r.Error.Type + ": " + r.Error.Message; !containsAny(got, c.fails) {
+					t.Fatalf("error %q (%s), want one containing %q", got, r.Error.Kind, c.fails)
+				}
+			} else if !r.OK || !strings.Contains(string(r.Result), c.want) {
+				t.Fatalf("want a result containing %s, got %.300s %+v", c.want, r.Result, r.Error)
+			}
+			if ok := attack(t, g, "out = 'still here'"); !ok.OK {
+				t.Fatalf("after the attack the group no longer works: %+v", ok.Error)
+			}
+		})
+	}
+}
+
+// containsAny reports whether s contains one of the |-separated parts.
+func containsAny(s, parts string) bool {
+	for _, p := range strings.Split(parts, "|") {
+		if strings.Contains(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// needMechanisms stops a test that needs mechanisms this machine lacks.
+func needMechanisms(t *testing.T, sb *Sandbox, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		if !sb.Active(n) {
+			t.Fatalf("this test needs the sandbox mechanism %q, which is missing here: run toolhost doctor", n)
+		}
+	}
+}
+
+// TestMinimalWorld checks that a sandbox is a world of its own: a root
+// holding only its mounts, read-only but for a bounded scratch, an
+// identity that owns nothing, no capabilities, no host path, process,
+// socket or secret in sight.
+func TestMinimalWorld(t *testing.T) {
+	sb := sandbox(t, "deny")
+	needMechanisms(t, sb, plugins.MechRoot, plugins.MechIdentity, plugins.MechCaps, plugins.MechProc)
+	secretDir := t.TempDir()
+	secret := filepath.Join(secretDir, "secret.txt")
+	os.WriteFile(secret, []byte("secret of the host"), 0o644)
+	sock := filepath.Join(secretDir, "host.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	abstract, err := net.Listen("unix", "@toolhost-test-"+strconv.Itoa(os.Getpid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer abstract.Close()
+	g := open(t, attackYAML, Options{Sandbox: sb, Timeout: 30 * time.Second})
+	q := strconv.Quote
+	cases := []attackCase{
+		{name: "root holds only the sandbox's mounts",
+			code: "import os; out = sorted(set(os.listdir('/')) - {'.toolhost', 'bin', 'dev', 'etc', 'group', 'lib', 'lib64', 'proc', 'root', 'run', 'tmp', 'usr'})",
+			want: "[]"},
+		{name: "host file", code: "out = open(" + q(secret) + ").read()", fails: "FileNotFoundError"},
+		{name: "shadow", code: "out = open('/etc/shadow').read()", fails: "FileNotFoundError"},
+		{name: "host home", code: "import os; out = os.listdir('/home')", fails: "FileNotFoundError"},
+		{name: "write the group's files", code: "open('/group/attack.py', 'a').write('x')", fails: "Read-only file system|PermissionError"},
+		{name: "write a library", code: "open('/usr/lib/pwned', 'w').write('x')", fails: "Read-only file system"},
+		{name: "write the root", code: "open('/pwned', 'w').write('x')", fails: "Read-only file system"},
+		{name: "chmod a group file", code: "import os; os.chmod('/group/attack.py', 0o777)", fails: "Error"},
+		{name: "chmod the toolhost binary", code: "import os; os.chmod('/.toolhost/toolhost', 0)", fails: "Error"},
+		{name: "chown scratch", code: "import os; os.chown('/tmp', 0, 0)", fails: "PermissionError"},
+		{name: "utime a group file", code: "import os; os.utime('/group/attack.py', (0, 0))", fails: "Error"},
+		{name: "setxattr a group file", code: "import os; os.setxattr('/group/attack.py', 'user.x', b'1')", fails: "Error"},
+		{name: "mknod", code: "import os; os.mknod('/tmp/dev', 0o600 | 0o020000, os.makedev(1, 3))", fails: "PermissionError"},
+		{name: "setuid root", code: "import os; os.setuid(0)", fails: "PermissionError"},
+		{name: "runs as the tool user", code: "import os; out = [os.getuid(), os.geteuid(), os.getgid()]", want: "[1000,1000,1000]"},
+		{name: "no capabilities", code: "out = [l for l in open('/proc/self/status') if l.startswith(('CapEff', 'CapPrm', 'CapBnd', 'CapAmb', 'NoNewPrivs'))]",
+			want: `["CapPrm:\t0000000000000000\n","CapEff:\t0000000000000000\n","CapBnd:\t0000000000000000\n","CapAmb:\t0000000000000000\n","NoNewPrivs:\t1\n"]`},
+		{name: "init's environment", code: "out = open('/proc/1/environ', 'rb').read()", fails: "PermissionError"},
+		{name: "init's memory", code: "out = open('/proc/1/mem', 'rb').read(1)", fails: "PermissionError"},
+		{name: "environment names nothing of the host",
+			code: "import os; out = sorted(k for k in os.environ if k not in ('PATH', 'LANG', 'HOME', 'TMPDIR', 'PYTHONDONTWRITEBYTECODE', 'PYTHONUNBUFFERED')) + [v for v in os.environ.values() if " + q(secretDir) + " in v]",
+			want: "[]"},
+		{name: "stdin is empty", code: "import sys; out = repr(sys.stdin.read())", want: `"''"`},
+		{name: "host unix socket path", code: "import socket; s = socket.socket(socket.AF_UNIX); s.connect(" + q(sock) + ")", fails: "FileNotFoundError"},
+		{name: "host abstract socket", code: "import socket; s = socket.socket(socket.AF_UNIX); s.connect('\\0toolhost-test-" + strconv.Itoa(os.Getpid()) + "')", fails: "ConnectionRefusedError"},
+		{name: "host sockets listed", code: "out = " + q(sock) + " in open('/proc/net/unix').read()", want: "false"},
+		{name: "hostname", code: "import socket; out = socket.gethostname()", want: "toolhost-sandbox"},
+		{name: "processes", code: "import os; out = len([p for p in os.listdir('/proc') if p.isdigit()])", want: "3"},
+		{name: "scratch is bounded in bytes",
+			code:  "import os\nfor i in range(10):\n    f = open('/tmp/fill%d' % i, 'wb')\n    f.write(b'x' * (60 << 20)); f.close()",
+			fails: "No space left on device"},
+		{name: "shared memory is scratch", code: "import os; out = os.path.realpath('/dev/shm')", want: `"/tmp"`},
+		{name: "scratch is bounded in inodes",
+			code:  "import os\nos.makedirs('/tmp/many', exist_ok=True)\nfor i in range(20000):\n    open('/tmp/many/%d' % i, 'w').close()",
+			fails: "No space left on device"},
+		{name: "mount", code: "import ctypes; l = ctypes.CDLL(None, use_errno=True); r = l.mount(b'none', b'/tmp', b'tmpfs', 0, None); out = ctypes.get_errno() if r else 'mounted'", want: "1"},
+	}
+	runAttacks(t, g, cases)
+}
+
+// TestNetworkPolicy checks both policies: deny has no network at all;
+// allow reaches the outside world through slirp4netns but not the host's
+// loopback, its addresses, link-local or private ranges. No test sends
+// traffic off this machine.
+func TestNetworkPolicy(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	connect := func(host string) string {
+		return fmt.Sprintf("import socket; s = socket.create_connection((%q, %d), timeout=3); out = 'connected'", host, port)
+	}
+	var hostIP string
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && n.IP.To4() != nil {
+			hostIP = n.IP.String()
+			break
+		}
+	}
+	const unreachable = "No route to host|Network is unreachable"
+	ifaces := "import socket; out = sorted(n for _, n in socket.if_nameindex())"
+	for _, policy := range []string{"deny", "allow"} {
+		t.Run(policy, func(t *testing.T) {
+			sb := sandbox(t, policy)
+			needMechanisms(t, sb, plugins.MechNetNS)
+			if policy == "allow" {
+				needMechanisms(t, sb, plugins.MechEgress)
+			}
+			g := open(t, attackYAML, Options{Sandbox: sb, Network: policy})
+			cases := []attackCase{
+				{name: "host loopback", code: connect("127.0.0.1"), fails: "ConnectionRefusedError"},
+				{name: "metadata service", code: connect("169.254.169.254"), fails: unreachable},
+				{name: "host listeners listed", code: fmt.Sprintf("out = ':%04X ' in open('/proc/net/tcp').read()", port), want: "false"},
+			}
+			if hostIP != "" {
+				cases = append(cases, attackCase{name: "host address", code: connect(hostIP), fails: unreachable})
+			}
+			if policy == "deny" {
+				cases = append(cases, attackCase{name: "interfaces", code: ifaces, want: `["lo"]`})
+			} else {
+				cases = append(cases,
+					attackCase{name: "interfaces", code: ifaces, want: `["lo","tap0"]`},
+					attackCase{name: "slirp's host loopback", code: connect("10.0.2.2"), fails: unreachable},
+					attackCase{name: "private range", code: connect("192.168.1.1"), fails: unreachable},
+					attackCase{name: "default route", code: "out = [l.split()[:2] for l in open('/proc/net/route') if l.startswith('tap0')]", want: `["tap0","00000000"]`},
+				)
+			}
+			runAttacks(t, g, cases)
+		})
+	}
+}
+
+// TestSandboxResources checks the cgroups of a sandbox: the memory limit
+// counts memfd and shared memory, a spinning tenant has a CPU quota, and
+// closing the group kills everything and removes the cgroups.
+func TestSandboxResources(t *testing.T) {
+	sb := sandbox(t, "deny")
+	needMechanisms(t, sb, plugins.MechMemory, plugins.MechCPU, plugins.MechPids, plugins.MechKill)
+	limits := plugins.Limits{MemoryBytes: 256 << 20, Workers: 1}
+	def := loadDef(t, attackYAML)
+	g, err := Open(context.Background(), def, filepath.Dir(attackYAML), Options{Sandbox: sb, Executable: toolhostBin, Limits: limits})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	// memfd pages do not count against RLIMIT_AS; they count against the
+	// sandbox's memory cgroup (256 MiB + scratch + the plugin's share).
+	r := attack(t, g, "import os\nfds = []\nfor i in range(48):\n    fds.append(os.memfd_create('x'))\n    os.write(fds[-1], b'x' * (32 << 20))\nout = len(fds)")
+	if r.OK {
+		t.Fatalf("1.5 GiB of memfd fit in the sandbox: %s", r.Result)
+	}
+	if r.Error.Kind != plugins.ErrCrash {
+		t.Fatalf("memfd bomb: %+v", r.Error)
+	}
+	if ok := attack(t, g, "out = 1"); !ok.OK {
+		t.Fatalf("after the memfd bomb: %+v", ok.Error)
+	}
+	// The sandbox's cgroups exist while it runs, and are gone with it.
+	pid := g.PluginPID()
+	cgs := readProcCgroups(t, pid)
+	for _, want := range []string{"memory", "cpu", "pids", "freezer"} {
+		if !strings.Contains(cgs[want], "toolhost-") {
+			t.Errorf("the plugin process is not in a %s cgroup of its own: %q", want, cgs[want])
+		}
+	}
+	quota, _ := os.ReadFile(filepath.Join(cgroupRoot, "cpu", cgs["cpu"], "cpu.cfs_quota_us"))
+	if strings.TrimSpace(string(quota)) != "100000" {
+		t.Errorf("cpu quota = %q, want one CPU", quota)
+	}
+	// A leftover that escaped everything else dies with the sandbox.
+	attack(t, g, "import os, time\nif os.fork() == 0:\n    os.setsid()\n    time.sleep(300)\nout = 1")
+	g.Close()
+	for _, ctl := range []string{"memory", "cpu", "pids", "freezer"} {
+		dir := filepath.Join(cgroupRoot, ctl, cgs[ctl])
+		waitFor(t, func() bool { _, err := os.Stat(dir); return os.IsNotExist(err) }, "the "+ctl+" cgroup to be removed")
+	}
+}
+
+// readProcCgroups reads the v1 cgroups of a process, by controller.
+func readProcCgroups(t *testing.T, pid int) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) == 3 {
+			for _, c := range strings.Split(f[1], ",") {
+				out[c] = f[2]
+			}
+		}
+	}
+	return out
+}
+
+// TestCloneParentIsSwept checks the sweep behind seccomp: with the filter
+// off, a process started with CLONE_PARENT (a sibling of its worker, in a
+// session of its own) is still killed after the call, and the worker
+// replaced.
+func TestCloneParentIsSwept(t *testing.T) {
+	full := sandbox(t, "deny")
+	sb := *full
+	sb.active = map[string]bool{}
+	for k, v := range full.active {
+		sb.active[k] = v
+	}
+	sb.active[plugins.MechSeccomp] = false
+	g := open(t, hostileYAML, Options{Sandbox: &sb})
+	r := call(t, g, "clone_parent", `{}`)
+	if !r.OK {
+		t.Fatalf("clone_parent without seccomp: %+v", r.Error)
+	}
+	var left struct{ Pid int }
+	json.Unmarshal(r.Result, &left)
+	p := call(t, g, "processes", `{}`)
+	var pids []int
+	json.Unmarshal(p.Result, &pids)
+	for _, pid := range pids {
+		if pid == left.Pid || left.Pid == 0 {
+			t.Errorf("the CLONE_PARENT leftover %d survived the call: %v", left.Pid, pids)
+		}
+	}
+	if !strings.Contains(r.Note, "processes behind; they were killed and the worker") {
+		t.Errorf("note %q", r.Note)
+	}
+}

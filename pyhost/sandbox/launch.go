@@ -1,0 +1,321 @@
+package sandbox
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"toolhost/plugins"
+)
+
+// Launch is "toolhost sandbox-launch", the host side of a sandbox. The core
+// starts it (through go-plugin) with a SandboxConfig in its environment. It
+//   - joins the sandbox's cgroups, so that everything the sandbox starts is
+//     born in them;
+//   - starts "toolhost sandbox-init" in new user, mount, pid, ipc, uts, net
+//     and cgroup namespaces, with the sandbox's ids mapped to host ids that
+//     own nothing, /dev/null as its stdin, an empty environment, and its
+//     configuration on a pipe;
+//   - under the allow policy, connects the sandbox's network namespace to
+//     the outside world with slirp4netns (host loopback disabled);
+//   - relays init's stdout to go-plugin, rewriting the plugin's socket
+//     address from its path inside the sandbox to the same socket seen
+//     through /proc/PID/root, so that no host folder is shared;
+//   - forwards signals, and exits as init did once it is gone.
+//
+// It never returns.
+func Launch() {
+	var cfg plugins.SandboxConfig
+	if err := json.Unmarshal([]byte(os.Getenv(plugins.EnvSandbox)), &cfg); err != nil {
+		fail("read the sandbox configuration: %v", err)
+	}
+	for _, cg := range cfg.Cgroups {
+		if err := os.WriteFile(filepath.Join(cg, "cgroup.procs"), []byte("0"), 0); err != nil {
+			fail("join the cgroup %s: %v", cg, err)
+		}
+	}
+	// go-plugin's own variables (magic cookie, protocol versions, the
+	// client's certificate) go to the plugin process; nothing else of the
+	// launcher's environment does.
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "PLUGIN_") || strings.HasPrefix(kv, plugins.Handshake.MagicCookieKey+"=") {
+			if !strings.HasPrefix(kv, "PLUGIN_UNIX_SOCKET_DIR=") {
+				cfg.Env = append(cfg.Env, kv)
+			}
+		}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		fail("find the toolhost binary: %v", err)
+	}
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		fail("open %s: %v", os.DevNull, err)
+	}
+	cfgR, cfgW, err := os.Pipe()
+	if err != nil {
+		fail("make a pipe: %v", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		fail("make a pipe: %v", err)
+	}
+	unstage, err := stage(&cfg)
+	if err != nil {
+		fail("%v", err)
+	}
+	// Init starts as the sandbox's id 0, which may not pass the folders
+	// above the binary: it is executed through a descriptor opened here.
+	exeFile, err := os.Open(exe)
+	if err != nil {
+		fail("open the toolhost binary: %v", err)
+	}
+	cmd := exec.Command("/proc/self/fd/4", "sandbox-init")
+	cmd.Env = []string{}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, outW, os.Stderr
+	cmd.ExtraFiles = []*os.File{cfgR, exeFile}
+	cmd.SysProcAttr = InitAttr(&cfg)
+	if err := cmd.Start(); err != nil {
+		unstage()
+		fail("start the sandbox: %v", err)
+	}
+	unstage()
+	for _, f := range cmd.ExtraFiles {
+		f.Close()
+	}
+	outW.Close()
+	devnull.Close()
+	data, _ := json.Marshal(cfg)
+	go func() {
+		cfgW.Write(data)
+		cfgW.Close()
+	}()
+	pid := cmd.Process.Pid
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	go func() {
+		for s := range sigs {
+			cmd.Process.Signal(s)
+		}
+	}()
+	var slirp *exec.Cmd
+	ready := make(chan error, 1)
+	if cfg.Network == "allow" && cfg.Slirp != "" {
+		slirp, err = startSlirp(cfg.Slirp, pid, ready)
+		if err != nil {
+			cmd.Process.Kill()
+			fail("%v", err)
+		}
+	} else {
+		ready <- nil
+	}
+	relayed := make(chan struct{})
+	go func() {
+		relay(outR, os.Stdout, pid, ready, func() { RemoveStage(os.Getpid()) })
+		close(relayed)
+	}()
+	err = cmd.Wait()
+	// What init and its command printed last is still in the pipe.
+	select {
+	case <-relayed:
+	case <-time.After(time.Second):
+	}
+	if slirp != nil {
+		slirp.Process.Kill()
+		slirp.Wait()
+	}
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		os.Exit(128 + int(ws.Signal()))
+	}
+	os.Exit(cmd.ProcessState.ExitCode())
+}
+
+// StageDir is where the launcher mounts the sources of a sandbox's binds,
+// for the moment it takes to create the sandbox's mount namespace.
+const StageDir = "/run/toolhost-stage"
+
+// stage mounts each bind's source under StageDir/PID/N, in a private mount
+// of the host's namespace, so that init, which runs as an id that owns
+// nothing and cannot pass the folders above a source (a private home,
+// say), can mount it from there. The namespace init gets is a copy made
+// when it starts; unstage then removes the stage from the host's. Each
+// source itself must be readable by others.
+//
+// The stage's folder entries are removed only by removeStage, once init
+// has built its root: removing a mount point in one namespace detaches the
+// mounts on it in every other.
+func stage(cfg *plugins.SandboxConfig) (unstage func(), err error) {
+	dir := filepath.Join(StageDir, strconv.Itoa(os.Getpid()))
+	if err := os.MkdirAll(dir, 0o711); err != nil {
+		return nil, fmt.Errorf("make the stage: %w", err)
+	}
+	os.Chmod(StageDir, 0o711)
+	os.Chmod(dir, 0o711)
+	var mounted []string
+	unstage = func() {
+		for i := len(mounted) - 1; i >= 0; i-- {
+			unix.Unmount(mounted[i], unix.MNT_DETACH)
+		}
+		mounted = nil
+	}
+	fail := func(err error) (func(), error) {
+		unstage()
+		RemoveStage(os.Getpid())
+		return nil, err
+	}
+	// The stage is a private mount: nothing mounted under it propagates to
+	// other namespaces.
+	if err := unix.Mount(dir, dir, "", unix.MS_BIND, ""); err != nil {
+		return fail(fmt.Errorf("mount the stage: %w", err))
+	}
+	mounted = append(mounted, dir)
+	if err := unix.Mount("", dir, "", unix.MS_PRIVATE, ""); err != nil {
+		return fail(fmt.Errorf("make the stage private: %w", err))
+	}
+	for i := range cfg.Binds {
+		src := cfg.Binds[i].Source
+		fi, err := os.Stat(src)
+		if err != nil {
+			return fail(fmt.Errorf("mount %s in the sandbox: %w", src, err))
+		}
+		at := filepath.Join(dir, strconv.Itoa(i))
+		if fi.IsDir() {
+			err = os.Mkdir(at, 0o755)
+		} else {
+			err = os.WriteFile(at, nil, 0o644)
+		}
+		if err != nil {
+			return fail(err)
+		}
+		if err := unix.Mount(src, at, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fail(fmt.Errorf("stage %s: %w", src, err))
+		}
+		mounted = append(mounted, at)
+		cfg.Binds[i].Staged = at
+	}
+	return unstage, nil
+}
+
+// RemoveStage removes the (unmounted) stage of the launcher pid.
+func RemoveStage(pid int) {
+	dir := filepath.Join(StageDir, strconv.Itoa(pid))
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		os.Remove(filepath.Join(dir, e.Name()))
+	}
+	os.Remove(dir)
+}
+
+// InitAttr is the process attributes that create a sandbox's namespaces
+// and map its ids.
+func InitAttr(cfg *plugins.SandboxConfig) *syscall.SysProcAttr {
+	flags := uintptr(syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC |
+		syscall.CLONE_NEWUTS | syscall.CLONE_NEWNET | syscall.CLONE_NEWCGROUP)
+	attr := &syscall.SysProcAttr{Cloneflags: flags, Pdeathsig: syscall.SIGKILL}
+	if cfg.Identity {
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: cfg.HostUID, Size: 1},
+			{ContainerID: plugins.SandboxToolUID, HostID: cfg.HostToolUID, Size: 1}}
+		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: cfg.HostGID, Size: 1},
+			{ContainerID: plugins.SandboxToolUID, HostID: cfg.HostToolGID, Size: 1}}
+		attr.GidMappingsEnableSetgroups = true
+		// The mapping alone does not change who the process is: it becomes
+		// the sandbox's id 0 (a host id of its own) by setting its ids in
+		// the new namespace.
+		attr.Credential = &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}}
+	} else {
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}}
+		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}}
+	}
+	return attr
+}
+
+// startSlirp connects the network namespace of pid to the outside world.
+// The host's loopback (10.0.2.2 inside) is disabled; slirp4netns runs in a
+// sandbox and a seccomp filter of its own.
+func startSlirp(bin string, pid int, ready chan<- error) (*exec.Cmd, error) {
+	readyR, readyW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, "--configure", "--mtu=65520", "--disable-host-loopback",
+		"--enable-sandbox", "--enable-seccomp", "--ready-fd=3", strconv.Itoa(pid), "tap0")
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	cmd.ExtraFiles = []*os.File{readyW}
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		readyR.Close()
+		readyW.Close()
+		return nil, fmt.Errorf("start slirp4netns: %w", err)
+	}
+	readyW.Close()
+	go func() {
+		defer readyR.Close()
+		done := make(chan error, 1)
+		go func() {
+			var b [1]byte
+			_, err := readyR.Read(b[:])
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err != nil {
+				err = fmt.Errorf("slirp4netns did not come up: %w", err)
+			}
+			ready <- err
+		case <-time.After(10 * time.Second):
+			ready <- fmt.Errorf("slirp4netns did not come up within 10 s")
+		}
+	}()
+	return cmd, nil
+}
+
+// relay copies init's stdout to go-plugin. The first line is go-plugin's
+// handshake; a unix socket address in it is a path inside the sandbox and
+// becomes the same path under /proc/PID/root. The handshake goes out only
+// once the network is ready, so that no call can come before it.
+func relay(from io.Reader, to io.Writer, pid int, ready <-chan error, built func()) {
+	r := bufio.NewReader(from)
+	line, err := r.ReadString('\n')
+	// Init has built its root (or failed): the stage is no longer needed.
+	built()
+	if line != "" {
+		if nerr := <-ready; nerr != nil {
+			fmt.Fprintf(os.Stderr, "toolhost sandbox-launch: %v\n", nerr)
+			os.Exit(70)
+		}
+		to.Write([]byte(RewriteHandshake(line, pid)))
+	}
+	if err != nil {
+		return
+	}
+	io.Copy(to, r)
+}
+
+// RewriteHandshake turns the socket path of a go-plugin handshake line
+// ("CORE|APP|unix|PATH|grpc|CERT") into the same socket seen from the host
+// through the sandbox's init, pid.
+func RewriteHandshake(line string, pid int) string {
+	parts := strings.Split(line, "|")
+	if len(parts) < 4 || parts[2] != "unix" || !strings.HasPrefix(parts[3], "/") {
+		return line
+	}
+	parts[3] = "/proc/" + strconv.Itoa(pid) + "/root" + parts[3]
+	return strings.Join(parts, "|")
+}
+
+func fail(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "toolhost sandbox: "+format+"\n", args...)
+	os.Exit(70)
+}
