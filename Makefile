@@ -17,7 +17,7 @@ FUZZTIME ?= 1m
 # Fuzz targets: package and function, one per parser of outside input.
 FUZZ_TARGETS := ./core/typeexpr:FuzzParse ./core/definition:FuzzLoad ./core/arguments:FuzzCheck ./core/schema:FuzzAppendString ./plugins/frame:FuzzRead ./core/definition:FuzzLoadAgent ./core/templates:FuzzRender ./core/blocks:FuzzParseMarkdown ./core/relpath:FuzzCheck ./core/cli:FuzzParseSessionLine ./core/requirements:FuzzParse ./core/strictjson:FuzzDecode
 
-.PHONY: all build run schemas test lint unit fuzz fuzz-short race bench tools clean
+.PHONY: all build run schemas test lint unit fuzz fuzz-short race bench tools tools-run clean
 
 all: build
 
@@ -28,9 +28,15 @@ build:
 # sample groups imported. ADDR and DATA override the defaults.
 ADDR ?= 127.0.0.1:8080
 DATA ?= ./data
-run: build
+run: build tools-run
 	@for g in $(SAMPLES); do $(BIN) validate $$g || exit 1; done
 	$(BIN) serve --data $(DATA) --addr $(ADDR) --load sample_groups
+
+# What the server needs at run time besides Go: slirp4netns, the sandbox's
+# network under --network allow (without it, tool code has no network).
+tools-run:
+	@command -v slirp4netns >/dev/null || { echo "make: installing slirp4netns (the sandbox's network)"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slirp4netns) >/dev/null || echo "make: could not install slirp4netns; tool code will have no network"; }
 
 # Check and print the schemas of the sample groups, without a server.
 schemas: build
@@ -47,6 +53,8 @@ test: tools lint unit fuzz-short
 # it cannot be installed here.
 tools:
 	@command -v python3 >/dev/null || { echo "make: python3 is needed; installing it"; apt-get update && apt-get install -y python3; }
+	@command -v slirp4netns >/dev/null || { echo "make: slirp4netns gives sandboxes their network under --network allow; installing it"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slirp4netns) >/dev/null || { echo "make: could not install slirp4netns"; exit 1; }; }
 	@python3 -c 'import pydantic, sys; sys.exit(0 if pydantic.VERSION.startswith("2.") else 1)' || \
 		{ echo "make: the schema tests need Pydantic v2 for python3 (found none)"; exit 1; }
 

@@ -299,6 +299,7 @@ func cgroupMechanisms() []plugins.Mechanism {
 // copies of group folders.
 func CleanStaleCgroups() {
 	cleanStaleFiles()
+	CleanStaleBuilds(DefaultVenvCache())
 	var dirs []string
 	for _, pattern := range []string{"toolhost-*", "*/toolhost-*"} {
 		m, _ := filepath.Glob(filepath.Join(cgroupRoot, pattern))

@@ -298,7 +298,7 @@ func requirementsVenv(ctx context.Context, def *definition.Group, root, runtime 
 		return "", &LoadError{Group: def.Name, Problems: []string{
 			strings.Join(names, ", ") + " lists packages, which the gpython runtime cannot install; run the group on cpython"}}
 	}
-	return EnsureVenv(ctx, opts.Python, all, strings.Join(names, ", "), opts.Packages)
+	return EnsureVenv(ctx, opts.Python, all, strings.Join(names, ", "), opts.Packages, opts.Sandbox)
 }
 
 func resolveRuntime(opts Options) (string, error) {

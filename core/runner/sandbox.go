@@ -35,6 +35,8 @@ type Sandbox struct {
 	active     map[string]bool
 	namespaces bool
 	slirp      string
+	// exe is the toolhost binary that builds sandboxes.
+	exe string
 }
 
 // pidsReserve is how many processes and threads of the sandbox's pids limit
@@ -82,7 +84,7 @@ func NewSandbox(exe, network string) (*Sandbox, error) {
 		probeCache[exe] = ms
 	}
 	probeMu.Unlock()
-	s := &Sandbox{Network: network, Mechanisms: ms, active: map[string]bool{}, CPUs: 1}
+	s := &Sandbox{Network: network, Mechanisms: ms, active: map[string]bool{}, CPUs: 1, exe: exe}
 	for _, m := range ms {
 		s.active[m.Name] = m.Active
 	}

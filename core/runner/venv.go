@@ -71,16 +71,17 @@ func (e *InstallError) Error() string {
 // half-built one behind. Only wheels are installed (--only-binary :all:):
 // building a source distribution would run its setup code on the host,
 // outside the sandbox.
-func EnsureVenv(ctx context.Context, py *Python, reqs []requirements.Requirement, reqName string, pk Packages) (string, error) {
+//
+// pip runs in a sandbox of its own (installInSandbox) when sb is confined;
+// without one (a machine that allows no sandbox, where the probe warned)
+// it runs on the host with a clean environment.
+func EnsureVenv(ctx context.Context, py *Python, reqs []requirements.Requirement, reqName string, pk Packages, sb *Sandbox) (string, error) {
 	canonical := requirements.Render(reqs)
 	cache := pk.CacheDir
 	if cache == "" {
-		base, err := os.UserCacheDir()
-		if err != nil {
-			base = os.TempDir()
-		}
-		cache = filepath.Join(base, "toolhost", "venvs")
+		cache = DefaultVenvCache()
 	}
+	CleanStaleBuilds(cache)
 	if err := os.MkdirAll(cache, 0o755); err != nil {
 		return "", err
 	}
@@ -107,7 +108,7 @@ func EnsureVenv(ctx context.Context, py *Python, reqs []requirements.Requirement
 		return python, nil
 	}
 	os.RemoveAll(dir)
-	tmp, err := os.MkdirTemp(cache, ".building-")
+	tmp, err := os.MkdirTemp(cache, fmt.Sprintf(".building-%d-", os.Getpid()))
 	if err != nil {
 		return "", err
 	}
@@ -117,6 +118,13 @@ func EnsureVenv(ctx context.Context, py *Python, reqs []requirements.Requirement
 		return "", err
 	}
 	venv := filepath.Join(tmp, "venv")
+	if sb.confined() {
+		if out, err := sb.installInSandbox(ctx, py, tmp, pk); err != nil {
+			return "", &InstallError{Requirements: reqName, Output: lastLines(out, 20), Err: err}
+		}
+		chownTree(venv)
+		return finishVenv(venv, dir, reqName)
+	}
 	if out, err := runQuiet(ctx, py.Executable, "-m", "venv", "--without-pip", venv); err != nil {
 		return "", &InstallError{Requirements: reqName, Output: out, Err: fmt.Errorf("python -m venv: %w", err)}
 	}
@@ -130,13 +138,43 @@ func EnsureVenv(ctx context.Context, py *Python, reqs []requirements.Requirement
 	if out, err := runQuiet(ctx, py.Executable, args...); err != nil {
 		return "", &InstallError{Requirements: reqName, Output: lastLines(out, 20), Err: err}
 	}
+	return finishVenv(venv, dir, reqName)
+}
+
+// finishVenv marks a built environment complete and moves it into place.
+func finishVenv(venv, dir, reqName string) (string, error) {
 	if err := os.WriteFile(filepath.Join(venv, completeMarker), []byte(reqName+"\n"), 0o644); err != nil {
 		return "", err
 	}
 	if err := os.Rename(venv, dir); err != nil {
 		return "", err
 	}
-	return python, nil
+	return filepath.Join(dir, "bin", "python"), nil
+}
+
+// DefaultVenvCache is where environments are kept when Packages.CacheDir
+// is empty: the user's cache folder.
+func DefaultVenvCache() string {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = os.TempDir()
+	}
+	return filepath.Join(base, "toolhost", "venvs")
+}
+
+// CleanStaleBuilds removes the half-built environments that toolhost
+// processes which no longer run left in cache (after a kill -9).
+func CleanStaleBuilds(cache string) {
+	dirs, _ := filepath.Glob(filepath.Join(cache, ".building-*"))
+	for _, d := range dirs {
+		var pid int
+		if _, err := fmt.Sscanf(filepath.Base(d), ".building-%d-", &pid); err != nil {
+			continue
+		}
+		if pid != os.Getpid() && syscall.Kill(pid, 0) != nil {
+			os.RemoveAll(d)
+		}
+	}
 }
 
 // completeMarker is written into a virtual environment once it is fully
@@ -186,6 +224,7 @@ func pruneVenv(dir string, keep time.Duration) (bool, error) {
 
 func runQuiet(ctx context.Context, name string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = baseEnv()
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()

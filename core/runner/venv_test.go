@@ -7,9 +7,13 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -301,5 +305,46 @@ func TestWarmVenvs(t *testing.T) {
 	w.Forget("k")
 	if v := w.Venvs(); len(v) != 0 {
 		t.Fatalf("Venvs after Forget = %v", v)
+	}
+}
+
+// TestInstallRunsInItsSandbox checks that pip runs in a sandbox of its
+// own: an index on the host's loopback is out of its reach (the sandbox
+// has a loopback of its own), and what the sandbox wrote belongs to the
+// server's user once it is done.
+func TestInstallRunsInItsSandbox(t *testing.T) {
+	sb := sandbox(t, "allow")
+	needMechanisms(t, sb, plugins.MechRoot, plugins.MechIdentity)
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		http.NotFound(w, r)
+	}))
+	defer srv.Close()
+	cache := t.TempDir()
+	yamlPath := writeGroup(t, "tinylib==1.0\n")
+	_, err := Open(context.Background(), loadDef(t, yamlPath), filepath.Dir(yamlPath),
+		Options{Sandbox: sb, Executable: toolhostBin, Packages: Packages{IndexURL: srv.URL + "/simple", CacheDir: cache}})
+	var ie *InstallError
+	if !errors.As(err, &ie) {
+		t.Fatalf("an install from an index on the host's loopback: %v", err)
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("pip reached the host's loopback %d times", n)
+	}
+	// A good install: the environment belongs to the server's user.
+	wheels := t.TempDir()
+	buildWheel(t, wheels, "tinylib", "1.0", "def shout(s):\n    return s\n")
+	g := open(t, yamlPath, Options{Sandbox: sb, Packages: Packages{Wheelhouse: wheels, CacheDir: cache}})
+	filepath.WalkDir(g.Venv(), func(p string, d fs.DirEntry, err error) error {
+		var st syscall.Stat_t
+		if err == nil && syscall.Lstat(p, &st) == nil && int(st.Uid) != os.Getuid() {
+			t.Errorf("%s belongs to uid %d", p, st.Uid)
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	if left, _ := filepath.Glob(filepath.Join(cache, ".building-*")); len(left) != 0 {
+		t.Errorf("left behind: %v", left)
 	}
 }

@@ -1,0 +1,186 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"toolhost/core/tail"
+	"toolhost/plugins"
+)
+
+// Bounds of one pip install in its sandbox.
+const (
+	// InstallTimeout bounds the whole install.
+	InstallTimeout = 10 * time.Minute
+	// installMemoryBytes is the address space of pip (and the memory of its
+	// sandbox, with scratch).
+	installMemoryBytes = 1 << 30
+	// installDiskBytes bounds what an install may write into the venv.
+	installDiskBytes = 2 << 30
+	// installFileBytes bounds one file it writes.
+	installFileBytes = 512 << 20
+)
+
+// Paths inside an install's sandbox.
+const (
+	installBuild      = "/build"
+	installWheelhouse = "/wheelhouse"
+)
+
+// installScript runs in the install's sandbox: it makes the virtual
+// environment and has pip install the canonical requirements file into it,
+// from the wheelhouse or the index given on the command line.
+const installScript = `
+import subprocess, sys, venv
+venv.EnvBuilder(with_pip=False, symlinks=True).create("/build/venv")
+args = [sys.executable, "-m", "pip", "--python", "/build/venv/bin/python", "install",
+        "--no-input", "--disable-pip-version-check", "--no-cache-dir", "--only-binary", ":all:",
+        "-r", "/build/requirements.txt"] + sys.argv[1:]
+sys.exit(subprocess.call(args, stdin=subprocess.DEVNULL))
+`
+
+// pipArgs are the source arguments of pip in the sandbox.
+func pipArgs(pk Packages) []string {
+	if pk.Wheelhouse != "" {
+		return []string{"--no-index", "--find-links", installWheelhouse}
+	}
+	if pk.IndexURL != "" {
+		return []string{"--index-url", pk.IndexURL, "--retries", "2", "--timeout", "30"}
+	}
+	return nil
+}
+
+// installInSandbox builds build/venv from build/requirements.txt with pip
+// in a sandbox of its own: the interpreter and system libraries read-only,
+// the wheelhouse read-only, build the only place it can write, no tenant
+// data, a clean environment, no network unless an index is configured
+// (then slirp4netns, without the host's loopback, addresses or link-local
+// ranges), and bounds in time, memory, processes and disk. It returns
+// pip's last lines.
+func (s *Sandbox) installInSandbox(ctx context.Context, py *Python, build string, pk Packages) (string, error) {
+	limits := plugins.Limits{MemoryBytes: installMemoryBytes, Workers: 1, Processes: 64,
+		FileSizeBytes: installFileBytes, CPUSeconds: int(InstallTimeout / time.Second)}.WithDefaults()
+	cfg := s.config(s.exe, py, limits)
+	cfg.Binds = append(cfg.Binds, plugins.Bind{Source: build, Target: installBuild, Write: true})
+	if pk.Wheelhouse != "" {
+		cfg.Binds = append(cfg.Binds, plugins.Bind{Source: pk.Wheelhouse, Target: installWheelhouse})
+	}
+	cfg.Network, cfg.Slirp, cfg.Blocked = "deny", "", nil
+	if pk.Wheelhouse == "" && pk.IndexURL != "" && s.slirp != "" {
+		cfg.Network, cfg.Slirp, cfg.Blocked = "allow", s.slirp, installBlocked(pk.IndexURL)
+	}
+	cfg.Command = append([]string{py.Executable, "-I", "-c", installScript}, pipArgs(pk)...)
+	cfg.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "HOME=" + plugins.SandboxScratch,
+		"TMPDIR=" + plugins.SandboxScratch}
+	cfg.Dir = installBuild
+	// The tool user writes the environment into build.
+	if cfg.Identity {
+		if err := os.Chown(build, cfg.HostToolUID, cfg.HostToolGID); err != nil {
+			return "", err
+		}
+	}
+	cg, err := s.cgroups(&cfg, limits)
+	if err != nil {
+		return "", err
+	}
+	defer cg.remove()
+	data, err := json.Marshal(cfg)
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(ctx, InstallTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, s.exe, "sandbox-launch")
+	cmd.Env = append(baseEnv(), plugins.EnvSandbox+"="+string(data))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	out := tail.New(16 << 10)
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			if ctx.Err() == context.DeadlineExceeded {
+				err = fmt.Errorf("the install did not finish within %s", InstallTimeout)
+			}
+			return out.String(), err
+		case <-tick.C:
+			if n := diskUse(build); n > installDiskBytes {
+				cmd.Process.Kill()
+				<-done
+				return out.String(), fmt.Errorf("the install wrote more than %d MiB", installDiskBytes>>20)
+			}
+		}
+	}
+}
+
+// installBlocked is what an install with an index may not reach: the
+// host's own addresses and link-local ranges, unless the index itself is
+// there (an operator's index on the host, say).
+func installBlocked(index string) []string {
+	var idx []net.IP
+	if u, err := url.Parse(index); err == nil {
+		if ips, err := net.LookupIP(u.Hostname()); err == nil {
+			idx = ips
+		}
+	}
+	var out []string
+	for _, n := range blockedNets() {
+		if !strings.HasSuffix(n, "/32") && n != "169.254.0.0/16" {
+			continue
+		}
+		_, ipn, err := net.ParseCIDR(n)
+		if err != nil {
+			continue
+		}
+		hit := false
+		for _, ip := range idx {
+			hit = hit || ipn.Contains(ip)
+		}
+		if !hit {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// diskUse adds up the sizes of the files under dir.
+func diskUse(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// chownTree gives everything under dir to the user toolhost runs as: what
+// a sandbox wrote belongs to ids that must own nothing once it is gone.
+func chownTree(dir string) {
+	uid, gid := os.Getuid(), os.Getgid()
+	filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
+		if err == nil {
+			os.Lchown(p, uid, gid)
+		}
+		return nil
+	})
+}
