@@ -13,7 +13,8 @@ func runDoctor(env *Env, args []string) int {
 	if _, code, ok := parse(fs, args); !ok {
 		return code
 	}
-	sb, err := runner.DefaultSandbox("deny")
+	// Under allow, so that a missing network for tool code is reported too.
+	sb, err := runner.DefaultSandbox("allow")
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "toolhost doctor: %v\n", err)
 		return ExitFailure
@@ -35,7 +36,7 @@ func runDoctor(env *Env, args []string) int {
 			if !m.Active {
 				state = "MISSING"
 			}
-			fmt.Fprintf(env.Stdout, "  %-16s %-8s %s\n", m.Name, state, m.Detail)
+			fmt.Fprintf(env.Stdout, "  %-36s %-8s %s\n", m.Name, state, m.Detail)
 		}
 		if pyErr == nil {
 			fmt.Fprintf(env.Stdout, "Python: %s (%s) — the cpython runtime is available\n", py.Executable, py.Version)

@@ -59,6 +59,8 @@ type sandboxCgroups struct {
 	// top is the v2 cgroup that holds the limits (and dirs and workers).
 	top string
 	v2  bool
+	// memory is the sandbox's memory limit.
+	memory int64
 }
 
 // cgroupName is the folder name of a sandbox's cgroup: the server's pid
@@ -72,7 +74,7 @@ func cgroupName() string {
 // workers into the workers' cgroup.
 func newSandboxCgroups(l cgroupLimits, toolUID, toolGID int) (*sandboxCgroups, error) {
 	name := cgroupName()
-	cg := &sandboxCgroups{v2: cgroupV2()}
+	cg := &sandboxCgroups{v2: cgroupV2(), memory: l.MemoryBytes}
 	ok := false
 	defer func() {
 		if !ok {
@@ -245,6 +247,15 @@ func (cg *sandboxCgroups) oomKills() int {
 		}
 	}
 	return 0
+}
+
+// memoryNote explains a crash when the kernel killed a process of the
+// sandbox for its memory limit since the count was before.
+func (cg *sandboxCgroups) memoryNote(before int) string {
+	if cg == nil || cg.oomKills() <= before {
+		return ""
+	}
+	return fmt.Sprintf(" (the sandbox reached its memory limit of %d MiB, which counts every worker, shared memory, memfd and scratch files: the kernel killed the largest process)", cg.memory>>20)
 }
 
 // removeCgroup removes a cgroup once its processes are gone (they die with

@@ -185,13 +185,15 @@ type process struct {
 	client  *plugin.Client
 	host    plugins.Host
 	stderr  *stderrLog
-	cleanup func()
+	// cg are its sandbox's cgroups (nil without them).
+	cg *sandboxCgroups
 }
 
-// kill stops the process and removes what was made for it.
+// kill stops the process and removes what was made for it: whatever its
+// sandbox still holds is killed through its cgroups, which are removed.
 func (p *process) kill() {
 	p.client.Kill()
-	p.cleanup()
+	p.cg.remove()
 }
 
 // Open starts the plugin process of a group whose files are under root,
@@ -359,7 +361,7 @@ func (g *Group) loadRequest() *plugins.LoadRequest {
 // start launches the plugin process and loads the group; with check, the
 // signatures are compared with the definition.
 func (g *Group) start(ctx context.Context, check bool) error {
-	cmd, cleanup, err := g.command()
+	cmd, cg, err := g.command()
 	if err != nil {
 		return err
 	}
@@ -379,7 +381,7 @@ func (g *Group) start(ctx context.Context, check bool) error {
 		StartTimeout:        30 * time.Second,
 		Logger:              hclog.New(&hclog.LoggerOptions{Output: io.Discard, Level: hclog.Off}),
 	})
-	p := &process{cmd: cmd, client: client, stderr: stderr, cleanup: cleanup}
+	p := &process{cmd: cmd, client: client, stderr: stderr, cg: cg}
 	rpc, err := client.Client()
 	if err != nil {
 		p.kill()
@@ -438,12 +440,12 @@ func (g *Group) checkSignatures(resp *plugins.LoadResponse) []string {
 
 // command is the plugin process's command line: the toolhost binary re-run
 // as "pyhost", inside the sandbox when one is configured.
-func (g *Group) command() (*exec.Cmd, func(), error) {
+func (g *Group) command() (*exec.Cmd, *sandboxCgroups, error) {
 	if g.opts.Sandbox == nil {
 		cmd := exec.Command(g.opts.Executable, "pyhost")
 		cmd.Env = g.pluginEnv()
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-		return cmd, func() {}, nil
+		return cmd, nil, nil
 	}
 	return g.opts.Sandbox.command(g)
 }
@@ -509,14 +511,18 @@ func (g *Group) CallTimeout(ctx context.Context, impl definition.Implementation,
 	// that cannot (a stuck gpython interpreter, a hung process).
 	cctx, cancel := context.WithTimeout(ctx, timeout+5*time.Second)
 	defer cancel()
+	ooms := p.cg.oomKills()
 	resp, err := p.host.Call(cctx, req)
+	if err == nil && resp.Error != nil && resp.Error.Kind == plugins.ErrCrash {
+		resp.Error.Message += p.cg.memoryNote(ooms)
+	}
 	if err != nil {
 		g.replace(p)
 		if status.Code(err) == codes.DeadlineExceeded || errors.Is(cctx.Err(), context.DeadlineExceeded) {
 			return fail(plugins.ErrTimeout, fmt.Sprintf("%s did not finish within %s; the plugin process was replaced", req.Callable, timeout))
 		}
-		return fail(plugins.ErrCrash, fmt.Sprintf("the plugin process failed during the call to %s: %s%s; it will be restarted for the next call",
-			req.Callable, processExit(p), p.stderr.note(g.runtime)))
+		return fail(plugins.ErrCrash, fmt.Sprintf("the plugin process failed during the call to %s: %s%s%s; it will be restarted for the next call",
+			req.Callable, processExit(p), p.cg.memoryNote(ooms), p.stderr.note(g.runtime)))
 	}
 	if resp.Error != nil && resp.Error.Kind == plugins.ErrTimeout && resp.Runtime == plugins.RuntimeGPython {
 		g.replace(p) // its interpreter is stuck in the overrunning code

@@ -299,12 +299,12 @@ func (s *Sandbox) cgroups(cfg *plugins.SandboxConfig, limits plugins.Limits) (*s
 
 // command builds the plugin process's command: "toolhost sandbox-launch",
 // told how to build the sandbox before init starts "toolhost pyhost".
-func (s *Sandbox) command(g *Group) (*exec.Cmd, func(), error) {
+func (s *Sandbox) command(g *Group) (*exec.Cmd, *sandboxCgroups, error) {
 	if !s.namespaces {
 		cmd := exec.Command(g.opts.Executable, "pyhost")
 		cmd.Env = g.pluginEnv()
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-		return cmd, func() {}, nil
+		return cmd, nil, nil
 	}
 	limits := g.opts.Limits.WithDefaults()
 	cfg := s.config(g.opts.Executable, g.opts.Python, limits)
@@ -325,7 +325,7 @@ func (s *Sandbox) command(g *Group) (*exec.Cmd, func(), error) {
 	cmd := exec.Command(g.opts.Executable, "sandbox-launch")
 	cmd.Env = append(baseEnv(), plugins.EnvSandbox+"="+string(data))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	return cmd, cg.remove, nil
+	return cmd, cg, nil
 }
 
 // insidePaths rewrites a load request's host paths into the sandbox's.

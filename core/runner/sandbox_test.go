@@ -223,7 +223,7 @@ func TestSandboxResources(t *testing.T) {
 	if r.OK {
 		t.Fatalf("1.5 GiB of memfd fit in the sandbox: %s", r.Result)
 	}
-	if r.Error.Kind != plugins.ErrCrash {
+	if r.Error.Kind != plugins.ErrCrash || !strings.Contains(r.Error.Message, "the sandbox reached its memory limit of 768 MiB") {
 		t.Fatalf("memfd bomb: %+v", r.Error)
 	}
 	if ok := attack(t, g, "out = 1"); !ok.OK {
