@@ -181,10 +181,10 @@ type Group struct {
 
 // process is one running plugin process.
 type process struct {
-	cmd     *exec.Cmd // read its ProcessState only once client.Exited()
-	client  *plugin.Client
-	host    plugins.Host
-	stderr  *stderrLog
+	cmd    *exec.Cmd // read its ProcessState only once client.Exited()
+	client *plugin.Client
+	host   plugins.Host
+	stderr *stderrLog
 	// cg are its sandbox's cgroups (nil without them).
 	cg *sandboxCgroups
 }
