@@ -132,6 +132,12 @@ func Probe(exe string) []plugins.Mechanism {
 		cfg.Network, cfg.Slirp, cfg.Blocked = "allow", slirp, blockedNets()
 	}
 	ms, err := launchProbe(exe, &cfg)
+	if err != nil {
+		// A machine under heavy load can fail one start; a second failure
+		// is the machine's answer.
+		time.Sleep(200 * time.Millisecond)
+		ms, err = launchProbe(exe, &cfg)
+	}
 	nsNames := []string{plugins.MechUserNS, plugins.MechPidNS, plugins.MechMountNS, plugins.MechIPCNS}
 	if err != nil {
 		reason := "cannot build a sandbox: " + err.Error()

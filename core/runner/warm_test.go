@@ -22,7 +22,7 @@ func alive(pid int) bool {
 }
 
 func TestWarmReusesEvictsAndStopsIdle(t *testing.T) {
-	w := NewWarm(2, 400*time.Millisecond)
+	w := NewWarm(2, 3*time.Second) // idle longer than a loaded machine takes to start a sandbox
 	defer w.Close()
 	def := loadDef(t, hostileYAML)
 	root := filepath.Dir(hostileYAML)

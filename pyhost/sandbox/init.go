@@ -124,7 +124,7 @@ func build(cfg *plugins.SandboxConfig) []plugins.Mechanism {
 		add(plugins.MechLandlock, restrictPaths([]string{"/"}, writablePaths(cfg)), "")
 	}
 	if cfg.Seccomp {
-		add(plugins.MechSeccomp, loadSeccomp(), "")
+		add(plugins.MechSeccomp, loadSeccomp(), seccompDetail(nil))
 	}
 	return out
 }
