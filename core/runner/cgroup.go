@@ -27,6 +27,21 @@ const (
 
 var cgroupSeq atomic.Int64
 
+// mkdirHook, when set, runs after each cgroup folder is made (the test of
+// the v2 layout, which runs on a plain folder, makes cgroup.procs there).
+var mkdirHook func(dir string)
+
+// mkCgroup makes one cgroup folder.
+func mkCgroup(dir string) error {
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return err
+	}
+	if mkdirHook != nil {
+		mkdirHook(dir)
+	}
+	return nil
+}
+
 // cgroupV2 reports whether the cgroup v2 (unified) hierarchy is the only
 // one (most production hosts); otherwise each controller has its own v1
 // hierarchy (this machine).
@@ -86,7 +101,7 @@ func newSandboxCgroups(l cgroupLimits, toolUID, toolGID int) (*sandboxCgroups, e
 		// the limits are set on NAME, the launcher, init and the plugin
 		// process live in NAME/init, the workers in NAME/workers.
 		top := filepath.Join(cgroupRoot, name)
-		if err := os.Mkdir(top, 0o755); err != nil {
+		if err := mkCgroup(top); err != nil {
 			return nil, fmt.Errorf("make a cgroup: %w", err)
 		}
 		cg.top = top
@@ -106,7 +121,7 @@ func newSandboxCgroups(l cgroupLimits, toolUID, toolGID int) (*sandboxCgroups, e
 		}
 		initDir, workers := filepath.Join(top, "init"), filepath.Join(top, "workers")
 		for _, d := range []string{initDir, workers} {
-			if err := os.Mkdir(d, 0o755); err != nil {
+			if err := mkCgroup(d); err != nil {
 				return nil, fmt.Errorf("make a cgroup: %w", err)
 			}
 		}
