@@ -173,13 +173,21 @@ func diskUse(dir string) int64 {
 	return n
 }
 
-// chownTree gives everything under dir to the user toolhost runs as: what
-// a sandbox wrote belongs to ids that must own nothing once it is gone.
+// chownTree gives everything under dir to the user toolhost runs as (what
+// a sandbox wrote belongs to ids that must own nothing once it is gone),
+// and takes away setuid, setgid and write bits for group and others. It
+// follows no link; the sandbox that wrote dir is gone by then.
 func chownTree(dir string) {
 	uid, gid := os.Getuid(), os.Getgid()
-	filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
-		if err == nil {
-			os.Lchown(p, uid, gid)
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		os.Lchown(p, uid, gid)
+		if d.Type()&fs.ModeSymlink == 0 {
+			if fi, err := d.Info(); err == nil {
+				os.Chmod(p, fi.Mode().Perm()&^0o022)
+			}
 		}
 		return nil
 	})

@@ -142,8 +142,28 @@ func EnsureVenv(ctx context.Context, py *Python, reqs []requirements.Requirement
 }
 
 // finishVenv marks a built environment complete and moves it into place.
+// What a sandbox built is not trusted: the environment must be a folder,
+// not a link, and the marker is made afresh, never written through a link
+// the sandbox left in its place.
 func finishVenv(venv, dir, reqName string) (string, error) {
-	if err := os.WriteFile(filepath.Join(venv, completeMarker), []byte(reqName+"\n"), 0o644); err != nil {
+	fi, err := os.Lstat(venv)
+	if err != nil {
+		return "", err
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("the install left %s that is not a folder", filepath.Base(venv))
+	}
+	marker := filepath.Join(venv, completeMarker)
+	os.Remove(marker)
+	f, err := os.OpenFile(marker, os.O_CREATE|os.O_EXCL|os.O_WRONLY|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return "", err
+	}
+	_, err = f.WriteString(reqName + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return "", err
 	}
 	if err := os.Rename(venv, dir); err != nil {

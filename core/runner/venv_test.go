@@ -348,3 +348,33 @@ func TestInstallRunsInItsSandbox(t *testing.T) {
 		t.Errorf("left behind: %v", left)
 	}
 }
+
+// TestFinishVenvTrustsNothingBuilt checks what the host does with the
+// folder a sandboxed install wrote: an environment that is a link is
+// refused, and a marker left as a link to a host file is replaced, never
+// written through.
+func TestFinishVenvTrustsNothingBuilt(t *testing.T) {
+	hostFile := filepath.Join(t.TempDir(), "host.txt")
+	os.WriteFile(hostFile, []byte("host"), 0o644)
+
+	build := t.TempDir()
+	os.Symlink(t.TempDir(), filepath.Join(build, "venv"))
+	if _, err := finishVenv(filepath.Join(build, "venv"), filepath.Join(t.TempDir(), "venv-x"), "r"); err == nil {
+		t.Error("an environment that is a link was accepted")
+	}
+
+	build = t.TempDir()
+	venv := filepath.Join(build, "venv")
+	os.Mkdir(venv, 0o755)
+	os.Symlink(hostFile, filepath.Join(venv, completeMarker))
+	dst := filepath.Join(t.TempDir(), "venv-y")
+	if _, err := finishVenv(venv, dst, "requirements.txt"); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(hostFile); string(b) != "host" {
+		t.Errorf("the marker was written through a link: the host file holds %q", b)
+	}
+	if fi, err := os.Lstat(filepath.Join(dst, completeMarker)); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("marker: %v %v", fi, err)
+	}
+}
