@@ -336,7 +336,7 @@ func CleanStaleCgroups() {
 		if _, err := fmt.Sscanf(filepath.Base(d), "toolhost-%d-%d", &pid, &seq); err != nil {
 			continue
 		}
-		if pid == os.Getpid() || syscall.Kill(pid, 0) == nil {
+		if pid == os.Getpid() || !processGone(pid) {
 			continue
 		}
 		for _, p := range readPids(d) {
@@ -364,7 +364,7 @@ func dirExists(p string) bool {
 func cleanStaleFiles() {
 	stages, _ := filepath.Glob(filepath.Join(stageDir, "*"))
 	for _, d := range stages {
-		if pid, err := strconv.Atoi(filepath.Base(d)); err == nil && syscall.Kill(pid, 0) != nil {
+		if pid, err := strconv.Atoi(filepath.Base(d)); err == nil && processGone(pid) {
 			entries, _ := os.ReadDir(d)
 			for _, e := range entries {
 				syscall.Unmount(filepath.Join(d, e.Name()), syscall.MNT_DETACH)
@@ -377,10 +377,30 @@ func cleanStaleFiles() {
 	views, _ := filepath.Glob(filepath.Join(os.TempDir(), "toolhost-group-*"))
 	for _, v := range views {
 		var pid int
-		if _, err := fmt.Sscanf(filepath.Base(v), "toolhost-group-%d-", &pid); err == nil && pid != os.Getpid() && syscall.Kill(pid, 0) != nil {
+		if _, err := fmt.Sscanf(filepath.Base(v), "toolhost-group-%d-", &pid); err == nil && pid != os.Getpid() && processGone(pid) {
 			os.RemoveAll(v)
 		}
 	}
+}
+
+// processGone reports whether pid no longer runs: no such process, or a
+// zombie not yet reaped. After a kill -9 of the server its launchers are
+// re-parented to pid 1, which may reap them late (a minimal init, a
+// container runtime): a zombie holds no mounts, namespaces or files, and
+// what it left must not wait for a later start to be removed.
+func processGone(pid int) bool {
+	if err := syscall.Kill(pid, 0); err == syscall.ESRCH {
+		return true
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return os.IsNotExist(err)
+	}
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] == 'Z' || s[i+2] == 'X'
+	}
+	return false
 }
 
 // stageDir is sandbox.StageDir (the launcher's), which the core cannot
