@@ -27,6 +27,11 @@ const (
 
 var cgroupSeq atomic.Int64
 
+// tcpMemoryBytes is the socket buffer memory of one sandbox on cgroup v1:
+// enough for any download (buffers drain as the tool reads), small enough
+// that the warm sandboxes together stay far below the machine's tcp_mem.
+const tcpMemoryBytes = 32 << 20
+
 // mkdirHook, when set, runs after each cgroup folder is made (the test of
 // the v2 layout, which runs on a plain folder, makes cgroup.procs there).
 var mkdirHook func(dir string)
@@ -78,6 +83,61 @@ type sandboxCgroups struct {
 	memory int64
 }
 
+// parentCgroup holds every sandbox's cgroups, under each controller: its
+// limits bound all sandboxes together, so that many tenants' groups at
+// once cannot take the machine's memory (a global OOM would kill anything,
+// the server included).
+const parentCgroup = "toolhost"
+
+// parentMemoryShare is the share of the machine's memory that all
+// sandboxes together may use.
+const parentMemoryShare = 0.75
+
+// ensureParent makes the parent cgroup of sandboxes with its limits. It is
+// done at every sandbox's start (a cheap check once it exists), so that a
+// parent removed by hand comes back.
+func ensureParent(v2 bool) error {
+	memory := strconv.FormatInt(int64(float64(memTotal())*parentMemoryShare), 10)
+	if v2 {
+		dir := filepath.Join(cgroupRoot, parentCgroup)
+		if !dirExists(dir) {
+			// Controllers must be enabled in a parent for its children.
+			os.WriteFile(filepath.Join(cgroupRoot, "cgroup.subtree_control"), []byte("+pids +memory +cpu"), 0)
+			if err := mkCgroup(dir); err != nil && !os.IsExist(err) {
+				return fmt.Errorf("make the sandboxes' cgroup: %w", err)
+			}
+			writeCgroup(dir, "memory.max", memory)
+			writeCgroup(dir, "cgroup.subtree_control", "+pids +memory +cpu")
+		}
+		return nil
+	}
+	for _, ctl := range []string{ctlPids, ctlMemory, ctlCPU, ctlFreezer} {
+		dir := filepath.Join(cgroupRoot, ctl, parentCgroup)
+		if dirExists(dir) {
+			continue
+		}
+		if err := mkCgroup(dir); err != nil && !os.IsExist(err) {
+			return fmt.Errorf("make the sandboxes' %s cgroup: %w", ctl, err)
+		}
+		if ctl == ctlMemory {
+			writeCgroup(dir, "memory.limit_in_bytes", memory)
+		}
+	}
+	return nil
+}
+
+// memTotal is the machine's memory, from /proc/meminfo.
+func memTotal() int64 {
+	b, _ := os.ReadFile("/proc/meminfo")
+	for _, line := range strings.Split(string(b), "\n") {
+		var kb int64
+		if _, err := fmt.Sscanf(line, "MemTotal: %d kB", &kb); err == nil {
+			return kb << 10
+		}
+	}
+	return 8 << 30
+}
+
 // cgroupName is the folder name of a sandbox's cgroup: the server's pid
 // (to find the leftovers of a server that died) and a sequence number.
 func cgroupName() string {
@@ -88,8 +148,11 @@ func cgroupName() string {
 // toolUID is the host uid of the sandbox's tool user, which may move
 // workers into the workers' cgroup.
 func newSandboxCgroups(l cgroupLimits, toolUID, toolGID int) (*sandboxCgroups, error) {
-	name := cgroupName()
 	cg := &sandboxCgroups{v2: cgroupV2(), memory: l.MemoryBytes}
+	if err := ensureParent(cg.v2); err != nil {
+		return nil, err
+	}
+	name := filepath.Join(parentCgroup, cgroupName())
 	ok := false
 	defer func() {
 		if !ok {
@@ -105,8 +168,6 @@ func newSandboxCgroups(l cgroupLimits, toolUID, toolGID int) (*sandboxCgroups, e
 			return nil, fmt.Errorf("make a cgroup: %w", err)
 		}
 		cg.top = top
-		// Controllers must be enabled in a parent for its children.
-		os.WriteFile(filepath.Join(cgroupRoot, "cgroup.subtree_control"), []byte("+pids +memory +cpu"), 0)
 		files := []struct{ file, value string }{
 			{"pids.max", strconv.Itoa(l.Processes)},
 			{"memory.max", strconv.FormatInt(l.MemoryBytes, 10)},
@@ -141,11 +202,15 @@ func newSandboxCgroups(l cgroupLimits, toolUID, toolGID int) (*sandboxCgroups, e
 			{ctlPids, "pids.max", strconv.Itoa(l.Processes)},
 			{ctlMemory, "memory.limit_in_bytes", strconv.FormatInt(l.MemoryBytes, 10)},
 			{ctlMemory, "memory.swappiness", "0"},
+			// cgroup v1 charges socket buffers to the cgroup only once a
+			// TCP limit is set (v2 always does): without it, a sandbox's
+			// sockets fill the machine's tcp_mem.
+			{ctlMemory, "memory.kmem.tcp.limit_in_bytes", strconv.Itoa(tcpMemoryBytes)},
 			{ctlCPU, "cpu.cfs_period_us", "100000"},
 			{ctlCPU, "cpu.cfs_quota_us", strconv.Itoa(int(l.CPUs * 100000))},
 		}
 		for _, s := range settings {
-			if err := writeCgroup(filepath.Join(cgroupRoot, s.ctl, name), s.file, s.value); err != nil && s.file != "memory.swappiness" {
+			if err := writeCgroup(filepath.Join(cgroupRoot, s.ctl, name), s.file, s.value); err != nil && s.file != "memory.swappiness" && s.file != "memory.kmem.tcp.limit_in_bytes" {
 				return nil, err
 			}
 		}
@@ -327,7 +392,7 @@ func CleanStaleCgroups() {
 	cleanStaleFiles()
 	CleanStaleBuilds(DefaultVenvCache())
 	var dirs []string
-	for _, pattern := range []string{"toolhost-*", "*/toolhost-*"} {
+	for _, pattern := range []string{"toolhost-*", "*/toolhost-*", parentCgroup + "/toolhost-*", "*/" + parentCgroup + "/toolhost-*"} {
 		m, _ := filepath.Glob(filepath.Join(cgroupRoot, pattern))
 		dirs = append(dirs, m...)
 	}

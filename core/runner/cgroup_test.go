@@ -44,6 +44,7 @@ func TestCgroupV2Layout(t *testing.T) {
 		{cg.top, "cgroup.subtree_control", "+pids +memory +cpu"},
 		{cg.workers, "pids.max", "128"},
 		{root, "cgroup.subtree_control", "+pids +memory +cpu"},
+		{filepath.Join(root, parentCgroup), "cgroup.subtree_control", "+pids +memory +cpu"},
 	}
 	for _, w := range want {
 		if got := read(w.dir, w.file); got != w.value {

@@ -27,6 +27,8 @@ const (
 	installMemoryBytes = 1 << 30
 	// installDiskBytes bounds what an install may write into the venv.
 	installDiskBytes = 2 << 30
+	// installFiles bounds how many files and folders it may make.
+	installFiles = 200000
 	// installFileBytes bounds one file it writes.
 	installFileBytes = 512 << 20
 )
@@ -120,10 +122,10 @@ func (s *Sandbox) installInSandbox(ctx context.Context, py *Python, build string
 			}
 			return out.String(), err
 		case <-tick.C:
-			if n := diskUse(build); n > installDiskBytes {
+			if n, files := diskUse(build); n > installDiskBytes || files > installFiles {
 				cmd.Process.Kill()
 				<-done
-				return out.String(), fmt.Errorf("the install wrote more than %d MiB", installDiskBytes>>20)
+				return out.String(), fmt.Errorf("the install wrote more than %d MiB or %d files", installDiskBytes>>20, installFiles)
 			}
 		}
 	}
@@ -159,18 +161,21 @@ func installBlocked(index string) []string {
 	return out
 }
 
-// diskUse adds up the sizes of the files under dir.
-func diskUse(dir string) int64 {
-	var n int64
-	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
-			if fi, err := d.Info(); err == nil {
-				n += fi.Size()
-			}
+// diskUse adds up the blocks of everything under dir (space reserved
+// with fallocate included) and counts its entries.
+func diskUse(dir string) (bytes int64, entries int) {
+	filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		entries++
+		var st syscall.Stat_t
+		if syscall.Lstat(p, &st) == nil {
+			bytes += st.Blocks * 512
 		}
 		return nil
 	})
-	return n
+	return bytes, entries
 }
 
 // chownTree gives everything under dir to the user toolhost runs as (what

@@ -2,6 +2,8 @@ package runner
 
 import (
 	"bytes"
+	crand "crypto/rand"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -99,8 +101,19 @@ func NewSandbox(exe, network string) (*Sandbox, error) {
 // mapping ids other than one's own needs root.
 func identity() bool { return os.Getuid() == 0 }
 
-// idSeq hands out the host ids of sandboxes.
+// idSeq hands out the host ids of sandboxes. It starts at a random place
+// so that two toolhost processes (a server and a toolhost call, say) are
+// unlikely to hand out the same ids.
 var idSeq atomic.Int64
+
+// sandboxIDs is how many pairs of ids toolhost uses.
+const sandboxIDs = 1000000
+
+func init() {
+	var b [4]byte
+	crand.Read(b[:])
+	idSeq.Store(int64(binary.LittleEndian.Uint32(b[:]) % sandboxIDs))
+}
 
 // sandboxIDBase is the first host id toolhost gives sandboxes: far above
 // the ids of users, system services and the usual container ranges.
@@ -109,7 +122,7 @@ const sandboxIDBase = 0x70000000
 // hostIDs returns the host ids of a new sandbox's id 0 and tool user: two
 // ids no one else uses, different for each sandbox of this server.
 func hostIDs() (root, tool int) {
-	n := int(idSeq.Add(1) % 1000000)
+	n := int(idSeq.Add(1) % sandboxIDs)
 	root = sandboxIDBase + 2*n
 	return root, root + 1
 }
@@ -222,11 +235,14 @@ func blockedNets() []string {
 		"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "169.254.0.0/16", "172.16.0.0/12", "192.0.0.0/24",
 		"192.168.0.0/16", "198.18.0.0/15", "224.0.0.0/4", "240.0.0.0/4",
 	}
+	// The host's addresses, and the networks they are on (its neighbours
+	// and gateway).
 	addrs, _ := net.InterfaceAddrs()
 	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok {
+		if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() {
 			if ip4 := n.IP.To4(); ip4 != nil {
-				nets = append(nets, ip4.String()+"/32")
+				ones, _ := n.Mask.Size()
+				nets = append(nets, ip4.String()+"/32", fmt.Sprintf("%s/%d", ip4.Mask(n.Mask), ones))
 			}
 		}
 	}

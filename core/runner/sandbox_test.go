@@ -164,11 +164,21 @@ func TestNetworkPolicy(t *testing.T) {
 		return fmt.Sprintf("import socket; s = socket.create_connection((%q, %d), timeout=3); out = 'connected'", host, port)
 	}
 	var hostIP string
+	var neighbours []string
 	addrs, _ := net.InterfaceAddrs()
 	for _, a := range addrs {
 		if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && n.IP.To4() != nil {
-			hostIP = n.IP.String()
-			break
+			if hostIP == "" {
+				hostIP = n.IP.String()
+			}
+			// Another address of the host's network: its gateway or a
+			// neighbour.
+			other := n.IP.To4().Mask(n.Mask)
+			other[3] |= 1
+			if other.Equal(n.IP.To4()) {
+				other[3] ^= 3
+			}
+			neighbours = append(neighbours, other.String())
 		}
 	}
 	const unreachable = "No route to host|Network is unreachable"
@@ -183,7 +193,7 @@ func TestNetworkPolicy(t *testing.T) {
 			g := open(t, attackYAML, Options{Sandbox: sb, Network: policy})
 			cases := []attackCase{
 				{name: "host loopback", code: connect("127.0.0.1"), fails: "ConnectionRefusedError"},
-				{name: "metadata service", code: connect("169.254.169.254"), fails: unreachable},
+
 				{name: "host listeners listed", code: fmt.Sprintf("out = ':%04X ' in open('/proc/net/tcp').read()", port), want: "false"},
 			}
 			if hostIP != "" {
@@ -195,13 +205,36 @@ func TestNetworkPolicy(t *testing.T) {
 				cases = append(cases,
 					attackCase{name: "interfaces", code: ifaces, want: `["lo","tap0"]`},
 					attackCase{name: "slirp's host loopback", code: connect("10.0.2.2"), fails: unreachable},
-					attackCase{name: "private range", code: connect("192.168.1.1"), fails: unreachable},
+					// Destinations off this machine are checked in the route
+					// table, so that no test ever sends them a packet.
+					attackCase{name: "metadata, private ranges and the host's network rejected",
+						code: rejectedRoutes(append([]string{"169.254.169.254", "192.168.1.1", "172.16.0.1", "10.1.2.3", "100.64.0.1"}, neighbours...)),
+						want: "[]"},
+					attackCase{name: "the outside world routed", code: rejectedRoutes([]string{"203.0.113.7"}), want: `["203.0.113.7"]`},
 					attackCase{name: "default route", code: "out = [l.split()[:2] for l in open('/proc/net/route') if l.startswith('tap0')]", want: `["tap0","00000000"]`},
 				)
 			}
 			runAttacks(t, g, cases)
 		})
 	}
+}
+
+// rejectedRoutes is Python that sets out to the addresses among ips whose
+// most specific route in the sandbox is NOT a rejecting one (RTF_REJECT):
+// "[]" means every one of them is unreachable without a packet sent.
+func rejectedRoutes(ips []string) string {
+	list, _ := json.Marshal(ips)
+	return `import socket, struct
+def rejected(ip):
+    a = struct.unpack('<I', socket.inet_aton(ip))[0]
+    best = None
+    for line in open('/proc/net/route').readlines()[1:]:
+        f = line.split()
+        dst, flags, mask = int(f[1], 16), int(f[3], 16), int(f[7], 16)
+        if a & mask == dst and (best is None or bin(mask).count('1') > best[0]):
+            best = (bin(mask).count('1'), flags & 0x200 != 0)
+    return best is not None and best[1]
+out = [ip for ip in ` + string(list) + ` if not rejected(ip)]`
 }
 
 // TestSandboxResources checks the cgroups of a sandbox: the memory limit
@@ -228,6 +261,27 @@ func TestSandboxResources(t *testing.T) {
 	}
 	if ok := attack(t, g, "out = 1"); !ok.OK {
 		t.Fatalf("after the memfd bomb: %+v", ok.Error)
+	}
+	// Socket buffers count too (cgroup v1 needs a TCP limit for that): a
+	// tool holding full buffers on many loopback connections gets at most
+	// tcpMemoryBytes of them, not the machine's tcp_mem.
+	r = attack(t, g, `import socket
+ls = socket.socket(); ls.bind(('127.0.0.1', 0)); ls.listen(512)
+port = ls.getsockname()[1]
+socks = []; total = 0
+for i in range(60):
+    c = socket.socket(); c.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 30)
+    c.connect(('127.0.0.1', port))
+    s, _ = ls.accept(); s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 30)
+    c.setblocking(False)
+    while True:
+        try: total += c.send(b'x' * 65536)
+        except BlockingIOError: break
+    socks += [c, s]
+out = total`)
+	var buffered int64
+	if !r.OK || json.Unmarshal(r.Result, &buffered) != nil || buffered > 2*tcpMemoryBytes {
+		t.Errorf("socket buffers: %s %+v (limit %d)", r.Result, r.Error, tcpMemoryBytes)
 	}
 	// The sandbox's cgroups exist while it runs, and are gone with it.
 	pid := g.PluginPID()

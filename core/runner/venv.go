@@ -102,7 +102,10 @@ func EnsureVenv(ctx context.Context, py *Python, reqs []requirements.Requirement
 		return "", err
 	}
 	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
-	if _, err := os.Stat(filepath.Join(dir, completeMarker)); err == nil {
+	if fi, err := os.Lstat(dir); err == nil && !fi.IsDir() {
+		os.Remove(dir) // not an environment toolhost made: build it again
+	}
+	if _, err := os.Lstat(filepath.Join(dir, completeMarker)); err == nil {
 		now := time.Now()
 		os.Chtimes(filepath.Join(dir, completeMarker), now, now) // last use, for PruneVenvs
 		return python, nil
