@@ -6,6 +6,8 @@
 #   make bench  the benchmarks, with their figures
 #   make fuzz   a longer fuzz run (FUZZTIME=1m per target by default)
 #   make race   every test under the race detector, toolhost processes included
+#   make soak   1,000 hostile and normal calls through a server, then a check
+#               that nothing is left behind (about 10 minutes)
 
 GO       ?= go
 # SQLite's FTS5 (knowledge search) is a build tag of mattn/go-sqlite3.
@@ -76,6 +78,18 @@ RACE_LIMIT_PKGS := ./core/runner ./core/templates
 race:
 	TOOLHOST_TEST_RACE=1 GORACE=halt_on_error=1 $(GO) test -race -count=1 $$($(GO) list ./... | grep -v -e /core/runner -e /core/templates)
 	GORACE=halt_on_error=1 $(GO) test -race -count=1 $(RACE_LIMIT_PKGS)
+
+# The soak run (outside `make test`): SOAK_CALLS calls from SOAK_CLIENTS
+# clients through a real server, every other one hostile (crashes,
+# timeouts, memory and fork bombs, leftover threads and processes, a full
+# scratch); afterwards the server's processes, descriptors, cgroups,
+# stages, temporary folders and memory must be back to their starting
+# levels. It prints the figures. Root is needed (cgroups, sandbox ids).
+SOAK_CALLS   ?= 1000
+SOAK_CLIENTS ?= 6
+soak:
+	TOOLHOST_SOAK=1 TOOLHOST_SOAK_CALLS=$(SOAK_CALLS) TOOLHOST_SOAK_CLIENTS=$(SOAK_CLIENTS) \
+		$(GO) test -count=1 -run '^TestSoak$$' -v -timeout 30m ./core/cmd/toolhost/
 
 # A fixed number of inputs per target, not a duration: a duration-bound
 # run can end in "context deadline exceeded" on a loaded machine.
