@@ -137,10 +137,11 @@ func serverProcs(all []hostProc, pid int) []hostProc {
 }
 
 // serverCgroups lists the cgroups the server pid made, under every
-// controller (v1) and at the top (v2).
+// controller (v1) or at the top (v2), directly or under the sandboxes'
+// parent cgroup "toolhost".
 func serverCgroups(pid int) []string {
 	var out []string
-	for _, pattern := range []string{"toolhost-%d-*", "*/toolhost-%d-*"} {
+	for _, pattern := range []string{"toolhost-%d-*", "*/toolhost-%d-*", "toolhost/toolhost-%d-*", "*/toolhost/toolhost-%d-*"} {
 		m, _ := filepath.Glob(filepath.Join(cgroupFS, fmt.Sprintf(pattern, pid)))
 		out = append(out, m...)
 	}
@@ -150,7 +151,7 @@ func serverCgroups(pid int) []string {
 // allToolhostCgroups lists every toolhost cgroup on the host.
 func allToolhostCgroups() []string {
 	var out []string
-	for _, pattern := range []string{"toolhost-*", "*/toolhost-*"} {
+	for _, pattern := range []string{"toolhost-*", "*/toolhost-*", "toolhost/toolhost-*", "*/toolhost/toolhost-*"} {
 		m, _ := filepath.Glob(filepath.Join(cgroupFS, pattern))
 		out = append(out, m...)
 	}

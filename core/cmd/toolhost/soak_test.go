@@ -21,16 +21,18 @@ import (
 type soakKind struct {
 	name, tool, args string
 	// want is what the call must answer: "success", "failure", or "" for
-	// either: seccomp refuses CLONE_PARENT; a setsid daemon's fork may meet
-	// EAGAIN while the leftovers of the tenant's concurrent calls are still
-	// being killed (2 of 39 in a run of 1,000; never when run one by one).
+	// either: seccomp refuses CLONE_PARENT; a setsid daemon's fork or a
+	// thread's start may meet EAGAIN while the leftovers of the tenant's
+	// concurrent calls are still being killed (1 or 2 of 39 in a run of
+	// 1,000; never when run one by one). The tenant's normal calls must
+	// succeed all the same.
 	want string
 }
 
 // soakHostile are the hostile calls, in turn between normal ones.
 var soakHostile = []soakKind{
 	{"crash: os._exit", "exit_now", `{}`, "failure"},
-	{"leftover thread", "leftover_thread", `{}`, "success"},
+	{"leftover thread", "leftover_thread", `{}`, ""},
 	{"timeout: spin", "spin", `{}`, "failure"},
 	{"memory: heap", "eat_memory", `{}`, "failure"},
 	{"leftover process: setsid", "daemon", `{}`, ""},
