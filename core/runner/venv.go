@@ -194,7 +194,7 @@ func CleanStaleBuilds(cache string) {
 		if _, err := fmt.Sscanf(filepath.Base(d), ".building-%d-", &pid); err != nil {
 			continue
 		}
-		if pid != os.Getpid() && syscall.Kill(pid, 0) != nil {
+		if pid != os.Getpid() && processGone(pid) {
 			os.RemoveAll(d)
 		}
 	}

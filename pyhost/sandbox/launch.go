@@ -252,7 +252,9 @@ func startSlirp(bin string, pid int, ready chan<- error) (*exec.Cmd, error) {
 		"--enable-sandbox", "--enable-seccomp", "--ready-fd=3", strconv.Itoa(pid), "tap0")
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	cmd.ExtraFiles = []*os.File{readyW}
-	cmd.Stderr = os.Stderr
+	// slirp4netns reports its set-up on stderr; that is not the plugin's
+	// output (a crash message quotes the plugin's last lines).
+	cmd.Stderr, cmd.Stdout = io.Discard, io.Discard
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		readyR.Close()
