@@ -106,6 +106,7 @@ type runFlags struct {
 	timeout                                       *float64
 	memoryMB, cpu, openFiles, processes, workers  *int
 	resultBytes, outputBytes                      *int
+	unsandboxed                                   *bool
 }
 
 func addRunFlags(fs *flag.FlagSet) runFlags {
@@ -124,6 +125,7 @@ func addRunFlags(fs *flag.FlagSet) runFlags {
 		resultBytes: fs.Int("result-bytes", d.ResultBytes, "largest JSON result of a call"),
 		outputBytes: fs.Int("output-bytes", d.OutputBytes, "printed output kept per call"),
 		workers:     fs.Int("workers", d.Workers, "calls of one group that run at once"),
+		unsandboxed: fs.Bool("unsandboxed", false, "run tool code even where no sandbox can be built (a machine without user namespaces); never for tenants' code"),
 	}
 }
 

@@ -193,6 +193,13 @@ func runOptions(env *Env, cmd string, rf runFlags) (runner.Options, int) {
 		fmt.Fprintf(env.Stderr, "toolhost %s: %v\n", cmd, err)
 		return runner.Options{}, ExitUsage
 	}
+	if !sb.Confined() {
+		if !*rf.unsandboxed {
+			fmt.Fprintf(env.Stderr, "toolhost %s: %v\n", cmd, sb.Refusal())
+			return runner.Options{}, ExitFailure
+		}
+		sb.Unconfined = true
+	}
 	opts.Sandbox = sb
 	return opts, ExitOK
 }

@@ -39,6 +39,27 @@ type Sandbox struct {
 	slirp      string
 	// exe is the toolhost binary that builds sandboxes.
 	exe string
+	// Unconfined lets tool code run where no sandbox can be built (the
+	// operator's explicit --unsandboxed); otherwise such a machine refuses
+	// to run it.
+	Unconfined bool
+}
+
+// Confined reports whether this machine builds sandboxes: namespaces and
+// a minimal root.
+func (s *Sandbox) Confined() bool { return s.confined() }
+
+// Refusal says why tool code does not run here: no sandbox can be built.
+func (s *Sandbox) Refusal() error {
+	detail := "unknown"
+	for _, m := range s.Mechanisms {
+		if !m.Active && (m.Name == plugins.MechRoot || m.Name == plugins.MechUserNS || m.Name == plugins.MechPidNS) {
+			detail = m.Detail
+			break
+		}
+	}
+	return fmt.Errorf("no sandbox can be built on this machine (%s), and tool code does not run without one; "+
+		"toolhost doctor says what is missing (--unsandboxed runs it anyway, never for tenants' code)", detail)
 }
 
 // pidsReserve is how many processes and threads of the sandbox's pids limit
@@ -322,6 +343,9 @@ func (s *Sandbox) cgroups(cfg *plugins.SandboxConfig, limits plugins.Limits) (*s
 // command builds the plugin process's command: "toolhost sandbox-launch",
 // told how to build the sandbox before init starts "toolhost pyhost".
 func (s *Sandbox) command(g *Group) (*exec.Cmd, *sandboxCgroups, error) {
+	if !s.namespaces && !s.Unconfined {
+		return nil, nil, s.Refusal()
+	}
 	if !s.namespaces {
 		cmd := exec.Command(g.opts.Executable, "pyhost")
 		cmd.Env = g.pluginEnv()

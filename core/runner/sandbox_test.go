@@ -354,3 +354,27 @@ func TestCloneParentIsSwept(t *testing.T) {
 		t.Errorf("note %q", r.Note)
 	}
 }
+
+// TestNoSandboxNoCode checks that a machine where no sandbox can be built
+// refuses to run tool code (and to install packages) unless the operator
+// said --unsandboxed: a probe that fails must never mean tool code runs on
+// the host.
+func TestNoSandboxNoCode(t *testing.T) {
+	missing := &Sandbox{Network: "deny", active: map[string]bool{}, Mechanisms: []plugins.Mechanism{
+		{Name: plugins.MechRoot, Detail: "cannot build a sandbox: user namespaces are off"}}}
+	def := loadDef(t, attackYAML)
+	_, err := Open(context.Background(), def, filepath.Dir(attackYAML), Options{Sandbox: missing, Executable: toolhostBin})
+	if err == nil || !strings.Contains(err.Error(), "no sandbox can be built on this machine (cannot build a sandbox: user namespaces are off)") {
+		t.Fatalf("open without a sandbox: %v", err)
+	}
+	_, err = EnsureVenv(context.Background(), &Python{Executable: "python3"}, nil, "requirements.txt", Packages{CacheDir: t.TempDir()}, missing)
+	if err == nil || !strings.Contains(err.Error(), "no sandbox can be built") {
+		t.Fatalf("install without a sandbox: %v", err)
+	}
+	// The operator's explicit choice runs it, unconfined.
+	missing.Unconfined = true
+	g := open(t, attackYAML, Options{Sandbox: missing})
+	if r := attack(t, g, "import os; out = os.getpid() != 1"); !r.OK {
+		t.Fatalf("unsandboxed: %+v", r.Error)
+	}
+}

@@ -82,6 +82,9 @@ func EnsureVenv(ctx context.Context, py *Python, reqs []requirements.Requirement
 		cache = DefaultVenvCache()
 	}
 	CleanStaleBuilds(cache)
+	if sb != nil && !sb.confined() && !sb.Unconfined {
+		return "", sb.Refusal()
+	}
 	if err := os.MkdirAll(cache, 0o755); err != nil {
 		return "", err
 	}

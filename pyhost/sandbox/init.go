@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -111,7 +112,13 @@ func build(cfg *plugins.SandboxConfig) []plugins.Mechanism {
 	add(plugins.MechProc, nil, "a /proc of the sandbox's own pid namespace")
 	add(plugins.MechNetNS, setUpLoopback(), "loopback only")
 	if cfg.Network == "allow" && cfg.Slirp != "" {
-		add(plugins.MechEgress, blockRoutes(cfg.Blocked), fmt.Sprintf("slirp4netns; unreachable: host loopback and %d host and private ranges", len(cfg.Blocked)))
+		err := blockRoutes(cfg.Blocked)
+		if err == nil && cfg.Probe {
+			// The probe checks that slirp4netns really comes up (and must
+			// not exit before it has attached).
+			err = waitForInterface("tap0", 10*time.Second)
+		}
+		add(plugins.MechEgress, err, fmt.Sprintf("slirp4netns; unreachable: host loopback and %d host and private ranges", len(cfg.Blocked)))
 	}
 	if cfg.Hostname != "" {
 		add(plugins.MechUTSNS, unix.Sethostname([]byte(cfg.Hostname)), "host name "+cfg.Hostname)

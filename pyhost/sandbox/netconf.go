@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -99,4 +100,18 @@ func addUnreachable(fd int, seq uint32, n *net.IPNet) error {
 		return unix.Errno(-code)
 	}
 	return nil
+}
+
+// waitForInterface waits until the named interface exists and is up.
+func waitForInterface(name string, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		if i, err := net.InterfaceByName(name); err == nil && i.Flags&net.FlagUp != 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not come up within %s", name, within)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 }
