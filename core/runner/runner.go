@@ -189,12 +189,31 @@ type process struct {
 	cg *sandboxCgroups
 }
 
-// kill stops the process and removes what was made for it: whatever its
-// sandbox still holds is killed through its cgroups, which are removed.
+// kill stops the process and removes what was made for it. Everything in
+// its sandbox is killed through its cgroups first: a failed or replaced
+// plugin process gets no graceful shutdown, since go-plugin's asks the
+// process over its connection and waits for it, and a process that tool
+// code stopped or starved would make that wait last forever. go-plugin's
+// own clean-up is then bounded too.
 func (p *process) kill() {
-	p.client.Kill()
+	p.cg.kill()
+	done := make(chan struct{})
+	go func() {
+		p.client.Kill()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(killWait):
+		if p.cmd.Process != nil {
+			p.cmd.Process.Kill()
+		}
+	}
 	p.cg.remove()
 }
+
+// killWait bounds go-plugin's clean-up of a plugin process.
+const killWait = 5 * time.Second
 
 // Open starts the plugin process of a group whose files are under root,
 // loads the group and checks every tool's and skill's signature.

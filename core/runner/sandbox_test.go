@@ -378,3 +378,25 @@ func TestNoSandboxNoCode(t *testing.T) {
 		t.Fatalf("unsandboxed: %+v", r.Error)
 	}
 }
+
+// TestStoppedPluginIsReplaced checks that a plugin process that tool code
+// stopped (SIGSTOP; it runs as the same user) cannot hang its callers: the
+// call answers a timeout, the process is killed through its cgroups, and
+// the next call gets a new one, all in bounded time.
+func TestStoppedPluginIsReplaced(t *testing.T) {
+	g := open(t, attackYAML, Options{Sandbox: sandbox(t, "deny"), Timeout: time.Second})
+	start := time.Now()
+	args, _ := json.Marshal(map[string]string{"code": "import os, signal, time\nos.kill(os.getppid(), signal.SIGSTOP)\ntime.sleep(0.5)\nout = 'answered'"})
+	r := g.CallTimeout(context.Background(), impl(g.def, "attack"), args, nil, time.Second)
+	if r.OK || r.Error.Kind != plugins.ErrTimeout {
+		t.Fatalf("a stopped plugin process: %s %+v", r.Result, r.Error)
+	}
+	if ok := attack(t, g, "out = 1"); !ok.OK {
+		t.Fatalf("after the stopped plugin process: %+v", ok.Error)
+	}
+	// The call's own deadline plus the grace period, the kill and a new
+	// start: far less than go-plugin's unbounded wait.
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("replacing a stopped plugin process took %s", d)
+	}
+}
