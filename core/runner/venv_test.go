@@ -1,12 +1,8 @@
 package runner
 
 import (
-	"archive/zip"
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
 	"errors"
-	"fmt"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
@@ -18,42 +14,13 @@ import (
 	"testing"
 	"time"
 
+	"toolhost/core/internal/testwheel"
 	"toolhost/plugins"
 )
 
-// buildWheel writes a minimal pure-Python wheel into dir, by hand: PyPI
-// cannot be reached here, and building one needs nothing but a zip file.
+// buildWheel writes a wheel of one module, name, into dir.
 func buildWheel(t *testing.T, dir, name, version, source string) {
-	t.Helper()
-	files := map[string]string{
-		name + "/__init__.py": source,
-		fmt.Sprintf("%s-%s.dist-info/METADATA", name, version): fmt.Sprintf("Metadata-Version: 2.1\nName: %s\nVersion: %s\n", name, version),
-		fmt.Sprintf("%s-%s.dist-info/WHEEL", name, version):    "Wheel-Version: 1.0\nGenerator: toolhost-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-	}
-	var record strings.Builder
-	for path, content := range files {
-		sum := sha256.Sum256([]byte(content))
-		fmt.Fprintf(&record, "%s,sha256=%s,%d\n", path, base64.RawURLEncoding.EncodeToString(sum[:]), len(content))
-	}
-	recordPath := fmt.Sprintf("%s-%s.dist-info/RECORD", name, version)
-	fmt.Fprintf(&record, "%s,,\n", recordPath)
-	files[recordPath] = record.String()
-	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%s-py3-none-any.whl", name, version)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zw := zip.NewWriter(f)
-	for path, content := range files {
-		w, err := zw.Create(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.Write([]byte(content))
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
+	testwheel.Write(t, dir, name, version, map[string]string{name + "/__init__.py": source})
 }
 
 func writeGroup(t *testing.T, requirements string) string {

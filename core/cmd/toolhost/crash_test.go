@@ -1,10 +1,7 @@
 package main
 
 import (
-	"archive/zip"
 	"bytes"
-	"crypto/sha256"
-	"encoding/base64"
 	"fmt"
 	"net/http"
 	"os"
@@ -14,45 +11,18 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"toolhost/core/internal/testwheel"
 )
 
-// crashWheel writes a minimal pure-Python wheel into dir, by hand (PyPI
-// cannot be reached; a wheel is a zip file), with a few modules so that
-// installing it takes pip a moment.
+// crashWheel writes a wheel with twenty modules, so that pip takes a
+// while to install it.
 func crashWheel(t *testing.T, dir, name, version string) {
-	t.Helper()
-	files := map[string]string{
-		name + "/__init__.py": "def shout(s):\n    return s.upper() + '!'\n",
-		fmt.Sprintf("%s-%s.dist-info/METADATA", name, version): fmt.Sprintf("Metadata-Version: 2.1\nName: %s\nVersion: %s\n", name, version),
-		fmt.Sprintf("%s-%s.dist-info/WHEEL", name, version):    "Wheel-Version: 1.0\nGenerator: toolhost-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-	}
+	files := map[string]string{name + "/__init__.py": "def shout(s):\n    return s.upper() + '!'\n"}
 	for i := 0; i < 20; i++ {
 		files[fmt.Sprintf("%s/m%d.py", name, i)] = strings.Repeat(fmt.Sprintf("X%d = %q\n", i, name), 200)
 	}
-	var record strings.Builder
-	for path, content := range files {
-		sum := sha256.Sum256([]byte(content))
-		fmt.Fprintf(&record, "%s,sha256=%s,%d\n", path, base64.RawURLEncoding.EncodeToString(sum[:]), len(content))
-	}
-	recordPath := fmt.Sprintf("%s-%s.dist-info/RECORD", name, version)
-	fmt.Fprintf(&record, "%s,,\n", recordPath)
-	files[recordPath] = record.String()
-	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%s-py3-none-any.whl", name, version)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zw := zip.NewWriter(f)
-	for path, content := range files {
-		w, err := zw.Create(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.Write([]byte(content))
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
+	testwheel.Write(t, dir, name, version, files)
 }
 
 // TestKill9LeavesNothing kills the server with SIGKILL while calls run (a
