@@ -32,6 +32,10 @@ const (
 	// SandboxSocketDir is where the plugin process makes its go-plugin
 	// socket (a tiny tmpfs of its own).
 	SandboxSocketDir = "/run/plugin"
+	// SandboxCallbackDir is where the host's sockets for
+	// toolhost.call_tool (go-plugin's broker) appear; the sandbox may
+	// connect to them, not write there.
+	SandboxCallbackDir = "/run/callbacks"
 	// SandboxWorkerCgroup is the workers' pids cgroup folder.
 	SandboxWorkerCgroup = "/run/cgroup"
 	// SandboxToolUID is the user (and group) id that the plugin process and

@@ -439,6 +439,12 @@ func cleanStaleFiles() {
 			os.Remove(d)
 		}
 	}
+	cbs, _ := filepath.Glob(filepath.Join(filepath.Dir(callbackRoot()), "*"))
+	for _, d := range cbs {
+		if pid, err := strconv.Atoi(filepath.Base(d)); err == nil && pid != os.Getpid() && processGone(pid) {
+			os.RemoveAll(d)
+		}
+	}
 	views, _ := filepath.Glob(filepath.Join(os.TempDir(), "toolhost-group-*"))
 	for _, v := range views {
 		var pid int

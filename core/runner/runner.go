@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -22,7 +21,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -210,6 +208,7 @@ func (p *process) kill() {
 		}
 	}
 	p.cg.remove()
+	os.Remove(callbackRoot()) // once the last of this process's is gone
 }
 
 // killWait bounds go-plugin's clean-up of a plugin process.
@@ -380,26 +379,18 @@ func (g *Group) loadRequest() *plugins.LoadRequest {
 // start launches the plugin process and loads the group; with check, the
 // signatures are compared with the definition.
 func (g *Group) start(ctx context.Context, check bool) error {
-	cmd, cg, err := g.command()
+	l, err := g.command()
 	if err != nil {
 		return err
 	}
 	stderr := newStderrLog()
-	client := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  plugins.Handshake,
-		Plugins:          plugins.PluginMap(nil),
-		Cmd:              cmd,
-		SkipHostEnv:      true,
-		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-		AutoMTLS:         true,
-		Managed:          true,
-		// Broker connections (toolhost.call_tool) ride on the plugin's own
-		// connection: the sandbox shares no socket folder with the host.
-		GRPCBrokerMultiplex: true,
-		Stderr:              stderr,
-		StartTimeout:        30 * time.Second,
-		Logger:              hclog.New(&hclog.LoggerOptions{Output: io.Discard, Level: hclog.Off}),
-	})
+	cc, err := l.clientConfig(stderr)
+	if err != nil {
+		l.cg.remove()
+		return err
+	}
+	client := plugin.NewClient(cc)
+	cmd, cg := l.cmd, l.cg
 	p := &process{cmd: cmd, client: client, stderr: stderr, cg: cg}
 	rpc, err := client.Client()
 	if err != nil {
@@ -459,12 +450,12 @@ func (g *Group) checkSignatures(resp *plugins.LoadResponse) []string {
 
 // command is the plugin process's command line: the toolhost binary re-run
 // as "pyhost", inside the sandbox when one is configured.
-func (g *Group) command() (*exec.Cmd, *sandboxCgroups, error) {
+func (g *Group) command() (*launch, error) {
 	if g.opts.Sandbox == nil {
 		cmd := exec.Command(g.opts.Executable, "pyhost")
 		cmd.Env = g.pluginEnv()
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-		return cmd, nil, nil
+		return &launch{cmd: cmd}, nil
 	}
 	return g.opts.Sandbox.command(g)
 }
@@ -569,8 +560,8 @@ func (g *Group) PluginPID() int {
 	if g.proc == nil {
 		return 0
 	}
-	if rc := g.proc.client.ReattachConfig(); rc != nil {
-		return rc.Pid
+	if p := g.proc.cmd.Process; p != nil {
+		return p.Pid
 	}
 	return 0
 }

@@ -342,15 +342,15 @@ func (s *Sandbox) cgroups(cfg *plugins.SandboxConfig, limits plugins.Limits) (*s
 
 // command builds the plugin process's command: "toolhost sandbox-launch",
 // told how to build the sandbox before init starts "toolhost pyhost".
-func (s *Sandbox) command(g *Group) (*exec.Cmd, *sandboxCgroups, error) {
+func (s *Sandbox) command(g *Group) (*launch, error) {
 	if !s.namespaces && !s.Unconfined {
-		return nil, nil, s.Refusal()
+		return nil, s.Refusal()
 	}
 	if !s.namespaces {
 		cmd := exec.Command(g.opts.Executable, "pyhost")
 		cmd.Env = g.pluginEnv()
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-		return cmd, nil, nil
+		return &launch{cmd: cmd}, nil
 	}
 	limits := g.opts.Limits.WithDefaults()
 	cfg := s.config(g.opts.Executable, g.opts.Python, limits)
@@ -361,17 +361,17 @@ func (s *Sandbox) command(g *Group) (*exec.Cmd, *sandboxCgroups, error) {
 	cfg.Env = g.pluginEnv()
 	cg, err := s.cgroups(&cfg, limits)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	data, err := json.Marshal(cfg)
 	if err != nil {
 		cg.remove()
-		return nil, nil, err
+		return nil, err
 	}
 	cmd := exec.Command(g.opts.Executable, "sandbox-launch")
 	cmd.Env = append(baseEnv(), plugins.EnvSandbox+"="+string(data))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	return cmd, cg, nil
+	return &launch{cmd: cmd, cg: cg, cfg: &cfg}, nil
 }
 
 // insidePaths rewrites a load request's host paths into the sandbox's.

@@ -50,7 +50,9 @@ func Launch() {
 	// launcher's environment does.
 	for _, kv := range os.Environ() {
 		if strings.HasPrefix(kv, "PLUGIN_") || strings.HasPrefix(kv, plugins.Handshake.MagicCookieKey+"=") {
-			if !strings.HasPrefix(kv, "PLUGIN_UNIX_SOCKET_DIR=") {
+			// The socket folder and group are the host's: inside, the
+			// plugin's socket goes to SandboxSocketDir.
+			if !strings.HasPrefix(kv, "PLUGIN_UNIX_SOCKET_DIR=") && !strings.HasPrefix(kv, "PLUGIN_UNIX_SOCKET_GROUP=") {
 				cfg.Env = append(cfg.Env, kv)
 			}
 		}
