@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -267,7 +268,8 @@ func blockedNets() []string {
 			}
 		}
 	}
-	return nets
+	sort.Strings(nets)
+	return slices.Compact(nets)
 }
 
 // Warnings says, loudly, which mechanisms are missing and what that

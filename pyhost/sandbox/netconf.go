@@ -51,7 +51,9 @@ func blockRoutes(prefixes []string) error {
 		if err != nil {
 			return fmt.Errorf("blocked prefix %q: %w", p, err)
 		}
-		if err := addUnreachable(fd, uint32(i+1), n); err != nil {
+		// The same prefix twice (a host address inside a range already
+		// listed) is already blocked.
+		if err := addUnreachable(fd, uint32(i+1), n); err != nil && err != unix.EEXIST {
 			return fmt.Errorf("block %s: %w", p, err)
 		}
 	}
