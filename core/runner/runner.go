@@ -208,7 +208,6 @@ func (p *process) kill() {
 		}
 	}
 	p.cg.remove()
-	os.Remove(callbackRoot()) // once the last of this process's is gone
 }
 
 // killWait bounds go-plugin's clean-up of a plugin process.
@@ -339,7 +338,10 @@ func resolveRuntime(opts Options) (string, error) {
 
 // StopAll stops every plugin process this process started (go-plugin's
 // managed clients); call it before exiting.
-func StopAll() { plugin.CleanupClients() }
+func StopAll() {
+	plugin.CleanupClients()
+	os.Remove(callbackRoot()) // empty once every client is gone
+}
 
 // Runtime is the runtime the group runs on.
 func (g *Group) Runtime() string { return g.runtime }
