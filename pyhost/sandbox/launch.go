@@ -127,7 +127,7 @@ func Launch() {
 		relay(outR, os.Stdout, pid, ready, func() { RemoveStage(os.Getpid()) })
 		close(relayed)
 	}()
-	err = cmd.Wait()
+	cmd.Wait() // how init ended is in ProcessState
 	// What init and its command printed last is still in the pipe.
 	select {
 	case <-relayed:
