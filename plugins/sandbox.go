@@ -14,6 +14,11 @@ const EnvSandboxed = "TOOLHOST_SANDBOXED"
 // sandbox, to the plugin process.
 const EnvWorkerCgroup = "TOOLHOST_WORKER_CGROUP"
 
+// EnvWorkerMemoryCgroup passes the sandbox's memory cgroup (cgroup v1),
+// which the plugin process moves each worker into, as a path inside the
+// sandbox.
+const EnvWorkerMemoryCgroup = "TOOLHOST_WORKER_MEMORY_CGROUP"
+
 // Paths inside a sandbox. Nothing in a sandbox names a host path: the
 // group's files, its virtual environment, scratch and the toolhost binary
 // are mounted at these fixed places. The interpreter and its libraries keep
@@ -36,6 +41,9 @@ const (
 	// toolhost.call_tool (go-plugin's broker) appear; the sandbox may
 	// connect to them, not write there.
 	SandboxCallbackDir = "/run/callbacks"
+	// SandboxWorkerMemoryCgroup is the sandbox's memory cgroup folder on
+	// cgroup v1 (its workers are charged there).
+	SandboxWorkerMemoryCgroup = "/run/cgroup-memory"
 	// SandboxWorkerCgroup is the workers' pids cgroup folder.
 	SandboxWorkerCgroup = "/run/cgroup"
 	// SandboxToolUID is the user (and group) id that the plugin process and
@@ -85,6 +93,9 @@ type SandboxConfig struct {
 	// WorkerCgroup is the host folder of the workers' pids cgroup, mounted
 	// at SandboxWorkerCgroup.
 	WorkerCgroup string `json:"worker_cgroup,omitempty"`
+	// WorkerMemoryCgroup is the host folder of the memory cgroup the
+	// workers join (cgroup v1), mounted at SandboxWorkerMemoryCgroup.
+	WorkerMemoryCgroup string `json:"worker_memory_cgroup,omitempty"`
 	// Binds are the host paths the sandbox sees, read-only unless marked.
 	Binds []Bind `json:"binds"`
 	// ScratchBytes and ScratchInodes bound the scratch tmpfs.

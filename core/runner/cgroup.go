@@ -81,6 +81,23 @@ type sandboxCgroups struct {
 	v2  bool
 	// memory is the sandbox's memory limit.
 	memory int64
+	// workerMemory is, on cgroup v1, the sandbox's memory cgroup: the
+	// launcher does not join it, the plugin process moves each worker
+	// there (the plugin process is bounded by its address space, and
+	// gpython code makes neither files nor shared memory; charging its
+	// every page cost about 100 us per call).
+	workerMemory string
+}
+
+// join are the cgroups the sandbox's launcher joins.
+func (cg *sandboxCgroups) join() []string {
+	var out []string
+	for _, d := range cg.dirs {
+		if d != cg.workerMemory {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // parentCgroup holds every sandbox's cgroups, under each controller: its
@@ -197,6 +214,9 @@ func newSandboxCgroups(l cgroupLimits, toolUID, toolGID int) (*sandboxCgroups, e
 				return nil, fmt.Errorf("make a %s cgroup: %w", ctl, err)
 			}
 			cg.dirs = append(cg.dirs, dir)
+			if ctl == ctlMemory {
+				cg.workerMemory = dir
+			}
 		}
 		settings := []struct{ ctl, file, value string }{
 			{ctlPids, "pids.max", strconv.Itoa(l.Processes)},
@@ -223,8 +243,13 @@ func newSandboxCgroups(l cgroupLimits, toolUID, toolGID int) (*sandboxCgroups, e
 			return nil, err
 		}
 	}
-	if err := os.Chown(filepath.Join(cg.workers, "cgroup.procs"), toolUID, toolGID); err != nil {
-		return nil, fmt.Errorf("let the sandbox move its workers: %w", err)
+	for _, d := range []string{cg.workers, cg.workerMemory} {
+		if d == "" {
+			continue
+		}
+		if err := os.Chown(filepath.Join(d, "cgroup.procs"), toolUID, toolGID); err != nil {
+			return nil, fmt.Errorf("let the sandbox move its workers: %w", err)
+		}
 	}
 	ok = true
 	return cg, nil

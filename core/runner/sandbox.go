@@ -338,7 +338,7 @@ func (s *Sandbox) cgroups(cfg *plugins.SandboxConfig, limits plugins.Limits) (*s
 	if err != nil {
 		return nil, err
 	}
-	cfg.Cgroups, cfg.WorkerCgroup = cg.dirs, cg.workers
+	cfg.Cgroups, cfg.WorkerCgroup, cfg.WorkerMemoryCgroup = cg.join(), cg.workers, cg.workerMemory
 	return cg, nil
 }
 

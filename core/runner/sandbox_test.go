@@ -286,10 +286,16 @@ out = total`)
 	// The sandbox's cgroups exist while it runs, and are gone with it.
 	pid := g.PluginPID()
 	cgs := readProcCgroups(t, pid)
-	for _, want := range []string{"memory", "cpu", "pids", "freezer"} {
+	for _, want := range []string{"cpu", "pids", "freezer"} {
 		if !strings.Contains(cgs[want], "toolhost-") {
 			t.Errorf("the plugin process is not in a %s cgroup of its own: %q", want, cgs[want])
 		}
+	}
+	// The memory cgroup holds the workers (the plugin process is bounded
+	// by its address space).
+	cgs["memory"] = cgs["cpu"]
+	if procs, _ := os.ReadFile(filepath.Join(cgroupRoot, "memory", cgs["memory"], "cgroup.procs")); len(strings.Fields(string(procs))) == 0 {
+		t.Errorf("no worker in the sandbox's memory cgroup %s", cgs["memory"])
 	}
 	quota, _ := os.ReadFile(filepath.Join(cgroupRoot, "cpu", cgs["cpu"], "cpu.cfs_quota_us"))
 	if strings.TrimSpace(string(quota)) != "100000" {

@@ -130,7 +130,7 @@ func startWorker(python string, env []string, init initFrame, deadline time.Time
 	w := &worker{cmd: cmd, req: reqW, resp: respR, respFd: int(respR.Fd()), tail: tail.New(4096), pid: cmd.Process.Pid, exited: make(chan struct{})}
 	// In the sandbox, the worker joins the workers' cgroup before it runs
 	// any tool code (it waits for its first frame).
-	if cg := os.Getenv(plugins.EnvWorkerCgroup); cg != "" {
+	for _, cg := range workerCgroups() {
 		if err := os.WriteFile(filepath.Join(cg, "cgroup.procs"), []byte(strconv.Itoa(w.pid)), 0); err != nil {
 			reqW.Close()
 			respR.Close()
@@ -407,3 +407,17 @@ type describeFrame struct {
 func (f *describeFrame) setID(id string) { f.ID = id }
 
 func (f *initFrame) setID(id string) { f.ID = id }
+
+// workerCgroups are the cgroups a worker joins in the sandbox: the
+// workers' pids cgroup and the sandbox's memory cgroup, which holds the
+// workers only (the plugin process is bounded by its address space, and
+// gpython code can make neither files nor shared memory).
+func workerCgroups() []string {
+	var out []string
+	for _, env := range []string{plugins.EnvWorkerCgroup, plugins.EnvWorkerMemoryCgroup} {
+		if cg := os.Getenv(env); cg != "" {
+			out = append(out, cg)
+		}
+	}
+	return out
+}

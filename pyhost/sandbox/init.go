@@ -150,6 +150,9 @@ func writablePaths(cfg *plugins.SandboxConfig) []string {
 	if cfg.WorkerCgroup != "" {
 		rw = append(rw, plugins.SandboxWorkerCgroup+"/cgroup.procs")
 	}
+	if cfg.WorkerMemoryCgroup != "" {
+		rw = append(rw, plugins.SandboxWorkerMemoryCgroup+"/cgroup.procs")
+	}
 	for _, b := range cfg.Binds {
 		if b.Write {
 			rw = append(rw, target(b))
@@ -168,6 +171,9 @@ func startCommand(cfg *plugins.SandboxConfig) (*os.Process, error) {
 		env = append(env, plugins.EnvSandboxed+"=1", "PLUGIN_UNIX_SOCKET_DIR="+plugins.SandboxSocketDir)
 		if cfg.WorkerCgroup != "" {
 			env = append(env, plugins.EnvWorkerCgroup+"="+plugins.SandboxWorkerCgroup)
+		}
+		if cfg.WorkerMemoryCgroup != "" {
+			env = append(env, plugins.EnvWorkerMemoryCgroup+"="+plugins.SandboxWorkerMemoryCgroup)
 		}
 	}
 	dir := cfg.Dir

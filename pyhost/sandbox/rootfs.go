@@ -144,6 +144,11 @@ func populate(cfg *plugins.SandboxConfig) error {
 			return fmt.Errorf("mount the workers' cgroup: %w", err)
 		}
 	}
+	if cfg.WorkerMemoryCgroup != "" {
+		if err := bind(oldRoot+cfg.WorkerMemoryCgroup, newRoot+plugins.SandboxWorkerMemoryCgroup, true); err != nil {
+			return fmt.Errorf("mount the workers' memory cgroup: %w", err)
+		}
+	}
 	if err := makeDev(); err != nil {
 		return err
 	}
