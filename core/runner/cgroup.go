@@ -286,6 +286,7 @@ func (cg *sandboxCgroups) kill() {
 	}
 	state := filepath.Join(freezer, "freezer.state")
 	os.WriteFile(state, []byte("FROZEN"), 0)
+	defer os.WriteFile(state, []byte("THAWED"), 0)
 	for i := 0; i < 100; i++ {
 		b, _ := os.ReadFile(state)
 		if strings.TrimSpace(string(b)) == "FROZEN" {
@@ -296,7 +297,6 @@ func (cg *sandboxCgroups) kill() {
 	for _, pid := range readPids(freezer) {
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
-	os.WriteFile(state, []byte("THAWED"), 0)
 }
 
 // readPids lists the processes of a cgroup.
@@ -421,6 +421,7 @@ func CleanStaleCgroups() {
 		m, _ := filepath.Glob(filepath.Join(cgroupRoot, pattern))
 		dirs = append(dirs, m...)
 	}
+	var stale []string
 	for _, d := range dirs {
 		var pid, seq int
 		if _, err := fmt.Sscanf(filepath.Base(d), "toolhost-%d-%d", &pid, &seq); err != nil {
@@ -429,14 +430,24 @@ func CleanStaleCgroups() {
 		if pid == os.Getpid() || !processGone(pid) {
 			continue
 		}
-		for _, p := range readPids(d) {
-			syscall.Kill(p, syscall.SIGKILL)
+		stale = append(stale, d)
+	}
+	// Kill everything in them first, then thaw: a server killed while it
+	// was killing a sandbox leaves its freezer cgroup FROZEN, and a frozen
+	// process takes its SIGKILL only once thawed.
+	for _, d := range stale {
+		for _, sub := range []string{"", "workers", "init"} {
+			for _, p := range readPids(filepath.Join(d, sub)) {
+				syscall.Kill(p, syscall.SIGKILL)
+			}
 		}
+		if _, err := os.Stat(filepath.Join(d, "freezer.state")); err == nil {
+			os.WriteFile(filepath.Join(d, "freezer.state"), []byte("THAWED"), 0)
+		}
+	}
+	for _, d := range stale {
 		for _, sub := range []string{"workers", "init"} {
 			if w := filepath.Join(d, sub); dirExists(w) {
-				for _, p := range readPids(w) {
-					syscall.Kill(p, syscall.SIGKILL)
-				}
 				removeCgroup(w)
 			}
 		}

@@ -1,10 +1,14 @@
 package runner
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestCgroupV2Layout checks the files a sandbox's cgroups get on a cgroup
@@ -60,5 +64,57 @@ func TestCgroupV2Layout(t *testing.T) {
 	os.WriteFile(filepath.Join(cg.top, "memory.events"), []byte("low 0\nhigh 0\nmax 3\noom 1\noom_kill 2\n"), 0o644)
 	if n := cg.oomKills(); n != 2 {
 		t.Errorf("oom kills = %d", n)
+	}
+}
+
+// TestStaleFrozenSandboxIsCleaned checks the clean-up at a server's start
+// against what a server killed in the middle of killing a sandbox leaves:
+// cgroups of a dead server whose freezer is FROZEN, with a process in
+// them. The process must die (it takes SIGKILL only once thawed) and the
+// cgroups must go. It runs on this machine's real cgroup v1 hierarchies.
+func TestStaleFrozenSandboxIsCleaned(t *testing.T) {
+	if cgroupV2() || !dirExists(filepath.Join(cgroupRoot, ctlFreezer)) {
+		t.Fatal("this test needs the cgroup v1 freezer, which this machine (and CI's) has")
+	}
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ensureParent(false); err != nil {
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("toolhost-%d-1", gone.Process.Pid) // a server that is gone
+	sleeper := exec.Command("sleep", "300")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sleeper.Process.Kill()
+	var dirs []string
+	for _, ctl := range []string{ctlPids, ctlFreezer} {
+		dir := filepath.Join(cgroupRoot, ctl, parentCgroup, name)
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		dirs = append(dirs, dir)
+		if err := writeCgroup(dir, "cgroup.procs", strconv.Itoa(sleeper.Process.Pid)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	freezer := dirs[1]
+	if err := writeCgroup(freezer, "freezer.state", "FROZEN"); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- sleeper.Wait() }()
+	CleanStaleCgroups()
+	select {
+	case <-waited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the frozen process of a dead server's sandbox is still alive")
+	}
+	for _, d := range dirs {
+		if dirExists(d) {
+			t.Errorf("%s was not removed", d)
+		}
 	}
 }
