@@ -76,7 +76,9 @@ func (l *launch) runner(_ hclog.Logger, spec *exec.Cmd, socketDir string) (runne
 		if err := os.Chmod(socketDir, 0o750); err != nil {
 			return nil, err
 		}
-		l.cfg.Binds = append(l.cfg.Binds, plugins.Bind{Source: socketDir, Target: plugins.SandboxCallbackDir, Write: true})
+		// Read-only: connecting to a socket needs no write access to its
+		// mount.
+		l.cfg.Binds = append(l.cfg.Binds, plugins.Bind{Source: socketDir, Target: plugins.SandboxCallbackDir})
 		data, err := json.Marshal(l.cfg)
 		if err != nil {
 			return nil, err
