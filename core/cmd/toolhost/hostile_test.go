@@ -97,7 +97,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -255,23 +254,8 @@ func TestHostileServer(t *testing.T) {
 	w := &hostileWorld{t: t, s: s, tokA: tokA, tokB: tokB, port: port, bSecret: "b-secret-" + strconv.Itoa(os.Getpid())}
 
 	// A listener that counts what the host fetches for tenants.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var fetched atomic.Int32
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			fetched.Add(1)
-			c.Close()
-		}
-	}()
-	listener := "http://" + ln.Addr().String()
+	addr, fetched := countingListener(t)
+	listener := "http://" + addr
 
 	s.upload(tokA, hostileDir, "attack.py")
 	hp, err := os.ReadFile(hostilePy)

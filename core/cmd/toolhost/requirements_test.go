@@ -100,23 +100,8 @@ func TestValidateRefusesHostileRequirements(t *testing.T) {
 // at that URL counts connections), nothing is installed, and nothing stored
 // is lost: fixing the file brings the group back to Ready.
 func TestServerRefusesHostileRequirements(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var fetched atomic.Int32
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			fetched.Add(1)
-			c.Close()
-		}
-	}()
-	index := "http://" + ln.Addr().String() + "/"
+	addr, fetched := countingListener(t)
+	index := "http://" + addr + "/"
 
 	data := t.TempDir()
 	token := tenant(t, data, "acme")
@@ -188,4 +173,27 @@ func TestServerRefusesHostileRequirements(t *testing.T) {
 	if venvs, _ := filepath.Glob(filepath.Join(data, "venvs", "venv-*")); len(venvs) != 0 {
 		t.Errorf("environments were built: %v", venvs)
 	}
+}
+
+// countingListener listens on loopback and counts the connections it gets
+// (what the host or a tool fetched), until the test ends.
+func countingListener(t *testing.T) (string, *atomic.Int32) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	count := new(atomic.Int32)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			count.Add(1)
+			c.Close()
+		}
+	}()
+	return ln.Addr().String(), count
 }
