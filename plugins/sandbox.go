@@ -19,6 +19,16 @@ const EnvWorkerCgroup = "TOOLHOST_WORKER_CGROUP"
 // sandbox.
 const EnvWorkerMemoryCgroup = "TOOLHOST_WORKER_MEMORY_CGROUP"
 
+// SandboxStageDir is the host folder where a sandbox's launcher mounts the
+// sources of its binds, for the moment it takes to create the sandbox's
+// mount namespace (one folder per launcher pid); the server's start
+// removes those of launchers that are gone.
+const SandboxStageDir = "/run/toolhost-stage"
+
+// SandboxPidsReserve is how many processes and threads a sandbox keeps for
+// its launcher, init and plugin process beyond Limits.Processes.
+const SandboxPidsReserve = 64
+
 // Paths inside a sandbox. Nothing in a sandbox names a host path: the
 // group's files, its virtual environment, scratch and the toolhost binary
 // are mounted at these fixed places. The interpreter and its libraries keep
@@ -61,7 +71,7 @@ type Bind struct {
 	// Write makes it writable (the default is read-only).
 	Write bool `json:"write,omitempty"`
 	// Staged is set by the launcher: where the source is mounted for init
-	// to mount it from (see sandbox.StageDir).
+	// to mount it from (see SandboxStageDir).
 	Staged string `json:"staged,omitempty"`
 }
 

@@ -81,6 +81,9 @@ type sandboxCgroups struct {
 	v2  bool
 	// memory is the sandbox's memory limit.
 	memory int64
+	// oomSeen is the kernel's count of kills for the memory limit that a
+	// crash message has explained so far.
+	oomSeen atomic.Int64
 	// workerMemory is, on cgroup v1, the sandbox's memory cgroup: the
 	// launcher does not join it, the plugin process moves each worker
 	// there (the plugin process is bounded by its address space, and
@@ -355,9 +358,15 @@ func (cg *sandboxCgroups) oomKills() int {
 }
 
 // memoryNote explains a crash when the kernel killed a process of the
-// sandbox for its memory limit since the count was before.
-func (cg *sandboxCgroups) memoryNote(before int) string {
-	if cg == nil || cg.oomKills() <= before {
+// sandbox for its memory limit since the last crash it explained. It reads
+// the cgroup only when a call crashed: nothing is read on the way of a
+// call that did not.
+func (cg *sandboxCgroups) memoryNote() string {
+	if cg == nil {
+		return ""
+	}
+	n := int64(cg.oomKills())
+	if n <= cg.oomSeen.Swap(n) {
 		return ""
 	}
 	return fmt.Sprintf(" (the sandbox reached its memory limit of %d MiB, which counts every worker, shared memory, memfd and scratch files: the kernel killed the largest process)", cg.memory>>20)
@@ -463,7 +472,7 @@ func dirExists(p string) bool {
 // cleanStaleFiles removes the launchers' stages and the group copies of
 // processes that are gone.
 func cleanStaleFiles() {
-	stages, _ := filepath.Glob(filepath.Join(stageDir, "*"))
+	stages, _ := filepath.Glob(filepath.Join(plugins.SandboxStageDir, "*"))
 	for _, d := range stages {
 		if pid, err := strconv.Atoi(filepath.Base(d)); err == nil && processGone(pid) {
 			entries, _ := os.ReadDir(d)
@@ -509,7 +518,3 @@ func processGone(pid int) bool {
 	}
 	return false
 }
-
-// stageDir is sandbox.StageDir (the launcher's), which the core cannot
-// import.
-const stageDir = "/run/toolhost-stage"

@@ -523,10 +523,9 @@ func (g *Group) CallTimeout(ctx context.Context, impl definition.Implementation,
 	// that cannot (a stuck gpython interpreter, a hung process).
 	cctx, cancel := context.WithTimeout(ctx, timeout+5*time.Second)
 	defer cancel()
-	ooms := p.cg.oomKills()
 	resp, err := p.host.Call(cctx, req)
 	if err == nil && resp.Error != nil && resp.Error.Kind == plugins.ErrCrash {
-		resp.Error.Message += p.cg.memoryNote(ooms)
+		resp.Error.Message += p.cg.memoryNote()
 	}
 	if err != nil {
 		g.replace(p)
@@ -534,7 +533,7 @@ func (g *Group) CallTimeout(ctx context.Context, impl definition.Implementation,
 			return fail(plugins.ErrTimeout, fmt.Sprintf("%s did not finish within %s; the plugin process was replaced", req.Callable, timeout))
 		}
 		return fail(plugins.ErrCrash, fmt.Sprintf("the plugin process failed during the call to %s: %s%s%s; it will be restarted for the next call",
-			req.Callable, processExit(p), p.cg.memoryNote(ooms), p.stderr.note(g.runtime)))
+			req.Callable, processExit(p), p.cg.memoryNote(), p.stderr.note(g.runtime)))
 	}
 	if resp.Error != nil && resp.Error.Kind == plugins.ErrTimeout && resp.Runtime == plugins.RuntimeGPython {
 		g.replace(p) // its interpreter is stuck in the overrunning code

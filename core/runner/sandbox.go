@@ -63,11 +63,6 @@ func (s *Sandbox) Refusal() error {
 		"toolhost doctor says what is missing (--unsandboxed runs it anyway, never for tenants' code)", detail)
 }
 
-// pidsReserve is how many processes and threads of the sandbox's pids limit
-// are kept for its launcher, init and plugin process; the workers share the
-// rest (Limits.Processes).
-const pidsReserve = 64
-
 // pluginMemoryBytes is what a sandbox's memory limit allows beyond its
 // workers' and its scratch: the launcher, init and the plugin process.
 const pluginMemoryBytes = 256 << 20
@@ -330,7 +325,7 @@ func (s *Sandbox) cgroups(cfg *plugins.SandboxConfig, limits plugins.Limits) (*s
 		cpus = 1
 	}
 	cg, err := newSandboxCgroups(cgroupLimits{
-		Processes:       limits.Processes + pidsReserve,
+		Processes:       limits.Processes + plugins.SandboxPidsReserve,
 		WorkerProcesses: max(limits.Processes, 8),
 		MemoryBytes:     int64(limits.Workers)*limits.MemoryBytes + scratchBytes + pluginMemoryBytes,
 		CPUs:            cpus,

@@ -66,6 +66,10 @@ type worker struct {
 	exited  chan struct{}
 	waitErr error
 	calls   int
+	// status is the worker's /proc/PID/status, kept open: it is read
+	// after every call (threads), and re-reading an open file spares the
+	// path lookup and the open of each time.
+	status *os.File
 }
 
 // errTimeout is a worker that did not answer in time; it has been killed.
@@ -144,8 +148,12 @@ func startWorker(python string, env []string, init initFrame, deadline time.Time
 		io.Copy(w.tail, outR)
 		outR.Close()
 	}()
+	w.status, _ = os.Open("/proc/" + strconv.Itoa(w.pid) + "/status")
 	go func() {
 		w.waitErr = cmd.Wait()
+		if w.status != nil {
+			w.status.Close()
+		}
 		close(w.exited)
 	}()
 	init.Helper = helperSource
@@ -292,11 +300,15 @@ func (w *worker) pending() bool {
 // threads is how many threads the worker process has (/proc's Threads:),
 // or 0 when it cannot be read.
 func (w *worker) threads() int {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(w.pid) + "/status")
-	if err != nil {
+	if w.status == nil {
 		return 0
 	}
-	s := string(b)
+	var buf [4096]byte
+	n, err := w.status.ReadAt(buf[:], 0)
+	if n == 0 && err != nil {
+		return 0
+	}
+	s := string(buf[:n])
 	i := strings.Index(s, "\nThreads:")
 	if i < 0 {
 		return 0
@@ -305,8 +317,8 @@ func (w *worker) threads() int {
 	if j := strings.IndexByte(s, '\n'); j >= 0 {
 		s = s[:j]
 	}
-	n, _ := strconv.Atoi(strings.TrimSpace(s))
-	return n
+	threads, _ := strconv.Atoi(strings.TrimSpace(s))
+	return threads
 }
 
 // leftThreads reports whether the worker has more threads than its own

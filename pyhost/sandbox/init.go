@@ -232,7 +232,7 @@ func setRlimits(l plugins.Limits) error {
 		resource int
 		value    uint64
 	}{
-		{"processes", unix.RLIMIT_NPROC, uint64(l.Processes + pidsReserve)},
+		{"processes", unix.RLIMIT_NPROC, uint64(l.Processes + plugins.SandboxPidsReserve)},
 		{"open files", unix.RLIMIT_NOFILE, nofile},
 		{"file size", unix.RLIMIT_FSIZE, uint64(l.FileSizeBytes)},
 		{"core dumps", unix.RLIMIT_CORE, 0},
@@ -249,7 +249,3 @@ func setRlimits(l plugins.Limits) error {
 	}
 	return nil
 }
-
-// pidsReserve is how many processes and threads of a sandbox are kept for
-// its init and plugin process beyond Limits.Processes.
-const pidsReserve = 64

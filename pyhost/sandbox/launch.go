@@ -87,7 +87,7 @@ func Launch() {
 	cmd.Env = []string{}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, outW, os.Stderr
 	cmd.ExtraFiles = []*os.File{cfgR, exeFile}
-	cmd.SysProcAttr = InitAttr(&cfg)
+	cmd.SysProcAttr = initAttr(&cfg)
 	if err := cmd.Start(); err != nil {
 		unstage()
 		fail("start the sandbox: %v", err)
@@ -143,11 +143,7 @@ func Launch() {
 	os.Exit(cmd.ProcessState.ExitCode())
 }
 
-// StageDir is where the launcher mounts the sources of a sandbox's binds,
-// for the moment it takes to create the sandbox's mount namespace.
-const StageDir = "/run/toolhost-stage"
-
-// stage mounts each bind's source under StageDir/PID/N, in a private mount
+// stage mounts each bind's source under SandboxStageDir/PID/N, in a private mount
 // of the host's namespace, so that init, which runs as an id that owns
 // nothing and cannot pass the folders above a source (a private home,
 // say), can mount it from there. The namespace init gets is a copy made
@@ -158,11 +154,11 @@ const StageDir = "/run/toolhost-stage"
 // has built its root: removing a mount point in one namespace detaches the
 // mounts on it in every other.
 func stage(cfg *plugins.SandboxConfig) (unstage func(), err error) {
-	dir := filepath.Join(StageDir, strconv.Itoa(os.Getpid()))
+	dir := filepath.Join(plugins.SandboxStageDir, strconv.Itoa(os.Getpid()))
 	if err := os.MkdirAll(dir, 0o711); err != nil {
 		return nil, fmt.Errorf("make the stage: %w", err)
 	}
-	os.Chmod(StageDir, 0o711)
+	os.Chmod(plugins.SandboxStageDir, 0o711)
 	os.Chmod(dir, 0o711)
 	var mounted []string
 	unstage = func() {
@@ -211,7 +207,7 @@ func stage(cfg *plugins.SandboxConfig) (unstage func(), err error) {
 
 // RemoveStage removes the (unmounted) stage of the launcher pid.
 func RemoveStage(pid int) {
-	dir := filepath.Join(StageDir, strconv.Itoa(pid))
+	dir := filepath.Join(plugins.SandboxStageDir, strconv.Itoa(pid))
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
 		os.Remove(filepath.Join(dir, e.Name()))
@@ -219,9 +215,9 @@ func RemoveStage(pid int) {
 	os.Remove(dir)
 }
 
-// InitAttr is the process attributes that create a sandbox's namespaces
+// initAttr is the process attributes that create a sandbox's namespaces
 // and map its ids.
-func InitAttr(cfg *plugins.SandboxConfig) *syscall.SysProcAttr {
+func initAttr(cfg *plugins.SandboxConfig) *syscall.SysProcAttr {
 	flags := uintptr(syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC |
 		syscall.CLONE_NEWUTS | syscall.CLONE_NEWNET | syscall.CLONE_NEWCGROUP)
 	attr := &syscall.SysProcAttr{Cloneflags: flags, Pdeathsig: syscall.SIGKILL}
@@ -299,7 +295,7 @@ func relay(from io.Reader, to io.Writer, pid int, ready <-chan error, built func
 			fmt.Fprintf(os.Stderr, "toolhost sandbox-launch: %v\n", nerr)
 			os.Exit(70)
 		}
-		to.Write([]byte(RewriteHandshake(line, pid)))
+		to.Write([]byte(rewriteHandshake(line, pid)))
 	}
 	if err != nil {
 		return
@@ -307,10 +303,10 @@ func relay(from io.Reader, to io.Writer, pid int, ready <-chan error, built func
 	io.Copy(to, r)
 }
 
-// RewriteHandshake turns the socket path of a go-plugin handshake line
+// rewriteHandshake turns the socket path of a go-plugin handshake line
 // ("CORE|APP|unix|PATH|grpc|CERT") into the same socket seen from the host
 // through the sandbox's init, pid.
-func RewriteHandshake(line string, pid int) string {
+func rewriteHandshake(line string, pid int) string {
 	parts := strings.Split(line, "|")
 	if len(parts) < 4 || parts[2] != "unix" || !strings.HasPrefix(parts[3], "/") {
 		return line

@@ -364,15 +364,7 @@ func TestHostileServer(t *testing.T) {
 			if code := s.do(tokA, "PUT", "/v1/files/requirements.txt", strings.NewReader(r.file), nil); code != 200 {
 				t.Fatalf("upload: %d", code)
 			}
-			var view struct {
-				Status string `json:"status"`
-				Errors []struct {
-					File    string `json:"file"`
-					Line    int    `json:"line"`
-					Column  int    `json:"column"`
-					Message string `json:"message"`
-				} `json:"errors"`
-			}
+			var view groupStatus
 			s.do(tokA, "GET", "/v1/groups/Req", nil, &view)
 			if view.Status != "Invalid" || len(view.Errors) != 1 || view.Errors[0].File != "requirements.txt" {
 				t.Fatalf("THE FILE WAS NOT REFUSED: %+v", view)

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"toolhost/plugins"
 )
 
 // What a server leaves on the host, counted for the soak run and the kill
@@ -25,8 +27,8 @@ const sandboxUIDBase = 0x70000000
 // cgroupFS is where the cgroup file systems are mounted.
 const cgroupFS = "/sys/fs/cgroup"
 
-// stageRoot is where sandbox launchers stage their binds (sandbox.StageDir).
-const stageRoot = "/run/toolhost-stage"
+// stageRoot is where sandbox launchers stage their binds.
+const stageRoot = plugins.SandboxStageDir
 
 // hostProc is one process of the host.
 type hostProc struct {

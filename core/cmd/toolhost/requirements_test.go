@@ -125,15 +125,7 @@ func TestServerRefusesHostileRequirements(t *testing.T) {
 	if code := s.do(token, "PUT", "/v1/files/requirements.txt", strings.NewReader(hostile), nil); code != 200 {
 		t.Fatalf("upload: %d", code)
 	}
-	var view struct {
-		Status string `json:"status"`
-		Errors []struct {
-			File    string `json:"file"`
-			Line    int    `json:"line"`
-			Column  int    `json:"column"`
-			Message string `json:"message"`
-		} `json:"errors"`
-	}
+	var view groupStatus
 	s.do(token, "GET", "/v1/groups/Shouter", nil, &view)
 	wantMsg := `"--find-links ` + index + `": options are not allowed in requirements.txt`
 	if view.Status != "Invalid" || len(view.Errors) != 1 || view.Errors[0].File != "requirements.txt" ||
@@ -196,4 +188,16 @@ func countingListener(t *testing.T) (string, *atomic.Int32) {
 		}
 	}()
 	return ln.Addr().String(), count
+}
+
+// groupStatus is what GET /v1/groups/NAME says of a group's status and
+// errors.
+type groupStatus struct {
+	Status string `json:"status"`
+	Errors []struct {
+		File    string `json:"file"`
+		Line    int    `json:"line"`
+		Column  int    `json:"column"`
+		Message string `json:"message"`
+	} `json:"errors"`
 }
