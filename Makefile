@@ -23,8 +23,10 @@ FUZZ_TARGETS := ./core/typeexpr:FuzzParse ./core/definition:FuzzLoad ./core/argu
 
 all: build
 
+# The toolhost binary and, beside it, the sandbox's helper (its launcher and
+# init, linked without the rest of toolhost: see docs/decisions.md).
 build:
-	$(GO) build -o $(BIN) ./core/cmd/toolhost
+	$(GO) build -o bin/ ./core/cmd/toolhost ./pyhost/cmd/toolhost-sandbox
 
 # The main job: the server on its defaults (SQLite under ./data) with the
 # sample groups imported. ADDR and DATA override the defaults.

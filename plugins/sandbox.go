@@ -6,6 +6,12 @@ package plugins
 // environment that the sandbox could read.
 const EnvSandbox = "TOOLHOST_SANDBOX"
 
+// EnvPreload holds, in the plugin process's environment, the load request
+// (JSON) the core is about to send: the plugin starts the group's first
+// worker from it at once, and Load adopts that worker when its request is
+// the same.
+const EnvPreload = "TOOLHOST_PRELOAD"
+
 // EnvSandboxed tells the plugin process that it runs in the sandbox's own
 // pid namespace, where it may sweep stray processes.
 const EnvSandboxed = "TOOLHOST_SANDBOXED"

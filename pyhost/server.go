@@ -5,6 +5,7 @@ package pyhost
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"toolhost/plugins"
+	"toolhost/plugins/service"
 	"toolhost/pyhost/cpython"
 	"toolhost/pyhost/gpython"
 )
@@ -31,6 +33,9 @@ type Server struct {
 	rt     runtime
 	last   *plugins.LoadResponse
 	broker *plugin.GRPCBroker
+	// early is the first worker, started from the core's load request
+	// before Load arrives (cpython only), until a Load adopts or drops it.
+	early *cpython.Early
 	// AfterCall runs after every cpython call with the pid of the worker
 	// that served it (or 0) and the pids of the live workers: the sandbox
 	// kills what the call left behind and returns how many processes it
@@ -38,7 +43,7 @@ type Server struct {
 	AfterCall func(worker int, live []int) int
 }
 
-// SetBroker implements plugins.BrokerUser.
+// SetBroker implements service.BrokerUser.
 func (s *Server) SetBroker(b *plugin.GRPCBroker) { s.broker = b }
 
 // Load implements plugins.Host.
@@ -51,7 +56,7 @@ func (s *Server) Load(ctx context.Context, req *plugins.LoadRequest) (*plugins.L
 	}
 	var callbacks plugins.Callbacks
 	if req.CallbackID != 0 && s.broker != nil {
-		cb, err := plugins.DialCallbacks(s.broker, req.CallbackID)
+		cb, err := service.DialCallbacks(s.broker, req.CallbackID)
 		if err != nil {
 			return nil, fmt.Errorf("connect to the core for toolhost.call_tool: %w", err)
 		}
@@ -64,14 +69,20 @@ func (s *Server) Load(ctx context.Context, req *plugins.LoadRequest) (*plugins.L
 			return nil, &plugins.ToolError{Kind: plugins.ErrLoad, Message: "the cpython runtime needs a python3 interpreter, and none was given"}
 		}
 		p := cpython.New(req, workerEnv(req.Scratch))
+		if s.early != nil && !p.Adopt(s.early) {
+			s.early.Discard()
+		}
+		s.early = nil
 		p.AfterCall = s.AfterCall
 		p.Callbacks = callbacks
 		rt = p
 	case plugins.RuntimeGPython:
+		s.dropEarly()
 		g := gpython.New(req)
 		g.Callbacks = callbacks
 		rt = g
 	default:
+		s.dropEarly()
 		return nil, fmt.Errorf("unknown runtime %q", req.Runtime)
 	}
 	out, err := rt.Load(ctx, req.Callables)
@@ -81,6 +92,26 @@ func (s *Server) Load(ctx context.Context, req *plugins.LoadRequest) (*plugins.L
 	}
 	s.rt, s.last = rt, out
 	return out, nil
+}
+
+// dropEarly discards the early worker, if any.
+func (s *Server) dropEarly() {
+	if s.early != nil {
+		s.early.Discard()
+		s.early = nil
+	}
+}
+
+// startEarly starts the first worker of the load request the core put in
+// plugins.EnvPreload (cpython only), and removes the variable.
+func (s *Server) startEarly() {
+	data := os.Getenv(plugins.EnvPreload)
+	os.Unsetenv(plugins.EnvPreload)
+	var req plugins.LoadRequest
+	if data == "" || json.Unmarshal([]byte(data), &req) != nil || req.Runtime != plugins.RuntimeCPython || req.Python == "" {
+		return
+	}
+	s.early = cpython.StartEarly(&req, workerEnv(req.Scratch))
 }
 
 // workerEnv is the whole environment of a worker: nothing of the host's.
@@ -120,6 +151,7 @@ func (s *Server) Call(ctx context.Context, req *plugins.CallRequest) (*plugins.C
 func (s *Server) Shutdown(context.Context, *plugins.Empty) (*plugins.Empty, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.dropEarly()
 	if s.rt != nil {
 		s.rt.Close()
 		s.rt = nil
@@ -142,10 +174,12 @@ func Serve(afterCall func(worker int, live []int) int) {
 		os.Exit(1)
 	}
 	srv := &Server{AfterCall: afterCall}
+	srv.startEarly()
 	plugin.Serve(&plugin.ServeConfig{
-		HandshakeConfig: plugins.Handshake,
-		Plugins:         plugins.PluginMap(srv),
+		HandshakeConfig: service.Handshake,
+		Plugins:         service.PluginMap(srv),
 		GRPCServer:      plugin.DefaultGRPCServer,
+		TLSProvider:     service.PluginTLS,
 		Logger:          hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: os.Stderr, JSONFormat: true}),
 	})
 	srv.Shutdown(context.Background(), nil)

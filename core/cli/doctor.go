@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 
 	"toolhost/core/runner"
 )
@@ -20,8 +21,10 @@ func runDoctor(env *Env, args []string) int {
 		return ExitFailure
 	}
 	py, pyErr := runner.FindPython()
+	exe, _ := os.Executable()
+	launcher := runner.Launcher(exe)
 	if *asJSON {
-		out := map[string]any{"sandbox": sb.Mechanisms}
+		out := map[string]any{"sandbox": sb.Mechanisms, "launcher": launcher}
 		if pyErr == nil {
 			out["python"] = py
 		} else {
@@ -37,6 +40,11 @@ func runDoctor(env *Env, args []string) int {
 				state = "MISSING"
 			}
 			fmt.Fprintf(env.Stdout, "  %-36s %-8s %s\n", m.Name, state, m.Detail)
+		}
+		if launcher != exe {
+			fmt.Fprintf(env.Stdout, "Sandbox launcher: %s\n", launcher)
+		} else {
+			fmt.Fprintf(env.Stdout, "Sandbox launcher: toolhost itself (%s is not beside it: sandboxes start about 40 ms slower; make build puts it there)\n", runner.HelperName)
 		}
 		if pyErr == nil {
 			fmt.Fprintf(env.Stdout, "Python: %s (%s) — the cpython runtime is available\n", py.Executable, py.Version)

@@ -102,7 +102,7 @@ func (s *Sandbox) installInSandbox(ctx context.Context, py *Python, build string
 	}
 	ctx, cancel := context.WithTimeout(ctx, InstallTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, s.exe, "sandbox-launch")
+	cmd := exec.CommandContext(ctx, Launcher(s.exe), "sandbox-launch")
 	cmd.Env = append(baseEnv(), plugins.EnvSandbox+"="+string(data))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out := tail.New(16 << 10)

@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/go-plugin/runner"
 
 	"toolhost/plugins"
+	"toolhost/plugins/service"
 )
 
 // callbackRoot holds, for each plugin process, the folder where the host
@@ -34,18 +35,25 @@ type launch struct {
 	cmd *exec.Cmd
 	cg  *sandboxCgroups
 	cfg *plugins.SandboxConfig
+	// tlsEnv is service.EnvTLS for the plugin process.
+	tlsEnv string
 }
 
 // clientConfig is go-plugin's configuration for the launch: the process is
 // started by pluginRunner, and under a sandbox the broker's sockets are
 // made in a folder the sandbox sees at a path of its own.
 func (l *launch) clientConfig(stderr io.Writer) (*goplugin.ClientConfig, error) {
+	tlsConfig, tlsEnv, err := service.NewTLS()
+	if err != nil {
+		return nil, fmt.Errorf("make the plugin's certificates: %w", err)
+	}
+	l.tlsEnv = tlsEnv
 	cc := &goplugin.ClientConfig{
-		HandshakeConfig:  plugins.Handshake,
-		Plugins:          plugins.PluginMap(nil),
+		HandshakeConfig:  service.Handshake,
+		Plugins:          service.PluginMap(nil),
 		SkipHostEnv:      true,
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
-		AutoMTLS:         true,
+		TLSConfig:        tlsConfig,
 		Managed:          true,
 		Stderr:           stderr,
 		StartTimeout:     30 * time.Second,
@@ -69,7 +77,7 @@ func (l *launch) clientConfig(stderr io.Writer) (*goplugin.ClientConfig, error) 
 // runner is go-plugin's RunnerFunc: spec carries go-plugin's environment
 // and socketDir the folder of the broker's sockets.
 func (l *launch) runner(_ hclog.Logger, spec *exec.Cmd, socketDir string) (runner.Runner, error) {
-	l.cmd.Env = append(l.cmd.Env, spec.Env...)
+	l.cmd.Env = append(append(l.cmd.Env, spec.Env...), service.EnvTLS+"="+l.tlsEnv)
 	r := &pluginRunner{cmd: l.cmd}
 	if l.cfg != nil && socketDir != "" {
 		// The host makes the sockets; the sandbox may only reach them.

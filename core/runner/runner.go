@@ -28,6 +28,7 @@ import (
 	"toolhost/core/definition"
 	"toolhost/core/requirements"
 	"toolhost/plugins"
+	"toolhost/plugins/service"
 )
 
 // DefaultTimeout is the timeout of one call when none is given.
@@ -407,7 +408,7 @@ func (g *Group) start(ctx context.Context, check bool) error {
 	p.host = raw.(plugins.Host)
 	load := *g.load
 	if g.opts.OnToolCall != nil {
-		if id, ok := plugins.ServeCallbacks(p.host, toolCalls{table: &g.calls, serve: g.opts.OnToolCall}); ok {
+		if id, ok := service.ServeCallbacks(p.host, toolCalls{table: &g.calls, serve: g.opts.OnToolCall}); ok {
 			load.CallbackID = id
 		}
 	}
@@ -471,6 +472,9 @@ func (g *Group) pluginEnv() []string {
 	env := baseEnv()
 	if g.runtime == plugins.RuntimeCPython {
 		env = append(env, "GOMAXPROCS=1")
+		if data, err := json.Marshal(g.load); err == nil {
+			env = append(env, plugins.EnvPreload+"="+string(data))
+		}
 	}
 	return env
 }

@@ -406,3 +406,70 @@ func TestStoppedPluginIsReplaced(t *testing.T) {
 		t.Errorf("replacing a stopped plugin process took %s", d)
 	}
 }
+
+func TestLauncher(t *testing.T) {
+	tests := []struct {
+		name   string
+		helper func(path string) // makes (or not) the helper at path
+		want   string            // "helper" or "exe"
+	}{
+		{"no helper", func(string) {}, "exe"},
+		{"helper", func(p string) { os.WriteFile(p, []byte("#!/bin/sh\n"), 0o755) }, "helper"},
+		{"helper not executable", func(p string) { os.WriteFile(p, []byte("#!/bin/sh\n"), 0o644) }, "exe"},
+		{"helper is a folder", func(p string) { os.Mkdir(p, 0o755) }, "exe"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			exe := filepath.Join(dir, "toolhost")
+			os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755)
+			helper := filepath.Join(dir, HelperName)
+			tt.helper(helper)
+			want := map[string]string{"helper": helper, "exe": exe}[tt.want]
+			if got := Launcher(exe); got != want {
+				t.Errorf("Launcher = %s, want %s", got, want)
+			}
+		})
+	}
+}
+
+// TestSandboxWithAndWithoutHelper: sandboxes are launched by the helper
+// binary beside toolhost, or by toolhost itself when it is alone; both
+// build the same sandbox.
+func TestSandboxWithAndWithoutHelper(t *testing.T) {
+	alone := filepath.Join(t.TempDir(), "toolhost")
+	data, err := os.ReadFile(toolhostBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(alone, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ exe, launcher string }{{toolhostBin, HelperName}, {alone, "toolhost"}} {
+		t.Run(tt.launcher, func(t *testing.T) {
+			sb, err := NewSandbox(tt.exe, "deny")
+			if err != nil {
+				t.Fatal(err)
+			}
+			needMechanisms(t, sb, plugins.MechUserNS, plugins.MechRoot, plugins.MechSeccomp)
+			def := loadDef(t, attackYAML)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			g, err := Open(ctx, def, filepath.Dir(attackYAML), Options{Executable: tt.exe, Sandbox: sb, Runtime: plugins.RuntimeCPython})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Close()
+			r := attack(t, g, "import os; out = [os.getuid(), sorted(os.listdir('/'))]")
+			if !r.OK || !strings.Contains(string(r.Result), fmt.Sprint(plugins.SandboxToolUID)) || !strings.Contains(string(r.Result), `"group"`) {
+				t.Fatalf("call in the sandbox: %s %+v", r.Result, r.Error)
+			}
+			g.mu.Lock()
+			path := g.proc.cmd.Path
+			g.mu.Unlock()
+			if filepath.Base(path) != tt.launcher {
+				t.Errorf("the sandbox was launched by %s, want %s", path, tt.launcher)
+			}
+		})
+	}
+}

@@ -42,6 +42,8 @@ type Pool struct {
 	AfterCall func(worker int, live []int) int
 	// Callbacks, if set, serve toolhost.call_tool.
 	Callbacks plugins.Callbacks
+	// early is an adopted early worker, until the first start takes it.
+	early *Early
 }
 
 // New makes the pool of a group; no worker starts until Load or a call.
@@ -308,6 +310,9 @@ func (p *Pool) discardLocked(w *worker) {
 // start starts a worker, its pid recorded as a live worker's from the
 // moment its process exists.
 func (p *Pool) start(ctx context.Context) (*worker, error) {
+	if w := p.takeEarly(ctx); w != nil {
+		return w, nil
+	}
 	var pid int
 	w, err := startWorker(p.python, p.env, p.init, deadline(ctx, startTimeout), func(n int) {
 		pid = n
@@ -326,6 +331,10 @@ func (p *Pool) start(ctx context.Context) (*worker, error) {
 // Close kills every worker.
 func (p *Pool) Close() {
 	p.mu.Lock()
+	if p.early != nil {
+		p.early.Discard()
+		p.early = nil
+	}
 	ws := make([]*worker, 0, len(p.all))
 	for w := range p.all {
 		ws = append(ws, w)

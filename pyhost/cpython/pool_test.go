@@ -3,11 +3,13 @@ package cpython
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"toolhost/plugins"
 )
@@ -246,5 +248,253 @@ func TestWorkerIsNotTrusted(t *testing.T) {
 				t.Errorf("worker replaced: %v, want %v (%s)", replaced, tt.replaced, r.Note)
 			}
 		})
+	}
+}
+
+// TestSignaturesMatchInspect: the worker reads a plain function's
+// parameters from its code object instead of importing inspect; for every
+// shape of callable it must say what inspect.signature says (checked by
+// running inspect on the same module).
+func TestSignaturesMatchInspect(t *testing.T) {
+	src := `import functools
+def none(): pass
+def pos(a, b): pass
+def defaults(a, b=1, c=2): pass
+def posonly(a, b=1, /, c=2): pass
+def posonly_only(a, /): pass
+def star(*args): pass
+def kw(**kw): pass
+def kwonly(*, a, b=1, c): pass
+def mixed(a, b=2, /, c=3, *args, d, e=5, **kw): pass
+def star_kwonly(a, *rest, b=1): pass
+def locals_after(a, b=1):
+    x = 1
+    y = 2
+    return x + y
+def closure():
+    z = 1
+    def inner(q, r=z, *, s=z): return q + r + s + z
+    return inner
+inner = closure()
+lam = lambda x, y=1: x
+async def coro(a, *, b=1): pass
+def gen(a, b=2):
+    yield a
+def wraps_base(x, y=1): pass
+@functools.wraps(wraps_base)
+def wrapped(*a, **k): pass
+partial = functools.partial(defaults, 1)
+class Klass:
+    def __init__(self, a, b=1): pass
+    def method(self, c, *, d=2): pass
+bound = Klass(0).method
+def with_signature(a): pass
+with_signature.__signature__ = __import__("inspect").signature(pos)
+def later_defaults(a, b): pass
+later_defaults.__defaults__ = (9,)
+`
+	names := []string{"none", "pos", "defaults", "posonly", "posonly_only", "star", "kw", "kwonly", "mixed",
+		"star_kwonly", "locals_after", "inner", "lam", "coro", "gen", "wrapped", "partial", "Klass", "bound",
+		"with_signature", "later_defaults"}
+	p := newPool(t, src, plugins.Limits{})
+	var callables []plugins.Callable
+	for _, n := range names {
+		callables = append(callables, plugins.Callable{Module: "m", Func: n})
+	}
+	out, err := p.Load(context.Background(), callables)
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := `import inspect, json, sys
+sys.path.insert(0, sys.argv[1])
+import m
+out = {}
+for n in sys.argv[2:]:
+    out[n] = [{"name": p.name, "kind": p.kind.name, "has_default": p.default is not inspect.Parameter.empty}
+              for p in inspect.signature(getattr(m, n)).parameters.values()]
+print(json.dumps(out))`
+	raw, err := exec.Command(python(t), append([]string{"-I", "-B", "-c", script, p.init.Root}, names...)...).Output()
+	if err != nil {
+		t.Fatalf("inspect: %v", err)
+	}
+	want := map[string][]plugins.Param{}
+	if err := json.Unmarshal(raw, &want); err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range names {
+		sig := out.Signatures[i]
+		if sig.Error != nil {
+			t.Errorf("%s: %+v", n, sig.Error)
+			continue
+		}
+		got, _ := json.Marshal(sig.Params)
+		exp, _ := json.Marshal(want[n])
+		if string(got) != string(exp) {
+			t.Errorf("%s:\n got %s\nwant %s", n, got, exp)
+		}
+	}
+}
+
+// TestImportPath: workers start with -S, so the runner sets up the import
+// path itself. A venv's site-packages is importable and its .pth files run
+// (they are the group's own packages); the bare interpreter's
+// site-packages is importable, but its start-up hooks (.pth files) do not
+// run; site's builtins are there.
+func TestImportPath(t *testing.T) {
+	venv := filepath.Join(t.TempDir(), "venv")
+	if out, err := exec.Command(python(t), "-I", "-m", "venv", "--without-pip", venv).CombinedOutput(); err != nil {
+		t.Fatalf("make a venv: %v\n%s", err, out)
+	}
+	sites, _ := filepath.Glob(filepath.Join(venv, "lib", "python3*", "site-packages"))
+	if len(sites) != 1 {
+		t.Fatalf("venv site-packages: %v", sites)
+	}
+	extra := filepath.Join(t.TempDir(), "extra")
+	os.MkdirAll(extra, 0o755)
+	os.WriteFile(filepath.Join(sites[0], "installed.py"), []byte("VALUE = 'installed'\n"), 0o644)
+	os.WriteFile(filepath.Join(extra, "fromPth.py"), []byte("VALUE = 'pth'\n"), 0o644)
+	os.WriteFile(filepath.Join(sites[0], "group.pth"), []byte(extra+"\n"), 0o644)
+	src := `import sys, site
+def probe():
+    import installed, fromPth
+    return {"installed": installed.VALUE, "pth": fromPth.VALUE, "prefix": sys.prefix,
+            "no_site": sys.flags.no_site, "builtins": [callable(exit), callable(quit), callable(help)]}
+def bare():
+    return {"site": any(p.endswith("site-packages") for p in sys.path), "in_venv": sys.prefix != sys.base_prefix}
+`
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "m.py"), []byte(src), 0o644)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name, python, fn, want string
+	}{
+		{"venv", filepath.Join(venv, "bin", "python"), "probe",
+			`{"installed": "installed", "pth": "pth", "prefix": "` + venv + `", "no_site": 1, "builtins": [true, true, true]}`},
+		{"interpreter", python(t), "bare", `{"site": true, "in_venv": false}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := New(&plugins.LoadRequest{Root: dir, Modules: map[string]string{"m": "m.py"}, Python: tc.python,
+				Scratch: t.TempDir()}, []string{"PATH=/usr/bin:/bin"})
+			defer p.Close()
+			r := p.Call(ctx, &plugins.CallRequest{Callable: plugins.Callable{Module: "m", Func: tc.fn}, Args: json.RawMessage(`{}`)})
+			if !r.OK || string(r.Result) != tc.want {
+				t.Errorf("got %s %+v\nwant %s", r.Result, r.Error, tc.want)
+			}
+		})
+	}
+}
+
+// TestJSONMatchesTheJSONModule: the worker encodes and decodes JSON with
+// the json module's C accelerator directly (the json module imports re); a
+// result must be the bytes json.dumps(ensure_ascii=False, allow_nan=False)
+// gives, and arguments what json.loads gives, for every kind of value.
+func TestJSONMatchesTheJSONModule(t *testing.T) {
+	values := `[
+    {"a": 1, "b": [1, 2.5, -0.0, 1e100, 1.5e-7, 12345678901234567890123], "c": None, "d": True, "e": False},
+    "é\u2028\x00\x1f\"\\ \U0001f600",
+    [], {}, (1, 2), 0.1, 3, -7, "", [[[]]], {"nested": {"k": ["v", {"x": 0.30000000000000004}]}},
+    {1: "int key", 2.5: "float key", True: "bool key", None: "none key"},
+    __import__("collections").OrderedDict([("z", 1), ("a", 2)]),
+    float("inf"), float("nan"), {1, 2}, b"bytes", object(), {"k": float("-inf")}, {(1, 2): 3},
+]`
+	p := newPool(t, `import json
+VALUES = `+values+`
+def get(i):
+    return VALUES[i]
+def echo(**args):
+    return repr(args)
+`, plugins.Limits{})
+	ctx := context.Background()
+	script := `import json, sys
+VALUES = ` + values + `
+for v in VALUES:
+    try:
+        print(json.dumps(json.dumps(v, ensure_ascii=False, allow_nan=False)))
+    except (TypeError, ValueError) as e:
+        print(json.dumps("ERROR " + type(e).__name__))
+args = json.loads(sys.argv[1])
+print(json.dumps(repr(args)))`
+	argsJSON := `{"s": "\u00e9\ud83d\ude00\n\t\"", "n": [1, 1.0, 1e400, -0, 0.1, 123456789012345678901234567890], "o": {"a": null, "b": true}, "u": "\u2028"}`
+	out, err := exec.Command(python(t), "-I", "-c", script, argsJSON).Output()
+	if err != nil {
+		t.Fatalf("the json module: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	for i, line := range lines[:len(lines)-1] {
+		var want string
+		json.Unmarshal([]byte(line), &want)
+		r := p.Call(ctx, &plugins.CallRequest{Callable: plugins.Callable{Module: "m", Func: "get"}, Args: json.RawMessage(fmt.Sprintf(`{"i": %d}`, i))})
+		switch {
+		case strings.HasPrefix(want, "ERROR "):
+			// The worker reports every value it cannot encode as a TypeError.
+			if r.OK || r.Error.Type != "TypeError" {
+				t.Errorf("value %d: want %s, got %s %+v", i, want, r.Result, r.Error)
+			}
+		case !r.OK || string(r.Result) != want:
+			t.Errorf("value %d:\n got %s %+v\nwant %s", i, r.Result, r.Error, want)
+		}
+	}
+	var want string
+	json.Unmarshal([]byte(lines[len(lines)-1]), &want)
+	r := p.Call(ctx, &plugins.CallRequest{Callable: plugins.Callable{Module: "m", Func: "echo"}, Args: json.RawMessage(argsJSON)})
+	var got string
+	json.Unmarshal(r.Result, &got)
+	if !r.OK || got != want {
+		t.Errorf("arguments:\n got %s %+v\nwant %s", r.Result, r.Error, want)
+	}
+}
+
+// TestEarlyWorker: a worker started before Load is adopted by a pool made
+// for the same request (it serves the first call, modules imported), and
+// left alone by one made for another; Discard kills it.
+func TestEarlyWorker(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "m.py"), []byte("import os\nSTARTED = os.getpid()\ndef pid():\n    return [os.getpid(), STARTED]\n"), 0o644)
+	req := &plugins.LoadRequest{Root: dir, Modules: map[string]string{"m": "m.py"}, Python: python(t), Scratch: t.TempDir()}
+	env := []string{"PATH=/usr/bin:/bin"}
+	ctx := context.Background()
+	call := func(p *Pool) (int, []int) {
+		r := p.Call(ctx, &plugins.CallRequest{Callable: plugins.Callable{Module: "m", Func: "pid"}, Args: json.RawMessage(`{}`)})
+		var got []int
+		if !r.OK || json.Unmarshal(r.Result, &got) != nil {
+			t.Fatalf("call: %s %+v", r.Result, r.Error)
+		}
+		return r.Worker, got
+	}
+
+	e := StartEarly(req, env)
+	<-e.done
+	if e.err != nil {
+		t.Fatal(e.err)
+	}
+	same := New(req, env)
+	defer same.Close()
+	if !same.Adopt(e) {
+		t.Fatal("a pool for the same request did not adopt the early worker")
+	}
+	if w, got := call(same); w != e.w.pid || got[0] != e.w.pid || got[1] != e.w.pid {
+		t.Errorf("the first call ran on worker %d (%v), want the early worker %d", w, got, e.w.pid)
+	}
+
+	e2 := StartEarly(req, env)
+	other := *req
+	other.Modules = map[string]string{"m": "m.py", "n": "m.py"}
+	p := New(&other, env)
+	defer p.Close()
+	if p.Adopt(e2) {
+		t.Fatal("a pool for another request adopted the early worker")
+	}
+	<-e2.done
+	if e2.err != nil {
+		t.Fatal(e2.err)
+	}
+	if w, _ := call(p); w == 0 || w == e2.w.pid {
+		t.Errorf("the pool ran its call on %d, the early worker being %d", w, e2.w.pid)
+	}
+	e2.Discard()
+	select {
+	case <-e2.w.exited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Discard did not kill the early worker")
 	}
 }

@@ -1,5 +1,5 @@
 # The CPython worker of toolhost's plugin process. It is started as
-# "python3 -I -c <this file>" and speaks framed JSON (a 4-byte big-endian
+# "python3 -I -S -B -c <this file>" and speaks framed JSON (a 4-byte big-endian
 # length, then UTF-8 JSON) on two dedicated pipes: requests on fd 3, answers
 # on fd 4. Standard output and error are never part of the protocol, so
 # print() in tool code cannot corrupt it: during a call they go to a bounded
@@ -7,17 +7,96 @@
 # every frame written back (the answer, and toolhost.call_tool requests
 # made during the call) carries the id of the request in flight. The host
 # checks ids and sizes itself: this file cooperates, it is not trusted.
-import importlib.util
-import inspect
-import io
-import json
+import site
+import sys
+
+
+def _site_packages():
+    """Sets up the import path that python3 -S left out.
+
+    The worker is started without the site module's start-up work: the .pth
+    files and sitecustomize of the interpreter's own site-packages are the
+    host's start-up hooks, not part of a group's environment (and can cost
+    more than the rest of the start). A venv (the group's requirements) is
+    set up as site would: its prefix, its site-packages and the .pth files
+    of the packages the group installed. Without a venv, the interpreter's
+    site-packages is importable but its .pth files do not run. The builtins
+    site adds (exit, quit, help, ...) are added too.
+    """
+    site.venv(None)
+    for d in site.getsitepackages():
+        if sys.prefix != sys.base_prefix:
+            site.addsitedir(d)
+        elif d not in sys.path:
+            sys.path.append(d)
+    site.setquit()
+    site.setcopyright()
+    site.sethelper()
+
+
+_site_packages()
+
+import io  # noqa: E402 (after the import path is set)
 import os
 import resource
 import struct
-import sys
 import time
-import traceback
 import types
+
+try:
+    # JSON straight from the json module's C accelerator: the json module
+    # itself imports re (and enum, and more), a third of a worker's start.
+    # Same output as json.dumps(..., ensure_ascii=False, allow_nan=False),
+    # same parsing as json.loads.
+    import _json
+
+    class _ScanContext:
+        strict = True
+        object_hook = None
+        object_pairs_hook = None
+        parse_float = float
+        parse_int = int
+
+        @staticmethod
+        def parse_constant(name):
+            raise ValueError("%s is not valid JSON" % name)
+
+    _scan = _json.make_scanner(_ScanContext())
+    _WHITESPACE = " \t\n\r"
+
+    def json_loads(data):
+        text = data.decode("utf-8") if isinstance(data, (bytes, bytearray)) else data
+        start = len(text) - len(text.lstrip(_WHITESPACE))
+        try:
+            obj, end = _scan(text, start)
+        except StopIteration as e:
+            raise ValueError("invalid JSON at character %d" % e.value) from None
+        if text[end:].strip(_WHITESPACE):
+            raise ValueError("invalid JSON: extra data at character %d" % end)
+        return obj
+
+    def json_dumps(obj, default=None):
+        encode = _json.make_encoder({}, default, _json.encode_basestring, None, ": ", ", ", False, False, False)
+        return "".join(encode(obj, 0))
+
+    json_dumps(json_loads('{"check": [1, 2.5, "\\u00e9", null, true]}'))
+except (ImportError, AttributeError, TypeError, ValueError):  # pragma: no cover (not CPython)
+    import json
+
+    def json_loads(data):
+        return json.loads(data)
+
+    def json_dumps(obj, default=None):
+        return json.dumps(obj, default=default, ensure_ascii=False, allow_nan=False)
+
+
+try:
+    # What importlib.util re-exports, without the import of importlib.util
+    # (contextlib and more: a few milliseconds of every worker's start).
+    from _frozen_importlib import module_from_spec
+    from _frozen_importlib_external import spec_from_file_location
+except ImportError:  # pragma: no cover (not CPython)
+    from importlib.util import module_from_spec, spec_from_file_location
 
 # The protocol pipes are not passed on to programs tool code runs.
 os.set_inheritable(3, False)
@@ -37,7 +116,7 @@ def read_frame():
     body = _read_exact(n)
     if body is None:
         return None
-    return json.loads(body)
+    return json_loads(body)
 
 
 def _read_exact(n):
@@ -59,7 +138,7 @@ def write_frame(obj, raw_result=None):
     already JSON, is spliced in as the "result" member rather than encoded a
     second time."""
     obj["id"] = CURRENT_ID[0]
-    body = json.dumps(obj, ensure_ascii=False, allow_nan=False)
+    body = json_dumps(obj)
     if raw_result is not None:
         body = '{"result":' + raw_result + "," + body[1:]
     body = body.encode("utf-8")
@@ -99,7 +178,12 @@ def error_of(exc, kind="exception"):
     tb = exc.__traceback__
     while tb is not None and tb.tb_frame.f_code.co_filename == RUNNER_FILE:
         tb = tb.tb_next
-    text = "".join(traceback.format_exception(type(exc), exc, tb))
+    try:
+        import traceback  # imported ahead after a worker's first call (see warm_up)
+
+        text = "".join(traceback.format_exception(type(exc), exc, tb))
+    except BaseException:  # out of memory, say: the message alone
+        text = "%s: %s\n" % (type(exc).__name__, exc)
     if ROOT[0]:
         text = text.replace('File "' + ROOT[0] + os.sep, 'File "')
     message = str(exc)
@@ -179,13 +263,55 @@ def to_json(value, limit):
         )
 
     try:
-        text = json.dumps(value, default=refuse, ensure_ascii=False, allow_nan=False)
+        text = json_dumps(value, default=refuse)
     except ValueError as e:
         raise TypeError("the result is not JSON-serialisable: %s" % e)
     size = len(text) if text.isascii() else len(text.encode("utf-8"))
     if size > limit:
         raise OverflowError("the result is %d bytes of JSON, more than the limit of %d" % (size, limit))
     return text
+
+
+CO_VARARGS, CO_VARKEYWORDS = 0x04, 0x08
+
+
+def parameters_of(fn):
+    """The parameters of a callable as inspect.signature gives them: name,
+    kind and whether it has a default. A plain function is read from its
+    code object (inspect costs more to import than the rest of the worker:
+    ast, dis, tokenize, enum); anything else (a class, a partial, a
+    decorated function with __wrapped__ or __signature__, a builtin) goes
+    through inspect."""
+    code = getattr(fn, "__code__", None)
+    if (
+        type(fn) is not types.FunctionType
+        or type(code) is not types.CodeType
+        or "__wrapped__" in fn.__dict__
+        or "__signature__" in fn.__dict__
+    ):
+        import inspect
+
+        return [
+            {"name": p.name, "kind": p.kind.name, "has_default": p.default is not inspect.Parameter.empty}
+            for p in inspect.signature(fn).parameters.values()
+        ]
+    names = code.co_varnames
+    npos, nposonly, nkw = code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount
+    ndefaults = len(fn.__defaults__ or ())
+    kwdefaults = fn.__kwdefaults__ or {}
+    out = []
+    for i in range(npos):
+        kind = "POSITIONAL_ONLY" if i < nposonly else "POSITIONAL_OR_KEYWORD"
+        out.append({"name": names[i], "kind": kind, "has_default": i >= npos - ndefaults})
+    at = npos + nkw
+    if code.co_flags & CO_VARARGS:
+        out.append({"name": names[at], "kind": "VAR_POSITIONAL", "has_default": False})
+        at += 1
+    for name in names[npos : npos + nkw]:
+        out.append({"name": name, "kind": "KEYWORD_ONLY", "has_default": name in kwdefaults})
+    if code.co_flags & CO_VARKEYWORDS:
+        out.append({"name": names[at], "kind": "VAR_KEYWORD", "has_default": False})
+    return out
 
 
 class Worker:
@@ -242,8 +368,8 @@ class Worker:
         if rel is None:
             raise ImportError("module %r is not a listed dependency of the group" % name)
         path = os.path.join(self.root, rel)
-        spec = importlib.util.spec_from_file_location(name, path)
-        mod = importlib.util.module_from_spec(spec)
+        spec = spec_from_file_location(name, path)
+        mod = module_from_spec(spec)
         sys.modules[name] = mod
         try:
             spec.loader.exec_module(mod)
@@ -264,11 +390,7 @@ class Worker:
                     raise AttributeError("module %r has no attribute %r" % (c["module"], c["func"]))
                 if not callable(fn):
                     raise TypeError("%s.%s is a %s, not a function" % (c["module"], c["func"], type(fn).__name__))
-                sig = inspect.signature(fn)
-                item["params"] = [
-                    {"name": p.name, "kind": p.kind.name, "has_default": p.default is not inspect.Parameter.empty}
-                    for p in sig.parameters.values()
-                ]
+                item["params"] = parameters_of(fn)
             except BaseException as e:
                 item["error"] = error_of(e, "load")
             out.append(item)
@@ -320,6 +442,17 @@ def reap():
             return
 
 
+def warm_up():
+    """Imports, once the host has a call's answer, what error reports need
+    (traceback is not needed to start a worker: it is imported out of the
+    way of a cold start)."""
+    if "traceback" not in sys.modules:
+        try:
+            import traceback  # noqa: F401
+        except BaseException:
+            pass
+
+
 def _close_quietly(fd):
     try:
         os.close(fd)
@@ -362,6 +495,7 @@ def main():
             if os.getpid() != main_pid:
                 os._exit(0)
             write_frame(answer, raw)
+            warm_up()
         elif op == "describe":
             write_frame(worker.describe(req.get("callables") or []))
         elif op == "exit":

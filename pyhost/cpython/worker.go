@@ -106,7 +106,7 @@ func startWorker(python string, env []string, init initFrame, deadline time.Time
 		respW.Close()
 		return nil, err
 	}
-	cmd := exec.Command(python, "-I", "-B", "-c", runnerSource)
+	cmd := exec.Command(python, "-I", "-S", "-B", "-c", runnerSource)
 	cmd.Env = env
 	cmd.Dir = init.Scratch
 	cmd.ExtraFiles = []*os.File{reqR, respW}

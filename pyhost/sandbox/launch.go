@@ -49,7 +49,7 @@ func Launch() {
 	// client's certificate) go to the plugin process; nothing else of the
 	// launcher's environment does.
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "PLUGIN_") || strings.HasPrefix(kv, plugins.Handshake.MagicCookieKey+"=") {
+		if strings.HasPrefix(kv, "PLUGIN_") || strings.HasPrefix(kv, plugins.MagicCookieKey+"=") {
 			// The socket folder and group are the host's: inside, the
 			// plugin's socket goes to SandboxSocketDir.
 			if !strings.HasPrefix(kv, "PLUGIN_UNIX_SOCKET_DIR=") && !strings.HasPrefix(kv, "PLUGIN_UNIX_SOCKET_GROUP=") {

@@ -1,6 +1,7 @@
 // Package testbin builds the toolhost binary once for a test package: the
-// plugin process, the sandbox init and the template workers are that
-// binary re-run, so tests need the real thing.
+// plugin process and the template workers are that binary re-run, and the
+// sandbox's launcher and init its helper binary beside it, so tests need
+// the real things.
 package testbin
 
 import (
@@ -13,23 +14,25 @@ import (
 )
 
 // Build compiles core/cmd/toolhost (with SQLite's FTS5; with the race
-// detector when TOOLHOST_TEST_RACE is set) into a temporary folder and
-// returns its path and a function that removes it.
+// detector when TOOLHOST_TEST_RACE is set) and the sandbox's helper,
+// pyhost/cmd/toolhost-sandbox, into a temporary folder and returns the
+// toolhost binary's path and a function that removes the folder.
 func Build() (string, func()) {
 	dir, err := os.MkdirTemp("", "toolhost-test-bin")
 	if err != nil {
 		panic(err)
 	}
 	_, self, _, _ := runtime.Caller(0)
-	pkg := filepath.Join(filepath.Dir(self), "..", "..", "cmd", "toolhost")
+	root := filepath.Join(filepath.Dir(self), "..", "..", "..")
+	pkgs := []string{filepath.Join(root, "core", "cmd", "toolhost"), filepath.Join(root, "pyhost", "cmd", "toolhost-sandbox")}
 	bin := filepath.Join(dir, "toolhost")
-	args := []string{"build", "-tags", "sqlite_fts5", "-o", bin}
+	args := []string{"build", "-tags", "sqlite_fts5", "-o", dir + string(filepath.Separator)}
 	if os.Getenv("TOOLHOST_TEST_RACE") != "" {
 		// make race: the server, plugin and worker processes the tests
 		// start are race-checked too, not only the test binary.
 		args = append(args, "-race")
 	}
-	if out, err := exec.Command("go", append(args, pkg)...).CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", append(args, pkgs...)...).CombinedOutput(); err != nil {
 		os.RemoveAll(dir)
 		panic(fmt.Sprintf("build toolhost: %v\n%s", err, out))
 	}

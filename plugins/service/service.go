@@ -1,4 +1,9 @@
-package plugins
+// Package service is the go-plugin gRPC service between the core and its
+// plugin process: the handshake, the plugin set, the client and server of
+// plugins.Host, and the core's callbacks (toolhost.call_tool) over the
+// broker. The messages themselves are in package plugins, which the
+// sandbox's helper binary imports without gRPC.
+package service
 
 import (
 	"context"
@@ -7,41 +12,28 @@ import (
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/encoding"
+
+	"toolhost/plugins"
 )
 
 // Handshake is the go-plugin handshake of toolhost's plugin process. A
 // binary started without the cookie refuses to serve.
 var Handshake = plugin.HandshakeConfig{
-	ProtocolVersion:  1,
-	MagicCookieKey:   "TOOLHOST_PYHOST_COOKIE",
-	MagicCookieValue: "9f1c2d7e-toolhost-pyhost",
-}
-
-// PluginName is the key of the plugin in go-plugin's plugin set.
-const PluginName = "pyhost"
-
-// Host is the service the plugin process serves: it holds one group.
-type Host interface {
-	// Load imports the group's modules and describes its callables.
-	Load(ctx context.Context, req *LoadRequest) (*LoadResponse, error)
-	// Describe returns the signatures of the loaded group's callables.
-	Describe(ctx context.Context, req *Empty) (*LoadResponse, error)
-	// Call runs one callable.
-	Call(ctx context.Context, req *CallRequest) (*CallResponse, error)
-	// Shutdown stops every worker; the process exits after answering.
-	Shutdown(ctx context.Context, req *Empty) (*Empty, error)
+	ProtocolVersion:  plugins.ProtocolVersion,
+	MagicCookieKey:   plugins.MagicCookieKey,
+	MagicCookieValue: plugins.MagicCookieValue,
 }
 
 // PluginMap is the plugin set both sides pass to go-plugin. The server side
 // sets Impl.
-func PluginMap(impl Host) plugin.PluginSet {
-	return plugin.PluginSet{PluginName: &GRPCPlugin{Impl: impl}}
+func PluginMap(impl plugins.Host) plugin.PluginSet {
+	return plugin.PluginSet{plugins.PluginName: &GRPCPlugin{Impl: impl}}
 }
 
-// GRPCPlugin adapts Host to go-plugin's gRPC plugins.
+// GRPCPlugin adapts plugins.Host to go-plugin's gRPC plugins.
 type GRPCPlugin struct {
 	plugin.NetRPCUnsupportedPlugin
-	Impl Host
+	Impl plugins.Host
 }
 
 // GRPCServer registers the service.
@@ -53,7 +45,7 @@ func (p *GRPCPlugin) GRPCServer(b *plugin.GRPCBroker, s *grpc.Server) error {
 	return nil
 }
 
-// GRPCClient returns a Host that calls the plugin.
+// GRPCClient returns a plugins.Host that calls the plugin.
 func (p *GRPCPlugin) GRPCClient(_ context.Context, b *plugin.GRPCBroker, c *grpc.ClientConn) (interface{}, error) {
 	return &client{conn: c, broker: b}, nil
 }
@@ -74,24 +66,24 @@ const serviceName = "toolhost.PyHost"
 
 var serviceDesc = grpc.ServiceDesc{
 	ServiceName: serviceName,
-	HandlerType: (*Host)(nil),
+	HandlerType: (*plugins.Host)(nil),
 	Methods: []grpc.MethodDesc{
-		{MethodName: "Load", Handler: unary(Host.Load)},
-		{MethodName: "Describe", Handler: unary(Host.Describe)},
-		{MethodName: "Call", Handler: unary(Host.Call)},
-		{MethodName: "Shutdown", Handler: unary(Host.Shutdown)},
+		{MethodName: "Load", Handler: unary(plugins.Host.Load)},
+		{MethodName: "Describe", Handler: unary(plugins.Host.Describe)},
+		{MethodName: "Call", Handler: unary(plugins.Host.Call)},
+		{MethodName: "Shutdown", Handler: unary(plugins.Host.Shutdown)},
 	},
-	Metadata: "plugins/service.go",
+	Metadata: "plugins/service/service.go",
 }
 
-// unary makes a gRPC method handler of a Host method.
-func unary[Req, Resp any](m func(Host, context.Context, *Req) (*Resp, error)) func(any, context.Context, func(any) error, grpc.UnaryServerInterceptor) (any, error) {
+// unary makes a gRPC method handler of a plugins.Host method.
+func unary[Req, Resp any](m func(plugins.Host, context.Context, *Req) (*Resp, error)) func(any, context.Context, func(any) error, grpc.UnaryServerInterceptor) (any, error) {
 	return func(srv any, ctx context.Context, dec func(any) error, icpt grpc.UnaryServerInterceptor) (any, error) {
 		in := new(Req)
 		if err := dec(in); err != nil {
 			return nil, err
 		}
-		h := srv.(Host)
+		h := srv.(plugins.Host)
 		if icpt == nil {
 			return m(h, ctx, in)
 		}
@@ -102,7 +94,7 @@ func unary[Req, Resp any](m func(Host, context.Context, *Req) (*Resp, error)) fu
 	}
 }
 
-// client is the Host the core holds: every method is one gRPC call.
+// client is the plugins.Host the core holds: every method is one gRPC call.
 type client struct {
 	conn   *grpc.ClientConn
 	broker *plugin.GRPCBroker
@@ -116,18 +108,18 @@ func invoke[Req, Resp any](ctx context.Context, c *client, method string, in *Re
 	return out, nil
 }
 
-func (c *client) Load(ctx context.Context, req *LoadRequest) (*LoadResponse, error) {
-	return invoke[LoadRequest, LoadResponse](ctx, c, "Load", req)
+func (c *client) Load(ctx context.Context, req *plugins.LoadRequest) (*plugins.LoadResponse, error) {
+	return invoke[plugins.LoadRequest, plugins.LoadResponse](ctx, c, "Load", req)
 }
 
-func (c *client) Describe(ctx context.Context, req *Empty) (*LoadResponse, error) {
-	return invoke[Empty, LoadResponse](ctx, c, "Describe", req)
+func (c *client) Describe(ctx context.Context, req *plugins.Empty) (*plugins.LoadResponse, error) {
+	return invoke[plugins.Empty, plugins.LoadResponse](ctx, c, "Describe", req)
 }
 
-func (c *client) Call(ctx context.Context, req *CallRequest) (*CallResponse, error) {
-	return invoke[CallRequest, CallResponse](ctx, c, "Call", req)
+func (c *client) Call(ctx context.Context, req *plugins.CallRequest) (*plugins.CallResponse, error) {
+	return invoke[plugins.CallRequest, plugins.CallResponse](ctx, c, "Call", req)
 }
 
-func (c *client) Shutdown(ctx context.Context, req *Empty) (*Empty, error) {
-	return invoke[Empty, Empty](ctx, c, "Shutdown", req)
+func (c *client) Shutdown(ctx context.Context, req *plugins.Empty) (*plugins.Empty, error) {
+	return invoke[plugins.Empty, plugins.Empty](ctx, c, "Shutdown", req)
 }
