@@ -472,12 +472,19 @@ func (g *Group) pluginEnv() []string {
 	env := baseEnv()
 	if g.runtime == plugins.RuntimeCPython {
 		env = append(env, "GOMAXPROCS=1")
-		if data, err := json.Marshal(g.load); err == nil {
+		// Only a request that fits comfortably: one environment string
+		// may hold 128 KiB, and in a sandbox this one is escaped again
+		// inside the launcher's configuration.
+		if data, err := json.Marshal(g.load); err == nil && len(data) <= maxPreload {
 			env = append(env, plugins.EnvPreload+"="+string(data))
 		}
 	}
 	return env
 }
+
+// maxPreload bounds the load request put in the plugin's environment
+// (plugins.EnvPreload); a larger group's first worker starts at Load.
+const maxPreload = 16 << 10
 
 // baseEnv is the environment every process toolhost starts gets.
 func baseEnv() []string {

@@ -3,6 +3,7 @@ package runner
 import (
 	"bytes"
 	crand "crypto/rand"
+	"debug/buildinfo"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -10,8 +11,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -119,15 +122,67 @@ func NewSandbox(exe, network string) (*Sandbox, error) {
 const HelperName = "toolhost-sandbox"
 
 // Launcher is the binary that launches sandboxes for the toolhost binary
-// exe: the helper beside it when there is one (it starts in a third of the
-// time: it links the sandbox's code alone), else exe itself. Both have the
-// same entry points, "sandbox-launch" and "sandbox-init".
+// exe: the helper beside it when it is trusted (it starts in a third of
+// the time: it links the sandbox's code alone), else exe itself. Both
+// have the same entry points, "sandbox-launch" and "sandbox-init".
 func Launcher(exe string) string {
 	helper := filepath.Join(filepath.Dir(exe), HelperName)
-	if fi, err := os.Stat(helper); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+	if trustedHelper(exe, helper) {
 		return helper
 	}
 	return exe
+}
+
+// trustedHelper reports whether helper may launch exe's sandboxes: a
+// regular executable file, owned by exe's owner and writable by no one
+// else, built from the same source as exe (the same Go version and
+// version-control settings in their build information): a helper left
+// from another build would build sandboxes with other rules.
+func trustedHelper(exe, helper string) bool {
+	hi, err := os.Stat(helper)
+	if err != nil || !hi.Mode().IsRegular() || hi.Mode()&0o111 == 0 || hi.Mode()&0o022 != 0 {
+		return false
+	}
+	ei, err := os.Stat(exe)
+	if err != nil {
+		return false
+	}
+	hs, ok1 := hi.Sys().(*syscall.Stat_t)
+	es, ok2 := ei.Sys().(*syscall.Stat_t)
+	if !ok1 || !ok2 || hs.Uid != es.Uid {
+		return false
+	}
+	key := fmt.Sprintf("%s|%d|%d|%s|%d|%d", helper, hi.Size(), hi.ModTime().UnixNano(), exe, ei.Size(), ei.ModTime().UnixNano())
+	if v, ok := sameBuildCache.Load(key); ok {
+		return v.(bool)
+	}
+	same := sameBuild(exe, helper)
+	sameBuildCache.Store(key, same)
+	return same
+}
+
+var sameBuildCache sync.Map
+
+// sameBuild compares two binaries' build information.
+func sameBuild(a, b string) bool {
+	ai, err := buildinfo.ReadFile(a)
+	if err != nil {
+		return false
+	}
+	bi, err := buildinfo.ReadFile(b)
+	if err != nil {
+		return false
+	}
+	vcs := func(info *debug.BuildInfo) string {
+		var parts []string
+		for _, s := range info.Settings {
+			if strings.HasPrefix(s.Key, "vcs.") {
+				parts = append(parts, s.Key+"="+s.Value)
+			}
+		}
+		return strings.Join(parts, ";")
+	}
+	return ai.GoVersion == bi.GoVersion && ai.Main.Version == bi.Main.Version && vcs(ai) == vcs(bi)
 }
 
 // identity reports whether sandboxes can run as host ids of their own:

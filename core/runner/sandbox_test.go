@@ -408,23 +408,38 @@ func TestStoppedPluginIsReplaced(t *testing.T) {
 }
 
 func TestLauncher(t *testing.T) {
+	// place copies a file to path with a mode.
+	place := func(t *testing.T, from, to string, mode os.FileMode) {
+		t.Helper()
+		data, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(to, data, mode); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(to, mode)
+	}
+	realHelper := filepath.Join(filepath.Dir(toolhostBin), HelperName)
 	tests := []struct {
 		name   string
-		helper func(path string) // makes (or not) the helper at path
-		want   string            // "helper" or "exe"
+		helper func(t *testing.T, path string) // makes (or not) the helper at path
+		want   string                          // "helper" or "exe"
 	}{
-		{"no helper", func(string) {}, "exe"},
-		{"helper", func(p string) { os.WriteFile(p, []byte("#!/bin/sh\n"), 0o755) }, "helper"},
-		{"helper not executable", func(p string) { os.WriteFile(p, []byte("#!/bin/sh\n"), 0o644) }, "exe"},
-		{"helper is a folder", func(p string) { os.Mkdir(p, 0o755) }, "exe"},
+		{"no helper", func(*testing.T, string) {}, "exe"},
+		{"the helper of the same build", func(t *testing.T, p string) { place(t, realHelper, p, 0o755) }, "helper"},
+		{"not executable", func(t *testing.T, p string) { place(t, realHelper, p, 0o644) }, "exe"},
+		{"writable by the group", func(t *testing.T, p string) { place(t, realHelper, p, 0o775) }, "exe"},
+		{"another build (a script)", func(t *testing.T, p string) { os.WriteFile(p, []byte("#!/bin/sh\nexec true\n"), 0o755) }, "exe"},
+		{"a folder", func(t *testing.T, p string) { os.Mkdir(p, 0o755) }, "exe"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			exe := filepath.Join(dir, "toolhost")
-			os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755)
+			place(t, toolhostBin, exe, 0o755)
 			helper := filepath.Join(dir, HelperName)
-			tt.helper(helper)
+			tt.helper(t, helper)
 			want := map[string]string{"helper": helper, "exe": exe}[tt.want]
 			if got := Launcher(exe); got != want {
 				t.Errorf("Launcher = %s, want %s", got, want)

@@ -498,3 +498,38 @@ func TestEarlyWorker(t *testing.T) {
 		t.Fatal("Discard did not kill the early worker")
 	}
 }
+
+// TestGroupModulesDoNotShadowTheRunner: the runner imports inspect and
+// traceback late; a group whose modules are named like the standard
+// modules those import (token, enum) still gets signatures and full
+// tracebacks.
+func TestGroupModulesDoNotShadowTheRunner(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "token.py"), []byte("VALUE = 'tok'\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "enum.py"), []byte("VALUE = 'enum'\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "m.py"), []byte(`import functools, token, enum
+def base(x):
+    pass
+@functools.wraps(base)
+def wrapped(*a, **k):
+    return token.VALUE + "-" + enum.VALUE
+def fails():
+    return 1 / 0
+`), 0o644)
+	p := New(&plugins.LoadRequest{Root: dir, Modules: map[string]string{"m": "m.py", "token": "token.py", "enum": "enum.py"},
+		Python: python(t), Scratch: t.TempDir()}, []string{"PATH=/usr/bin:/bin"})
+	defer p.Close()
+	ctx := context.Background()
+	out, err := p.Load(ctx, []plugins.Callable{{Module: "m", Func: "wrapped"}})
+	if err != nil || out.Signatures[0].Error != nil || len(out.Signatures[0].Params) != 1 || out.Signatures[0].Params[0].Name != "x" {
+		t.Fatalf("describe a wrapped function beside token.py: %v %+v", err, out)
+	}
+	r := p.Call(ctx, &plugins.CallRequest{Callable: plugins.Callable{Module: "m", Func: "wrapped"}, Args: json.RawMessage(`{}`)})
+	if !r.OK || string(r.Result) != `"tok-enum"` {
+		t.Errorf("call: %s %+v", r.Result, r.Error)
+	}
+	r = p.Call(ctx, &plugins.CallRequest{Callable: plugins.Callable{Module: "m", Func: "fails"}, Args: json.RawMessage(`{}`)})
+	if r.OK || !strings.Contains(r.Error.Traceback, `File "m.py", line 8, in fails`) {
+		t.Errorf("traceback: %+v", r.Error)
+	}
+}

@@ -75,8 +75,11 @@ try:
             raise ValueError("invalid JSON: extra data at character %d" % end)
         return obj
 
+    def _not_serialisable(o):
+        raise TypeError("Object of type %s is not JSON serializable" % type(o).__name__)
+
     def json_dumps(obj, default=None):
-        encode = _json.make_encoder({}, default, _json.encode_basestring, None, ": ", ", ", False, False, False)
+        encode = _json.make_encoder({}, default or _not_serialisable, _json.encode_basestring, None, ": ", ", ", False, False, False)
         return "".join(encode(obj, 0))
 
     json_dumps(json_loads('{"check": [1, 2.5, "\\u00e9", null, true]}'))
@@ -104,6 +107,26 @@ os.set_inheritable(4, False)
 REQ = os.fdopen(3, "rb", buffering=0)
 RESP = os.fdopen(4, "wb", buffering=0)
 ROOT = [""]  # the group's folder, cut from file names in tracebacks
+BASE_PATH = list(sys.path)  # the import path before the group's folders
+GROUP_MODULES = set()  # the names of the group's modules
+
+
+def stdlib(name):
+    """Imports a standard module the runner needs late (inspect, traceback),
+    as if the group's folders were not on the path: a group's token.py or
+    enum.py must not stand in for the modules these import."""
+    mod = sys.modules.get(name)
+    if mod is not None and name not in GROUP_MODULES:
+        return mod
+    saved_path = sys.path[:]
+    shadowing = {n: sys.modules.pop(n) for n in list(GROUP_MODULES) if n in sys.modules}
+    sys.path[:] = BASE_PATH
+    try:
+        __import__(name)
+        return sys.modules[name]
+    finally:
+        sys.path[:] = saved_path
+        sys.modules.update(shadowing)
 MEMORY_LIMIT = [0]  # the worker's address space, for MemoryError messages
 RUNNER_FILE = "<string>"  # the file name python3 -c gives the runner's frames
 
@@ -179,8 +202,7 @@ def error_of(exc, kind="exception"):
     while tb is not None and tb.tb_frame.f_code.co_filename == RUNNER_FILE:
         tb = tb.tb_next
     try:
-        import traceback  # imported ahead after a worker's first call (see warm_up)
-
+        traceback = stdlib("traceback")  # imported ahead after a worker's first call (see warm_up)
         text = "".join(traceback.format_exception(type(exc), exc, tb))
     except BaseException:  # out of memory, say: the message alone
         text = "%s: %s\n" % (type(exc).__name__, exc)
@@ -289,8 +311,7 @@ def parameters_of(fn):
         or "__wrapped__" in fn.__dict__
         or "__signature__" in fn.__dict__
     ):
-        import inspect
-
+        inspect = stdlib("inspect")
         return [
             {"name": p.name, "kind": p.kind.name, "has_default": p.default is not inspect.Parameter.empty}
             for p in inspect.signature(fn).parameters.values()
@@ -320,6 +341,7 @@ class Worker:
         self.pid = os.getpid()
         ROOT[0] = self.root
         self.modules = init.get("modules") or {}
+        GROUP_MODULES.update(self.modules)
         self.limits = init.get("limits") or {}
         self.loaded = {}
         self.import_errors = {}
@@ -446,11 +468,10 @@ def warm_up():
     """Imports, once the host has a call's answer, what error reports need
     (traceback is not needed to start a worker: it is imported out of the
     way of a cold start)."""
-    if "traceback" not in sys.modules:
-        try:
-            import traceback  # noqa: F401
-        except BaseException:
-            pass
+    try:
+        stdlib("traceback")
+    except BaseException:
+        pass
 
 
 def _close_quietly(fd):
