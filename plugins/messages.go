@@ -1,10 +1,19 @@
 // Package plugins is the contract between toolhost's core and its plugin
-// process (pyhost): the go-plugin handshake, the messages, and a gRPC
-// service written by hand with a JSON codec (no protoc step). Both sides
-// import it; it imports neither.
+// process (pyhost): the messages, the host interface, the sandbox's
+// configuration (plugins/service holds the go-plugin handshake and the
+// gRPC service written by hand with a JSON codec, no protoc step). Both
+// sides import it; it imports neither.
 package plugins
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
+
+// DefaultCallTimeout is the timeout of a call when neither the tool's
+// timeout key nor --timeout says otherwise: the one default of the core,
+// the pipeline and both runtimes.
+const DefaultCallTimeout = 30 * time.Second
 
 // Runtimes a group can run on.
 const (

@@ -4,7 +4,6 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -19,8 +18,8 @@ import (
 	"sync"
 	"time"
 
-	"toolhost/core/arguments"
 	"toolhost/core/blocks"
+	"toolhost/core/calls"
 	"toolhost/core/definition"
 	"toolhost/core/pipeline"
 	"toolhost/core/registry"
@@ -39,6 +38,8 @@ const DefaultMaxFileSize = 50 << 20
 type Server struct {
 	DB       *storage.DB
 	Registry *registry.Registry
+	// Calls is the call path (made over Registry when nil).
+	Calls *calls.Service
 	// MaxFileSize bounds an uploaded file (413 past it).
 	MaxFileSize int64
 	Log         *slog.Logger
@@ -85,6 +86,9 @@ func (s *Server) Handler() http.Handler {
 	}
 	if s.Metrics == nil {
 		s.Metrics = NewMetrics()
+	}
+	if s.Calls == nil {
+		s.Calls = calls.New(calls.Config{DB: s.DB, Registry: s.Registry, Observer: s.Metrics})
 	}
 	if s.BodyGrace <= 0 {
 		s.BodyGrace = DefaultBodyGrace
@@ -536,28 +540,11 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 		problem(w, http.StatusUnprocessableEntity, "Built-in tool", fmt.Sprintf("%s is a built-in tool; it runs inside a session", req.Tool), nil)
 		return
 	}
-	args := req.Arguments
-	if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
-		args = json.RawMessage("{}")
-	}
-	clean, err := arguments.Check(t.Tool.Parameters, args)
-	if err != nil {
-		var es arguments.Errors
-		errors.As(err, &es)
-		problem(w, http.StatusUnprocessableEntity, "Invalid arguments", err.Error(), map[string]any{"tool": t.Tool.Name, "errors": es})
-		return
-	}
-	start := time.Now()
-	a, err := s.Registry.RunTool(r.Context(), tenant, t, clean, registry.CallOptions{IdempotencyKey: req.IdempotencyKey,
-		NoWait: req.NoWait, AllowedTags: req.AllowedTags})
+	a, err := s.Calls.Pipeline(tenant).Run(r.Context(), &pipeline.Request{Door: pipeline.DoorAPI, Group: t.Def, Tool: t.Tool,
+		Args: req.Arguments, IdempotencyKey: req.IdempotencyKey, NoWait: req.NoWait, AllowedTags: req.AllowedTags})
 	if err != nil {
 		s.pipelineProblem(w, r, err)
 		return
-	}
-	s.Metrics.ObserveAnswer(a, time.Since(start))
-	if len(a.Warnings) > 0 {
-		s.DB.AddLog(r.Context(), tenant, "", "system", "tool_call", map[string]any{"tool": t.Tool.ObjectName, "arguments": clean,
-			"success": a.Success, "warnings": a.Warnings})
 	}
 	writeJSON(w, http.StatusOK, a)
 }
@@ -565,7 +552,10 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 // pipelineProblem answers the pipeline's refusals.
 func (s *Server) pipelineProblem(w http.ResponseWriter, r *http.Request, err error) {
 	var te *pipeline.TagError
+	var ae *pipeline.ArgumentsError
 	switch {
+	case errors.As(err, &ae):
+		problem(w, http.StatusUnprocessableEntity, "Invalid arguments", err.Error(), map[string]any{"tool": strings.Trim(strings.TrimPrefix(ae.What, "tool "), `"`), "errors": ae.Errors})
 	case errors.As(err, &te):
 		problem(w, http.StatusForbidden, "Tool not allowed", err.Error(), map[string]any{"tool": te.Tool})
 	case errors.Is(err, pipeline.ErrKeyReused), errors.Is(err, pipeline.ErrNotIdempotent):
@@ -586,7 +576,7 @@ func (s *Server) continuation(w http.ResponseWriter, r *http.Request) {
 	if !s.decodeBody(w, r, &req) {
 		return
 	}
-	a, err := s.Registry.ResumeContinuation(r.Context(), tenantOf(r).ID, req.ID)
+	a, err := s.Calls.Resume(r.Context(), tenantOf(r).ID, req.ID)
 	if err != nil {
 		s.pipelineProblem(w, r, err)
 		return

@@ -10,8 +10,11 @@ import (
 	"time"
 
 	"toolhost/core/pipeline"
-	"toolhost/plugins"
 )
+
+// doors are the doors of the server's calls, in the order /metrics lists
+// them.
+var doors = []pipeline.Door{pipeline.DoorAPI, pipeline.DoorSession, pipeline.DoorCallTool, pipeline.DoorContinuation}
 
 // callBuckets are the upper bounds (seconds) of the call duration
 // histogram.
@@ -21,7 +24,8 @@ var callBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1
 type Metrics struct {
 	mu       sync.Mutex
 	requests map[int]int64
-	calls    map[bool]int64
+	calls    map[callKey]int64
+	refused  map[pipeline.Door]int64
 	errors   map[string]int64
 	buckets  []int64
 	sum      float64
@@ -30,7 +34,8 @@ type Metrics struct {
 
 // NewMetrics makes empty metrics.
 func NewMetrics() *Metrics {
-	return &Metrics{requests: map[int]int64{}, calls: map[bool]int64{}, errors: map[string]int64{}, buckets: make([]int64, len(callBuckets))}
+	return &Metrics{requests: map[int]int64{}, calls: map[callKey]int64{}, refused: map[pipeline.Door]int64{}, errors: map[string]int64{},
+		buckets: make([]int64, len(callBuckets))}
 }
 
 // ObserveRequest counts one HTTP answer.
@@ -40,13 +45,20 @@ func (m *Metrics) ObserveRequest(code int) {
 	m.mu.Unlock()
 }
 
-// ObserveCall counts one tool call and its duration.
-func (m *Metrics) ObserveCall(resp *plugins.CallResponse, d time.Duration) {
+// callKey is a series of toolhost_calls_total.
+type callKey struct {
+	door    pipeline.Door
+	success bool
+}
+
+// ObserveCall implements pipeline.Observer: one call that ran, whichever
+// its door.
+func (m *Metrics) ObserveCall(door pipeline.Door, success bool, errKind string, d time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.calls[resp.OK]++
-	if resp.Error != nil {
-		m.errors[resp.Error.Kind]++
+	m.calls[callKey{door, success}]++
+	if errKind != "" {
+		m.errors[errKind]++
 	}
 	sec := d.Seconds()
 	for i, b := range callBuckets {
@@ -58,10 +70,12 @@ func (m *Metrics) ObserveCall(resp *plugins.CallResponse, d time.Duration) {
 	m.count++
 }
 
-// ObserveAnswer counts one call through the pipeline.
-func (m *Metrics) ObserveAnswer(a *pipeline.Answer, d time.Duration) {
-	resp := &plugins.CallResponse{OK: a.Success, Error: a.Error}
-	m.ObserveCall(resp, d)
+// ObserveRefused implements pipeline.Observer: one call refused before it
+// ran.
+func (m *Metrics) ObserveRefused(door pipeline.Door) {
+	m.mu.Lock()
+	m.refused[door]++
+	m.mu.Unlock()
 }
 
 // Write writes the metrics; warm is the number of warm groups.
@@ -79,10 +93,18 @@ func (m *Metrics) Write(w http.ResponseWriter, warm int) {
 	for _, c := range codes {
 		fmt.Fprintf(w, "toolhost_http_requests_total{code=\"%d\"} %d\n", c, m.requests[c])
 	}
-	fmt.Fprintln(w, "# HELP toolhost_calls_total Tool calls, by outcome.")
+	fmt.Fprintln(w, "# HELP toolhost_calls_total Tool calls that ran, by door (api, session, call_tool, continuation) and outcome.")
 	fmt.Fprintln(w, "# TYPE toolhost_calls_total counter")
-	fmt.Fprintf(w, "toolhost_calls_total{success=\"true\"} %d\n", m.calls[true])
-	fmt.Fprintf(w, "toolhost_calls_total{success=\"false\"} %d\n", m.calls[false])
+	for _, door := range doors {
+		for _, ok := range []bool{true, false} {
+			fmt.Fprintf(w, "toolhost_calls_total{door=%q,success=\"%t\"} %d\n", door, ok, m.calls[callKey{door, ok}])
+		}
+	}
+	fmt.Fprintln(w, "# HELP toolhost_calls_refused_total Tool calls refused before they ran (arguments, state, tags, idempotency), by door.")
+	fmt.Fprintln(w, "# TYPE toolhost_calls_refused_total counter")
+	for _, door := range doors {
+		fmt.Fprintf(w, "toolhost_calls_refused_total{door=%q} %d\n", door, m.refused[door])
+	}
 	fmt.Fprintln(w, "# HELP toolhost_call_errors_total Failed tool calls, by error kind.")
 	fmt.Fprintln(w, "# TYPE toolhost_call_errors_total counter")
 	kinds := make([]string, 0, len(m.errors))

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"toolhost/core/registry"
+	"toolhost/core/calls"
 	"toolhost/core/schema"
 	"toolhost/core/session"
 	"toolhost/storage"
@@ -36,7 +36,7 @@ func (s *Server) routeAgents(w http.ResponseWriter, r *http.Request, path string
 	if path == "/v1/agents" {
 		switch r.Method {
 		case "GET":
-			as, err := s.Registry.Agents(r.Context(), tenantOf(r).ID)
+			as, err := s.Calls.Agents(r.Context(), tenantOf(r).ID)
 			if err != nil {
 				s.internal(w, r, err)
 				return
@@ -67,8 +67,8 @@ func (s *Server) putAgent(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	v, err := s.Registry.PutAgent(r.Context(), tenantOf(r).ID, body)
-	var ae *registry.AgentError
+	v, err := s.Calls.PutAgent(r.Context(), tenantOf(r).ID, body)
+	var ae *calls.AgentError
 	switch {
 	case errors.As(err, &ae):
 		problem(w, http.StatusUnprocessableEntity, "Invalid agent", ae.Error(), map[string]any{"errors": ae.Errors})
@@ -89,7 +89,7 @@ func (s *Server) stateTools(w http.ResponseWriter, r *http.Request, agent, state
 		problem(w, http.StatusUnprocessableEntity, "Unknown dialect", err.Error(), nil)
 		return
 	}
-	tools, groups, err := s.Registry.StateTools(r.Context(), tenantOf(r).ID, agent, state)
+	tools, groups, err := s.Calls.StateTools(r.Context(), tenantOf(r).ID, agent, state)
 	if errors.Is(err, storage.ErrNotFound) {
 		problem(w, http.StatusNotFound, "Not Found", err.Error(), nil)
 		return
@@ -224,7 +224,7 @@ func (s *Server) routeSessions(w http.ResponseWriter, r *http.Request, path stri
 		})
 	case "instructions":
 		s.only(w, r, "GET", func() {
-			a, err := s.Registry.Agent(r.Context(), tenant, sess.Agent)
+			a, err := s.Calls.Agent(r.Context(), tenant, sess.Agent)
 			if errors.Is(err, storage.ErrNotFound) {
 				agentGone(w, sess.Agent, sess)
 				return
@@ -279,7 +279,7 @@ func (s *Server) routeSessions(w http.ResponseWriter, r *http.Request, path stri
 // it cannot: a group not Ready; a missing agent, 404 for a new session, but
 // 409 for an existing one (sess != nil), whose agent was deleted since.
 func (s *Server) engine(w http.ResponseWriter, r *http.Request, agent string, sess *storage.Session) (*session.Engine, bool) {
-	eng, err := s.Registry.Engine(r.Context(), tenantOf(r).ID, agent)
+	eng, err := s.Calls.Engine(r.Context(), tenantOf(r).ID, agent)
 	if errors.Is(err, storage.ErrNotFound) {
 		agentGone(w, agent, sess)
 		return nil, false
@@ -296,7 +296,7 @@ func (s *Server) agent(w http.ResponseWriter, r *http.Request, name string) {
 	tenant := tenantOf(r).ID
 	switch r.Method {
 	case "GET":
-		v, err := s.Registry.AgentView(r.Context(), tenant, name)
+		v, err := s.Calls.AgentView(r.Context(), tenant, name)
 		if errors.Is(err, storage.ErrNotFound) {
 			agentGone(w, name, nil)
 			return

@@ -54,12 +54,13 @@ func (es Errors) Error() string {
 // for the call: integral numbers given to integer parameters in a form such
 // as 1.0 or 1e2 are made plain integers, and null given to an optional
 // parameter that is not nullable is dropped (as if omitted), which is how
-// strict-mode models say "not given". Empty input counts as {}, and a JSON
+// strict-mode models say "not given". Empty input and null count as {}
+// (every door of toolhost reads them so), and a JSON
 // string that holds a JSON object counts as that object: OpenAI's APIs hand
 // a tool call's arguments over as such a string, and agents pass it on.
 // The error, when not nil, is an Errors listing every defect.
 func Check(params []*definition.Parameter, raw []byte) (map[string]any, error) {
-	if strings.TrimSpace(string(raw)) == "" {
+	if t := strings.TrimSpace(string(raw)); t == "" || t == "null" {
 		raw = []byte("{}")
 	}
 	v, err := decode(raw)

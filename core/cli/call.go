@@ -9,9 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
-	"toolhost/core/arguments"
 	"toolhost/core/definition"
 	"toolhost/core/pipeline"
 	"toolhost/core/runner"
@@ -25,9 +25,10 @@ type callTarget struct {
 	what   string
 	impl   definition.Implementation
 	params []*definition.Parameter
-	tool   *definition.Tool // nil for a skill
+	tool   *definition.Tool  // nil for a skill
+	skill  *definition.Skill // nil for a tool
 	group  *definition.Group
-	args   map[string]any
+	args   json.RawMessage // as given
 }
 
 func findCallTarget(g *definition.Group, name string) (*callTarget, error) {
@@ -38,11 +39,7 @@ func findCallTarget(g *definition.Group, name string) (*callTarget, error) {
 	}
 	for _, s := range g.Skills {
 		if s.Name == name {
-			params := make([]*definition.Parameter, len(s.Inputs))
-			for i, in := range s.Inputs {
-				params[i] = &definition.Parameter{Name: in.Name, Type: in.DType, Description: in.Description}
-			}
-			return &callTarget{what: fmt.Sprintf("skill %q", s.Name), impl: s.Implementation, params: params}, nil
+			return &callTarget{what: fmt.Sprintf("skill %q", s.Name), impl: s.Implementation, params: s.Parameters(), skill: s}, nil
 		}
 	}
 	var names []string
@@ -59,8 +56,9 @@ func findCallTarget(g *definition.Group, name string) (*callTarget, error) {
 }
 
 // prepareCall loads a definition, finds the tool or skill NAME and checks
-// the arguments, before any process starts. It prints what went wrong and
-// returns a nil target with the exit code when something did.
+// the arguments (as the pipeline does, with the same words), before any
+// process starts. It prints what went wrong and returns a nil target with
+// the exit code when something did.
 func prepareCall(env *Env, cmd, file, name, raw string) (*callTarget, []byte, int) {
 	src, err := os.ReadFile(file)
 	if err != nil {
@@ -77,9 +75,9 @@ func prepareCall(env *Env, cmd, file, name, raw string) (*callTarget, []byte, in
 		fmt.Fprintf(env.Stderr, "toolhost %s: %v\n", cmd, err)
 		return nil, nil, ExitUsage
 	}
-	clean, err := arguments.Check(target.params, []byte(raw))
+	clean, err := pipeline.CheckArguments(target.what, target.params, json.RawMessage(raw))
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "toolhost %s: invalid arguments for %s: %v\n", cmd, target.what, err)
+		fmt.Fprintf(env.Stderr, "toolhost %s: %v\n", cmd, err)
 		return nil, nil, ExitUsage
 	}
 	argJSON, err := json.Marshal(clean)
@@ -87,17 +85,36 @@ func prepareCall(env *Env, cmd, file, name, raw string) (*callTarget, []byte, in
 		fmt.Fprintf(env.Stderr, "toolhost %s: %v\n", cmd, err)
 		return nil, nil, ExitFailure
 	}
-	target.args = clean
+	target.args = json.RawMessage(raw)
 	target.group = res.Group
 	return target, argJSON, ExitOK
 }
 
 // localPipeline is the pipeline of the local commands: templates in
-// worker processes of this binary, a ledger in memory.
-func localPipeline() (*pipeline.Pipeline, func()) {
+// worker processes of this binary, a ledger in memory, --timeout for the
+// tools without a timeout key. The caller sets its Runner.
+func localPipeline(rf runFlags) (*pipeline.Pipeline, func()) {
 	exe, _ := os.Executable()
 	r := templates.NewRenderer(exe, 1, 2*time.Second, 1<<20)
-	return &pipeline.Pipeline{Renderer: r, Ledger: &pipeline.MemoryLedger{}}, r.Close
+	return &pipeline.Pipeline{Renderer: r, Ledger: &pipeline.MemoryLedger{}, Timeout: rf.callTimeout()}, r.Close
+}
+
+// callTimeout is the --timeout flag.
+func (rf runFlags) callTimeout() time.Duration {
+	return time.Duration(*rf.timeout * float64(time.Second))
+}
+
+// openedGroup is the Runner of `toolhost call`: the group once it is open
+// (the group's own toolhost.call_tool handler holds it before).
+type openedGroup struct{ g atomic.Pointer[runner.Group] }
+
+// Run implements pipeline.Runner.
+func (o *openedGroup) Run(ctx context.Context, inv *pipeline.Invocation) *plugins.CallResponse {
+	g := o.g.Load()
+	if g == nil {
+		return &plugins.CallResponse{Error: &plugins.ToolError{Kind: plugins.ErrLoad, Message: "the group is not open"}}
+	}
+	return g.CallTimeout(ctx, inv.Impl, inv.Args, inv.Context, inv.Timeout)
 }
 
 // runFlags are the flags of commands that run a group.
@@ -114,7 +131,7 @@ func addRunFlags(fs *flag.FlagSet) runFlags {
 	return runFlags{
 		files:       fs.String("files", "", "`DIR` that plays the shared file storage (default: the YAML's folder)"),
 		runtime:     fs.String("runtime", "auto", "auto, cpython or gpython (bench: also both)"),
-		timeout:     fs.Float64("timeout", runner.DefaultTimeout.Seconds(), "per-call timeout in `SEC`onds"),
+		timeout:     fs.Float64("timeout", plugins.DefaultCallTimeout.Seconds(), "timeout of a call, in `SEC`onds, for tools without a timeout key (a tool's own key wins) and for skills"),
 		network:     fs.String("network", "allow", "network policy of tool code: allow or deny"),
 		wheelhouse:  fs.String("wheelhouse", os.Getenv("TOOLHOST_WHEELHOUSE"), "`DIR` of wheels to install requirements.txt from, offline (default $TOOLHOST_WHEELHOUSE)"),
 		indexURL:    fs.String("index-url", os.Getenv("TOOLHOST_INDEX_URL"), "package index `URL` for requirements.txt (default $TOOLHOST_INDEX_URL, else pip's configuration)"),
@@ -212,37 +229,41 @@ func runCall(env *Env, args []string) int {
 	if len(pos) == 3 {
 		raw = pos[2]
 	}
-	target, argJSON, code := prepareCall(env, "call", file, name, raw)
+	target, _, code := prepareCall(env, "call", file, name, raw)
 	if target == nil {
 		return code
 	}
-	p, closeP := localPipeline()
+	p, closeP := localPipeline(rf)
 	defer closeP()
+	opened := &openedGroup{}
+	p.Runner = opened
 	var g *runner.Group
 	_, g, code = openGroup(env, "call", file, rf, func(o *runner.Options) {
 		o.OnToolCall = func(ctx context.Context, from *runner.Caller, req *plugins.ToolCallRequest) *plugins.ToolCallResponse {
-			return localToolCall(ctx, p, g, target.group, from, req)
+			return localToolCall(ctx, p, target.group, from, req)
 		}
 	})
 	if g == nil {
 		return code
 	}
 	defer g.Close()
+	opened.g.Store(g)
 	var result any
 	ok = false
 	if target.tool == nil { // a skill: no pipeline keys
-		resp := g.Call(context.Background(), target.impl, argJSON, nil)
+		resp, _, err := p.RunSkill(context.Background(), &pipeline.SkillRequest{Door: pipeline.DoorCLI, Group: target.group, Skill: target.skill, Args: target.args})
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "toolhost call: %v\n", err)
+			return ExitUsage
+		}
 		result, ok = runner.NewResult(resp), resp.OK
 	} else {
 		var allowed []string
 		if *tags != "" {
 			allowed = strings.Split(*tags, ",")
 		}
-		a, err := p.Run(context.Background(), &pipeline.Request{Group: target.group, Tool: target.tool, Args: target.args,
-			IdempotencyKey: *key, AllowedTags: allowed,
-			Run: func(ctx context.Context, t *definition.Tool, args json.RawMessage, timeout time.Duration) *plugins.CallResponse {
-				return g.CallTimeout(ctx, t.Implementation, args, nil, timeout)
-			}})
+		a, err := p.Run(context.Background(), &pipeline.Request{Door: pipeline.DoorCLI, Group: target.group, Tool: target.tool, Args: target.args,
+			IdempotencyKey: *key, AllowedTags: allowed})
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "toolhost call: %v\n", err)
 			return ExitUsage
@@ -258,11 +279,11 @@ func runCall(env *Env, args []string) int {
 }
 
 // localToolCall serves toolhost.call_tool in `toolhost call`: the tools of
-// the same group, through the local pipeline. The depth comes from the
+// the same group, handed to the local pipeline. The depth comes from the
 // host's record of the calling call (from), never from the worker.
-func localToolCall(ctx context.Context, p *pipeline.Pipeline, g *runner.Group, def *definition.Group, from *runner.Caller, req *plugins.ToolCallRequest) *plugins.ToolCallResponse {
+func localToolCall(ctx context.Context, p *pipeline.Pipeline, def *definition.Group, from *runner.Caller, req *plugins.ToolCallRequest) *plugins.ToolCallResponse {
 	fail := func(msg string) *plugins.ToolCallResponse { return &plugins.ToolCallResponse{Error: msg} }
-	if g == nil || def == nil {
+	if def == nil {
 		return fail("the group is not open")
 	}
 	nested, _, err := pipeline.Nested(from.Context)
@@ -278,18 +299,7 @@ func localToolCall(ctx context.Context, p *pipeline.Pipeline, g *runner.Group, d
 	if tool == nil {
 		return fail(fmt.Sprintf("no tool %q in the group (toolhost call reaches only the tools of its own group)", req.Tool))
 	}
-	args := req.Args
-	if len(args) == 0 {
-		args = json.RawMessage("{}")
-	}
-	clean, err := arguments.Check(tool.Parameters, args)
-	if err != nil {
-		return fail("invalid arguments: " + err.Error())
-	}
-	a, err := p.Run(ctx, &pipeline.Request{Group: def, Tool: tool, Args: clean, IdempotencyKey: req.IdempotencyKey,
-		Run: func(ctx context.Context, t *definition.Tool, args json.RawMessage, timeout time.Duration) *plugins.CallResponse {
-			return g.CallTimeout(ctx, t.Implementation, args, nested, timeout)
-		}})
+	a, err := p.Run(ctx, &pipeline.Request{Door: pipeline.DoorCallTool, Group: def, Tool: tool, Args: req.Args, Context: nested, IdempotencyKey: req.IdempotencyKey})
 	if err != nil {
 		return fail(err.Error())
 	}

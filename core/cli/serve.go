@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"toolhost/core/api"
+	"toolhost/core/calls"
 	"toolhost/core/definition"
 	"toolhost/core/registry"
 	"toolhost/core/relpath"
@@ -84,8 +85,11 @@ func runServe(env *Env, args []string) int {
 		return ExitFailure
 	}
 	defer reg.Close()
+	metrics := api.NewMetrics()
+	cs := calls.New(calls.Config{DB: db, Registry: reg, Observer: metrics, Timeout: opts.Timeout})
+	defer cs.Close()
 	if len(loads) > 0 {
-		token, err := importGroups(ctx, db, reg, loads, int64(*maxFileMB)<<20)
+		token, err := importGroups(ctx, db, reg, cs, loads, int64(*maxFileMB)<<20)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "toolhost serve: --load: %v\n", err)
 			return ExitFailure
@@ -99,7 +103,7 @@ func runServe(env *Env, args []string) int {
 		return ExitFailure
 	}
 	srv := &http.Server{
-		Handler: (&api.Server{DB: db, Registry: reg, MaxFileSize: int64(*maxFileMB) << 20, Log: log, TokenCache: cacheTime(*tokenCache),
+		Handler: (&api.Server{DB: db, Registry: reg, Calls: cs, Metrics: metrics, MaxFileSize: int64(*maxFileMB) << 20, Log: log, TokenCache: cacheTime(*tokenCache),
 			BodyGrace: *bodyGrace, BodyMinRate: int64(*bodyRate) << 10, MaxUploads: *maxUploads}).Handler(),
 		// The request line and headers must come within this; the body's
 		// own pace is api.Server's (BodyGrace, BodyMinRate). No
@@ -207,7 +211,7 @@ func runOptions(env *Env, cmd string, rf runFlags) (runner.Options, int) {
 // importGroups uploads every group folder under dirs (a folder holding a
 // .yaml definition, or the folders right below) with its files for tenant
 // "default", and returns a new token of that tenant.
-func importGroups(ctx context.Context, db *storage.DB, reg *registry.Registry, dirs []string, max int64) (string, error) {
+func importGroups(ctx context.Context, db *storage.DB, reg *registry.Registry, cs *calls.Service, dirs []string, max int64) (string, error) {
 	tenant, err := db.TenantByName(ctx, "default")
 	token := ""
 	if errors.Is(err, storage.ErrNotFound) {
@@ -234,7 +238,7 @@ func importGroups(ctx context.Context, db *storage.DB, reg *registry.Registry, d
 	}
 	// Agents last: they are checked against the groups.
 	for _, a := range agents {
-		if _, err := reg.PutAgent(ctx, tenant.ID, a); err != nil {
+		if _, err := cs.PutAgent(ctx, tenant.ID, a); err != nil {
 			return "", err
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"toolhost/core/definition"
+	"toolhost/core/pipeline"
 	"toolhost/core/runner"
 	"toolhost/core/session"
 	"toolhost/core/suggest"
@@ -30,7 +31,9 @@ type localCaller struct {
 	open  map[string]*runner.Group
 }
 
-func (c *localCaller) Call(ctx context.Context, g *definition.Group, impl definition.Implementation, args, callCtx json.RawMessage, timeout time.Duration) *plugins.CallResponse {
+// Run implements pipeline.Runner.
+func (c *localCaller) Run(ctx context.Context, inv *pipeline.Invocation) *plugins.CallResponse {
+	g := inv.Group
 	c.mu.Lock()
 	rg, ok := c.open[g.Name]
 	if !ok {
@@ -49,7 +52,7 @@ func (c *localCaller) Call(ctx context.Context, g *definition.Group, impl defini
 		c.open[g.Name] = rg
 	}
 	c.mu.Unlock()
-	return rg.CallTimeout(ctx, impl, args, callCtx, timeout)
+	return rg.CallTimeout(ctx, inv.Impl, inv.Args, inv.Context, inv.Timeout)
 }
 
 func (c *localCaller) close() {
@@ -134,9 +137,10 @@ func runSession(env *Env, args []string) int {
 	}
 	caller := &localCaller{opts: opts, files: *rf.files, dirs: dirs, open: map[string]*runner.Group{}}
 	defer caller.close()
-	pl, closeP := localPipeline()
+	pl, closeP := localPipeline(rf)
 	defer closeP()
-	eng := &session.Engine{Agent: agent, Groups: groups, Store: store, Caller: caller, Pipeline: pl}
+	pl.Runner, pl.Log = caller, store
+	eng := &session.Engine{Agent: agent, Groups: groups, Store: store, Pipeline: pl}
 	ctx := context.Background()
 	sess, _, err := eng.Start(ctx, variables)
 	if err != nil {

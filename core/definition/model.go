@@ -86,6 +86,15 @@ type Skill struct {
 	Pos            Pos
 }
 
+// Parameters are a skill's inputs as parameters, to check its arguments.
+func (s *Skill) Parameters() []*Parameter {
+	params := make([]*Parameter, len(s.Inputs))
+	for i, in := range s.Inputs {
+		params[i] = &Parameter{Name: in.Name, Type: in.DType, Description: in.Description}
+	}
+	return params
+}
+
 // Input is one value a skill takes from the session's variables.
 type Input struct {
 	Name        string

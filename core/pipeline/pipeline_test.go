@@ -47,7 +47,8 @@ func renderer(t testing.TB) *templates.Renderer {
 // (the real plugin process is used in TestCarSearchSample and over HTTP).
 func scripted(calls *int32, outcomes map[string][]*plugins.CallResponse) Runner {
 	var mu sync.Mutex
-	return func(_ context.Context, t *definition.Tool, _ json.RawMessage, _ time.Duration) *plugins.CallResponse {
+	return RunnerFunc(func(_ context.Context, inv *Invocation) *plugins.CallResponse {
+		t := inv.Tool
 		atomic.AddInt32(calls, 1)
 		mu.Lock()
 		defer mu.Unlock()
@@ -57,7 +58,7 @@ func scripted(calls *int32, outcomes map[string][]*plugins.CallResponse) Runner 
 			outcomes[t.ObjectName] = list[1:]
 		}
 		return r
-	}
+	})
 }
 
 func ok(result string) *plugins.CallResponse {
@@ -141,8 +142,8 @@ func TestRecovery(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var calls int32
-			a, err := p.Run(context.Background(), &Request{Group: g, Tool: g.Tool(tt.tool), Args: map[string]any{}, AllowedTags: tt.tags,
-				Run: scripted(&calls, tt.outcomes)})
+			a, err := p.Run(context.Background(), &Request{Group: g, Tool: g.Tool(tt.tool), Args: json.RawMessage(`{}`), AllowedTags: tt.tags,
+				Runner: scripted(&calls, tt.outcomes)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -158,7 +159,7 @@ func TestRecovery(t *testing.T) {
 	// A tool whose tags meet none of the allowed ones is refused.
 	var calls int32
 	_, err := p.Run(context.Background(), &Request{Group: g, Tool: g.Tool("Main"), AllowedTags: []string{"write"},
-		Run: scripted(&calls, map[string][]*plugins.CallResponse{"Main": {ok(`1`)}})})
+		Runner: scripted(&calls, map[string][]*plugins.CallResponse{"Main": {ok(`1`)}})})
 	var te *TagError
 	if !errors.As(err, &te) || calls != 0 || !strings.Contains(err.Error(), "(tags: read) is not allowed here") {
 		t.Errorf("tags: %v (calls %d)", err, calls)
@@ -208,11 +209,11 @@ func TestIdempotencyConcurrency(t *testing.T) {
 			g := loadGroup(t, idemYAML)
 			p := &Pipeline{Ledger: ledger}
 			var calls int32
-			run := func(_ context.Context, _ *definition.Tool, _ json.RawMessage, _ time.Duration) *plugins.CallResponse {
+			run := RunnerFunc(func(ctx context.Context, inv *Invocation) *plugins.CallResponse {
 				n := atomic.AddInt32(&calls, 1)
 				time.Sleep(200 * time.Millisecond)
 				return ok(fmt.Sprintf(`{"payment":%d}`, n))
-			}
+			})
 			const n = 8
 			var wg sync.WaitGroup
 			answers := make([]*Answer, n)
@@ -220,7 +221,7 @@ func TestIdempotencyConcurrency(t *testing.T) {
 				wg.Add(1)
 				go func(i int) {
 					defer wg.Done()
-					a, err := p.Run(context.Background(), &Request{Group: g, Tool: g.Tool("Pay"), Args: map[string]any{"amount": json.Number("5")}, Session: "s1", Run: run})
+					a, err := p.Run(context.Background(), &Request{Group: g, Tool: g.Tool("Pay"), Args: json.RawMessage(`{"amount":5}`), Session: "s1", Runner: run})
 					if err != nil {
 						t.Error(err)
 						return
@@ -248,36 +249,36 @@ func TestIdempotencyConcurrency(t *testing.T) {
 				t.Errorf("%d replayed answers, want %d", replayed, n-1)
 			}
 			// Other arguments, or another session: another key, another run.
-			p.Run(context.Background(), &Request{Group: g, Tool: g.Tool("Pay"), Args: map[string]any{"amount": json.Number("6")}, Session: "s1", Run: run})
-			p.Run(context.Background(), &Request{Group: g, Tool: g.Tool("Pay"), Args: map[string]any{"amount": json.Number("5")}, Session: "s2", Run: run})
+			p.Run(context.Background(), &Request{Group: g, Tool: g.Tool("Pay"), Args: json.RawMessage(`{"amount":6}`), Session: "s1", Runner: run})
+			p.Run(context.Background(), &Request{Group: g, Tool: g.Tool("Pay"), Args: json.RawMessage(`{"amount":5}`), Session: "s2", Runner: run})
 			if calls != 3 {
 				t.Errorf("distinct calls ran %d times in all, want 3", calls)
 			}
 			// An explicit key reused with other arguments is an error; a tool
 			// without idempotency takes no key.
-			p.Run(context.Background(), &Request{Group: g, Tool: g.Tool("Pay"), Args: map[string]any{"amount": json.Number("1")}, IdempotencyKey: "k1", Run: run})
-			if _, err := p.Run(context.Background(), &Request{Group: g, Tool: g.Tool("Pay"), Args: map[string]any{"amount": json.Number("2")}, IdempotencyKey: "k1", Run: run}); !errors.Is(err, ErrKeyReused) {
+			p.Run(context.Background(), &Request{Group: g, Tool: g.Tool("Pay"), Args: json.RawMessage(`{"amount":1}`), IdempotencyKey: "k1", Runner: run})
+			if _, err := p.Run(context.Background(), &Request{Group: g, Tool: g.Tool("Pay"), Args: json.RawMessage(`{"amount":2}`), IdempotencyKey: "k1", Runner: run}); !errors.Is(err, ErrKeyReused) {
 				t.Errorf("key reuse: %v", err)
 			}
-			if _, err := p.Run(context.Background(), &Request{Group: g, Tool: g.Tool("Plain"), IdempotencyKey: "k9", Run: run}); !errors.Is(err, ErrNotIdempotent) {
+			if _, err := p.Run(context.Background(), &Request{Group: g, Tool: g.Tool("Plain"), IdempotencyKey: "k9", Runner: run}); !errors.Is(err, ErrNotIdempotent) {
 				t.Errorf("key for a plain tool: %v", err)
 			}
 			calls-- // the k1 call above ran once
 			// Failures are stored too; a tool without idempotency is never
 			// deduplicated.
-			failing := func(context.Context, *definition.Tool, json.RawMessage, time.Duration) *plugins.CallResponse {
+			failing := RunnerFunc(func(ctx context.Context, inv *Invocation) *plugins.CallResponse {
 				atomic.AddInt32(&calls, 1)
 				return fail("exception", "declined")
-			}
+			})
 			before := calls
 			for i := 0; i < 2; i++ {
-				a, _ := p.Run(context.Background(), &Request{Group: g, Tool: g.Tool("Pay"), Args: map[string]any{"amount": json.Number("7")}, IdempotencyKey: "k2", Run: failing})
+				a, _ := p.Run(context.Background(), &Request{Group: g, Tool: g.Tool("Pay"), Args: json.RawMessage(`{"amount":7}`), IdempotencyKey: "k2", Runner: failing})
 				if a.Success || a.Error.Message != "declined" {
 					t.Errorf("failed call: %+v", a)
 				}
 			}
 			for i := 0; i < 2; i++ {
-				p.Run(context.Background(), &Request{Group: g, Tool: g.Tool("Plain"), Run: failing})
+				p.Run(context.Background(), &Request{Group: g, Tool: g.Tool("Plain"), Runner: failing})
 			}
 			if calls-before != 3 {
 				t.Errorf("failures and plain calls ran %d times, want 3", calls-before)
@@ -290,19 +291,19 @@ func TestIdempotencyNoWaitAndExpiry(t *testing.T) {
 	g := loadGroup(t, idemYAML)
 	p := &Pipeline{Ledger: sqliteLedger(t)}
 	started := make(chan struct{})
-	slow := func(context.Context, *definition.Tool, json.RawMessage, time.Duration) *plugins.CallResponse {
+	slow := RunnerFunc(func(ctx context.Context, inv *Invocation) *plugins.CallResponse {
 		close(started)
 		time.Sleep(300 * time.Millisecond)
 		return ok(`1`)
-	}
-	go p.Run(context.Background(), &Request{Group: g, Tool: g.Tool("Short"), Run: slow})
+	})
+	go p.Run(context.Background(), &Request{Group: g, Tool: g.Tool("Short"), Runner: slow})
 	<-started
-	if _, err := p.Run(context.Background(), &Request{Group: g, Tool: g.Tool("Short"), NoWait: true, Run: slow}); !errors.Is(err, ErrInProgress) {
+	if _, err := p.Run(context.Background(), &Request{Group: g, Tool: g.Tool("Short"), NoWait: true, Runner: slow}); !errors.Is(err, ErrInProgress) {
 		t.Errorf("no_wait: %v", err)
 	}
 	time.Sleep(1500 * time.Millisecond) // past the 1 s window
 	var calls int32
-	a, _ := p.Run(context.Background(), &Request{Group: g, Tool: g.Tool("Short"), Run: scripted(&calls, map[string][]*plugins.CallResponse{"Short": {ok(`2`)}})})
+	a, _ := p.Run(context.Background(), &Request{Group: g, Tool: g.Tool("Short"), Runner: scripted(&calls, map[string][]*plugins.CallResponse{"Short": {ok(`2`)}})})
 	if calls != 1 || a.Replayed || string(a.Content) != "2" {
 		t.Errorf("after the window: calls %d %+v", calls, a)
 	}
@@ -324,11 +325,12 @@ func TestCarSearchSample(t *testing.T) {
 	defer rg.Close()
 	saved := &memConts{}
 	p := &Pipeline{Renderer: renderer(t), Ledger: &MemoryLedger{}, Continuations: saved, Sleep: func(time.Duration) {}}
-	run := func(ctx context.Context, tool *definition.Tool, args json.RawMessage, timeout time.Duration) *plugins.CallResponse {
-		return rg.CallTimeout(ctx, tool.Implementation, args, nil, timeout)
-	}
+	run := RunnerFunc(func(ctx context.Context, inv *Invocation) *plugins.CallResponse {
+		return rg.CallTimeout(ctx, inv.Impl, inv.Args, nil, inv.Timeout)
+	})
 	call := func(tool string, args map[string]any) *Answer {
-		a, err := p.Run(context.Background(), &Request{Group: g, Tool: g.Tool(tool), Args: args, Run: run})
+		raw, _ := json.Marshal(args)
+		a, err := p.Run(context.Background(), &Request{Group: g, Tool: g.Tool(tool), Args: raw, Runner: run})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -395,7 +397,7 @@ tools:
 `)
 	p := &Pipeline{Renderer: renderer(t)}
 	var calls int32
-	a, err := p.Run(context.Background(), &Request{Group: g, Tool: g.Tool("T"), Run: scripted(&calls, map[string][]*plugins.CallResponse{"T": {ok(`{"rows":"not a list"}`)}})})
+	a, err := p.Run(context.Background(), &Request{Group: g, Tool: g.Tool("T"), Runner: scripted(&calls, map[string][]*plugins.CallResponse{"T": {ok(`{"rows":"not a list"}`)}})})
 	if err != nil || a.Success || a.Error.Kind != plugins.ErrResult || !strings.Contains(a.Error.Message, "block 1: a table needs rows") {
 		b, _ := json.Marshal(a)
 		t.Errorf("%v %s", err, b)
@@ -410,9 +412,9 @@ func BenchmarkPipelineOverhead(b *testing.B) {
 	src, _ := os.ReadFile(carsYAML)
 	g := loadGroup(b, string(src))
 	result := ok(`{"total":2,"items":[{"model":"A","price":1},{"model":"B","price":2}],"page_info":{"returned":2,"total":2,"has_more":false},"next":null}`)
-	run := func(context.Context, *definition.Tool, json.RawMessage, time.Duration) *plugins.CallResponse {
+	run := RunnerFunc(func(ctx context.Context, inv *Invocation) *plugins.CallResponse {
 		return result
-	}
+	})
 	db, _ := storage.Open(b.TempDir())
 	defer db.Close()
 	tn, _, _ := db.CreateTenant(context.Background(), "t")
@@ -422,12 +424,12 @@ func BenchmarkPipelineOverhead(b *testing.B) {
 	i := 0
 	b.Run("bare", func(b *testing.B) {
 		for b.Loop() {
-			bare.Run(context.Background(), &Request{Tool: plain, Args: map[string]any{}, Run: run})
+			bare.Run(context.Background(), &Request{Tool: plain, Args: json.RawMessage(`{}`), Runner: run})
 		}
 	})
 	b.Run("templates+blocks", func(b *testing.B) {
 		for b.Loop() {
-			full.Run(context.Background(), &Request{Group: g, Tool: g.Tool("SearchCars"), Args: map[string]any{"query": "a"}, Run: run})
+			full.Run(context.Background(), &Request{Group: g, Tool: g.Tool("SearchCars"), Args: json.RawMessage(`{"query":"a"}`), Runner: run})
 		}
 	})
 	b.Run("templates+blocks+ledger", func(b *testing.B) {
@@ -435,7 +437,7 @@ func BenchmarkPipelineOverhead(b *testing.B) {
 		t.Pipeline.Idempotency = &definition.Idempotency{WindowSecs: 60}
 		for b.Loop() {
 			i++
-			full.Run(context.Background(), &Request{Group: g, Tool: &t, Args: map[string]any{"query": fmt.Sprint(i)}, Run: run})
+			full.Run(context.Background(), &Request{Group: g, Tool: &t, Args: json.RawMessage(`{"query":fmt.Sprint(i)}`), Runner: run})
 		}
 	})
 }
@@ -465,14 +467,14 @@ tools:
 	p := &Pipeline{Renderer: renderer(t)}
 	var calls int32
 	a, err := p.Run(context.Background(), &Request{Group: g, Tool: g.Tool("T"),
-		Run: scripted(&calls, map[string][]*plugins.CallResponse{"T": {ok(`{"count":2,"items":[{"model":"A"},{"model":"B"}]}`)}})})
+		Runner: scripted(&calls, map[string][]*plugins.CallResponse{"T": {ok(`{"count":2,"items":[{"model":"A"},{"model":"B"}]}`)}})})
 	if err != nil || !a.Success || len(a.Blocks) != 2 || a.Blocks[0]["markdown"] != "Найдено **2**" || len(a.Blocks[1]["rows"].([]any)) != 2 {
 		b, _ := json.Marshal(a)
 		t.Errorf("%v %s", err, b)
 	}
 	// Without a failure_template the raw error text is shown.
 	a, _ = p.Run(context.Background(), &Request{Group: g, Tool: g.Tool("T"),
-		Run: scripted(&calls, map[string][]*plugins.CallResponse{"T": {fail("exception", "boom")}})})
+		Runner: scripted(&calls, map[string][]*plugins.CallResponse{"T": {fail("exception", "boom")}})})
 	if a.Success || a.ResultText != "boom" || len(a.Blocks) != 0 {
 		t.Errorf("failure: %+v", a)
 	}

@@ -19,11 +19,11 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"toolhost/core/definition"
 	"toolhost/core/runner"
-	"toolhost/core/templates"
 	"toolhost/plugins"
 	"toolhost/storage"
 )
@@ -92,7 +92,8 @@ type Registry struct {
 	stop   chan struct{}
 	closed sync.Once
 
-	renderer *templates.Renderer
+	// toolCalls serves toolhost.call_tool (set by the call path above).
+	toolCalls atomic.Pointer[ToolCallHandler]
 
 	mu    sync.Mutex
 	defs  map[string]*definition.Group // parsed definitions by warm key
@@ -161,17 +162,12 @@ func New(ctx context.Context, cfg Config) (*Registry, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	exe := cfg.Run.Executable
-	if exe == "" {
-		exe, _ = os.Executable()
-	}
 	if cfg.Run.Packages.CacheDir == "" {
 		cfg.Run.Packages.CacheDir = filepath.Join(cfg.DB.Dir(), "venvs")
 	}
 	r := &Registry{db: cfg.DB, run: cfg.Run, warm: runner.NewWarm(cfg.MaxWarm, cfg.IdleAfter), log: cfg.Log,
 		roots: filepath.Join(cfg.DB.Dir(), "roots"), jobs: make(chan job, 4096), stop: make(chan struct{}),
-		defs: map[string]*definition.Group{}, dirs: map[string]string{}, index: map[int64]*toolIndex{},
-		renderer: templates.NewRenderer(exe, 2, 2*time.Second, 1<<20)}
+		defs: map[string]*definition.Group{}, dirs: map[string]string{}, index: map[int64]*toolIndex{}}
 	// No plugin process outlives the server that started it, so no group
 	// folder is in use yet: the ones earlier runs laid out (for every
 	// generation they loaded) go, and are laid out again when needed.
@@ -217,7 +213,6 @@ func (r *Registry) Close() {
 		close(r.stop)
 		r.wg.Wait()
 		r.warm.Close()
-		r.renderer.Close()
 	})
 }
 
@@ -572,7 +567,14 @@ func (r *Registry) acquire(ctx context.Context, tenant int64, g storage.Group) (
 		r.mu.Unlock()
 	}
 	opts := r.run
-	opts.OnToolCall = r.toolCalls(tenant, def.Name)
+	name := def.Name
+	opts.OnToolCall = func(ctx context.Context, from *runner.Caller, req *plugins.ToolCallRequest) *plugins.ToolCallResponse {
+		h := r.toolCalls.Load()
+		if h == nil {
+			return &plugins.ToolCallResponse{Error: "toolhost.call_tool is not served here"}
+		}
+		return (*h)(ctx, tenant, name, from, req)
+	}
 	opts.Log = r.log
 	return r.warm.Acquire(ctx, key, def, root, opts)
 }
@@ -811,12 +813,56 @@ func (r *Registry) FindTool(ctx context.Context, tenant int64, name string, byNa
 	return t, nil
 }
 
-// Run calls a found tool with already validated arguments.
-func (r *Registry) Run(ctx context.Context, tenant int64, t *CallTarget, args json.RawMessage, callCtx json.RawMessage) *plugins.CallResponse {
-	g, release, err := r.acquire(ctx, tenant, t.Group)
+// ToolCallHandler serves toolhost.call_tool for a tenant's group: the call
+// path, which sits above the registry, hands it over with SetToolCalls.
+type ToolCallHandler func(ctx context.Context, tenant int64, group string, from *runner.Caller, req *plugins.ToolCallRequest) *plugins.ToolCallResponse
+
+// SetToolCalls sets the handler of toolhost.call_tool for every group,
+// those already warm included.
+func (r *Registry) SetToolCalls(h ToolCallHandler) { r.toolCalls.Store(&h) }
+
+// AcquireGroup returns the warm plugin process of a tenant's Ready group,
+// found in the tenant's index (no database read), and its release.
+func (r *Registry) AcquireGroup(ctx context.Context, tenant int64, name string) (*runner.Group, func(), error) {
+	idx, err := r.tools(ctx, tenant)
 	if err != nil {
-		return &plugins.CallResponse{Error: &plugins.ToolError{Kind: plugins.ErrLoad, Message: err.Error()}}
+		return nil, nil, err
 	}
-	defer release()
-	return g.Call(ctx, t.Tool.Implementation, args, callCtx)
+	for _, g := range idx.groups {
+		if g.Name != name {
+			continue
+		}
+		if g.Status != Ready {
+			return nil, nil, &NotReadyError{Group: name, Status: g.Status}
+		}
+		return r.acquire(ctx, tenant, g)
+	}
+	return nil, nil, &NotReadyError{Group: name, Status: "missing", Message: "the tenant has no such group"}
+}
+
+// Definitions parses every stored group of a tenant, by name, with its
+// row (groups whose definitions have errors are left out).
+func (r *Registry) Definitions(ctx context.Context, tenant int64) (map[string]*definition.Group, map[string]storage.Group, error) {
+	idx, err := r.tools(ctx, tenant)
+	if err != nil {
+		return nil, nil, err
+	}
+	defs, rows := map[string]*definition.Group{}, map[string]storage.Group{}
+	for _, g := range idx.groups {
+		def, err := r.definition(warmKey(tenant, g.Name, g.Generation), g)
+		if err != nil {
+			continue
+		}
+		defs[g.Name], rows[g.Name] = def, g
+	}
+	return defs, rows, nil
+}
+
+// Message is what a group's status report says of it (why it is in Error,
+// say).
+func Message(g storage.Group) string {
+	if v, _ := viewOf(g); v != nil {
+		return v.Message
+	}
+	return ""
 }

@@ -13,6 +13,7 @@ import (
 
 	"toolhost/core/internal/testbin"
 	"toolhost/core/runner"
+	"toolhost/plugins"
 	"toolhost/storage"
 )
 
@@ -66,6 +67,17 @@ func put(t *testing.T, reg *Registry, tenant int64, path, content string) {
 	}
 }
 
+// run calls a found tool on its group's warm plugin process.
+func run(t *testing.T, reg *Registry, tenant int64, target *CallTarget, args string) *plugins.CallResponse {
+	t.Helper()
+	g, release, err := reg.AcquireGroup(context.Background(), tenant, target.Def.Name)
+	if err != nil {
+		return &plugins.CallResponse{Error: &plugins.ToolError{Kind: plugins.ErrLoad, Message: err.Error()}}
+	}
+	defer release()
+	return g.Call(context.Background(), target.Tool.Implementation, json.RawMessage(args), nil)
+}
+
 func waitStatus(t *testing.T, reg *Registry, tenant int64, name, want string) *GroupView {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
@@ -95,7 +107,7 @@ func TestStatusLifecycle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := reg.Run(ctx, tn, target, json.RawMessage(`{"x":3}`), nil)
+		r := run(t, reg, tn, target, `{"x":3}`)
 		if !r.OK {
 			t.Fatalf("call: %+v", r.Error)
 		}
@@ -253,97 +265,6 @@ func BenchmarkFileChange1000(b *testing.B) {
 	}
 }
 
-// TestCallToolFromPython: tool code calls another tool through the host
-// (toolhost.call_tool), on both runtimes; a tool calling itself stops at
-// the depth limit with an error.
-func TestCallToolFromPython(t *testing.T) {
-	for _, rt := range []string{"cpython", "gpython"} {
-		t.Run(rt, func(t *testing.T) {
-			ctx := context.Background()
-			db, err := storage.Open(t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
-			sb, _ := runner.NewSandbox(toolhostBin, "allow")
-			reg, err := New(ctx, Config{DB: db, Run: runner.Options{Executable: toolhostBin, Sandbox: sb, Runtime: rt},
-				Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer reg.Close()
-			tn, _, _ := db.CreateTenant(ctx, "t")
-			put(t, reg, tn.ID, "c.py", `import toolhost
-
-def echo(x):
-    return {"x": x}
-
-def relay(x):
-    a = toolhost.call_tool("echo", {"x": x})
-    return {"relayed": a["content"], "ok": a["success"]}
-
-def forever():
-    return toolhost.call_tool("forever")
-
-def other(x):
-    a = toolhost.call_tool("echo", {"x": x}, group="D")
-    return a["content"]
-`)
-			reg.PutGroup(ctx, tn.ID, []byte(`kind: Plugin
-name: C
-description: d
-dependencies: [c.py]
-tools:
-  - {kind: Tool, object_name: Echo, name: echo, description: d, implementation: c.echo, parameters: [{name: x, type: int, description: d}]}
-  - {kind: Tool, object_name: Relay, name: relay, description: d, implementation: c.relay, parameters: [{name: x, type: int, description: d}]}
-  - {kind: Tool, object_name: Forever, name: forever, description: d, implementation: c.forever, parameters: []}
-  - {kind: Tool, object_name: Other, name: other, description: d, implementation: c.other, parameters: [{name: x, type: int, description: d}]}
-`))
-			waitStatus(t, reg, tn.ID, "C", Ready)
-			relay, _ := reg.FindTool(ctx, tn.ID, "relay", true, "")
-			a, err := reg.RunTool(ctx, tn.ID, relay, map[string]any{"x": json.Number("7")}, CallOptions{})
-			var got map[string]any
-			json.Unmarshal(a.Content, &got)
-			if err != nil || !a.Success || fmt.Sprint(got) != "map[ok:true relayed:map[x:7]]" {
-				b, _ := json.Marshal(a)
-				t.Fatalf("relay: %v %s", err, b)
-			}
-			// Another group that also defines echo: the relay still calls
-			// its own group's echo (the caller's group comes first).
-			put(t, reg, tn.ID, "d.py", "def echo(x):\n    return {'from': 'D'}\n")
-			reg.PutGroup(ctx, tn.ID, []byte(strings.NewReplacer("name: C", "name: D", "c.py", "d.py", "c.echo", "d.echo").Replace(`kind: Plugin
-name: C
-description: d
-dependencies: [c.py]
-tools:
-  - {kind: Tool, object_name: Echo, name: echo, description: d, implementation: c.echo, parameters: [{name: x, type: int, description: d}]}
-`)))
-			waitStatus(t, reg, tn.ID, "D", Ready)
-			a, err = reg.RunTool(ctx, tn.ID, relay, map[string]any{"x": json.Number("8")}, CallOptions{})
-			got = nil
-			json.Unmarshal(a.Content, &got)
-			if err != nil || !a.Success || fmt.Sprint(got) != "map[ok:true relayed:map[x:8]]" {
-				b, _ := json.Marshal(a)
-				t.Errorf("relay beside another group's echo: %v %s", err, b)
-			}
-			// group= chooses the other group's echo.
-			other, _ := reg.FindTool(ctx, tn.ID, "other", true, "C")
-			a, err = reg.RunTool(ctx, tn.ID, other, map[string]any{"x": json.Number("9")}, CallOptions{})
-			if err != nil || !a.Success || string(a.Content) != `{"from":"D"}` && string(a.Content) != `{"from": "D"}` {
-				b, _ := json.Marshal(a)
-				t.Errorf("call_tool with group=D: %v %s", err, b)
-			}
-			forever, _ := reg.FindTool(ctx, tn.ID, "forever", true, "")
-			a, err = reg.RunTool(ctx, tn.ID, forever, map[string]any{}, CallOptions{})
-			// Each level answers the level above; the deepest is refused.
-			if err != nil || !strings.Contains(string(a.Content), "tools may call tools only 3 deep") {
-				b, _ := json.Marshal(a)
-				t.Errorf("forever: %v %s", err, b)
-			}
-		})
-	}
-}
-
 // Group folders laid out by an earlier run (one per generation it loaded)
 // are removed when a registry starts on the same data folder, and the group
 // still runs.
@@ -373,7 +294,7 @@ func TestRootsClearedAtStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := reg2.Run(ctx, tn, target, json.RawMessage(`{"x":1}`), nil); !r.OK || !strings.Contains(string(r.Result), `"v": 3`) && !strings.Contains(string(r.Result), `"v":3`) {
+	if r := run(t, reg2, tn, target, `{"x":1}`); !r.OK || !strings.Contains(string(r.Result), `"v": 3`) && !strings.Contains(string(r.Result), `"v":3`) {
 		t.Fatalf("call after restart: %+v %s", r.Error, r.Result)
 	}
 	if n := roots(); n != 1 {

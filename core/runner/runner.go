@@ -31,8 +31,6 @@ import (
 	"toolhost/plugins/service"
 )
 
-// DefaultTimeout is the timeout of one call when none is given.
-const DefaultTimeout = 30 * time.Second
 
 // Options configure how a group runs.
 type Options struct {
@@ -218,7 +216,7 @@ const killWait = 5 * time.Second
 // loads the group and checks every tool's and skill's signature.
 func Open(ctx context.Context, def *definition.Group, root string, opts Options) (*Group, error) {
 	if opts.Timeout <= 0 {
-		opts.Timeout = DefaultTimeout
+		opts.Timeout = plugins.DefaultCallTimeout
 	}
 	if opts.Network == "" {
 		opts.Network = "allow"

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"sort"
 	"strconv"
 	"strings"
@@ -39,8 +40,9 @@ func (m *Memory) SaveSession(_ context.Context, s *storage.Session) error {
 
 // Log implements Store.
 func (m *Memory) Log(_ context.Context, _ string, kind, event string, data any) error {
+	b, _ := json.Marshal(data)
 	m.mu.Lock()
-	m.Entries = append(m.Entries, storage.LogEntry{ID: int64(len(m.Entries) + 1), Kind: kind, Event: event})
+	m.Entries = append(m.Entries, storage.LogEntry{ID: int64(len(m.Entries) + 1), Kind: kind, Event: event, Data: b})
 	m.mu.Unlock()
 	if m.OnLog != nil {
 		m.OnLog(kind, event, data)

@@ -3,7 +3,7 @@
 // the tools available in the current state (built-in tools included),
 // moves between states, finishes with the session_finish_call skills, and
 // logs every step. It works over a Store (SQLite in the server, memory in
-// `toolhost session`) and a Caller that runs implementations.
+// `toolhost session`) and hands every call to the pipeline.
 package session
 
 import (
@@ -20,7 +20,6 @@ import (
 	"toolhost/core/arguments"
 	"toolhost/core/definition"
 	"toolhost/core/pipeline"
-	"toolhost/core/runner"
 	"toolhost/core/suggest"
 	"toolhost/plugins"
 	"toolhost/storage"
@@ -35,22 +34,14 @@ type Store interface {
 	SearchKnowledge(ctx context.Context, names []string, query string, limit int) ([]storage.Passage, error)
 }
 
-// Caller runs one implementation of a group; a timeout of 0 means the
-// group's default.
-type Caller interface {
-	Call(ctx context.Context, group *definition.Group, impl definition.Implementation, args, callCtx json.RawMessage, timeout time.Duration) *plugins.CallResponse
-}
-
 // Engine runs the sessions of one agent.
 type Engine struct {
 	Agent *definition.Agent
 	// Groups are the attached groups, in the agent's order.
 	Groups []*definition.Group
 	Store  Store
-	Caller Caller
-	// Pipeline, when set, takes every tool call of a group (templates,
-	// idempotency, retries, fallbacks, tags); without it calls go straight
-	// to the Caller.
+	// Pipeline takes every call: tools (built-ins too) and skills. Its
+	// Runner runs the groups' implementations.
 	Pipeline *pipeline.Pipeline
 }
 
@@ -158,25 +149,25 @@ func (e *Engine) runSkill(ctx context.Context, s *storage.Session, g *definition
 		e.log(ctx, s, "system", "skill_call", logData)
 	}()
 	// Inputs come from the session's variables, checked against their dtype.
-	params := make([]*definition.Parameter, len(sk.Inputs))
 	inputs := map[string]any{}
-	for i, in := range sk.Inputs {
-		params[i] = &definition.Parameter{Name: in.Name, Type: in.DType}
+	for _, in := range sk.Inputs {
 		if v, ok := s.Variables[in.Name]; ok {
 			inputs[in.Name] = v
 		}
 	}
 	raw, _ := json.Marshal(inputs)
-	clean, err := arguments.Check(params, raw)
+	resp, clean, err := e.Pipeline.RunSkill(ctx, &pipeline.SkillRequest{Door: pipeline.DoorSession, Group: g, Skill: sk, Args: raw, Context: e.callContext(s)})
 	if err != nil {
-		msg := strings.ReplaceAll(err.Error(), "missing required parameter", "the session has no variable")
-		msg = strings.ReplaceAll(msg, "parameter ", "input ")
+		var ae *pipeline.ArgumentsError
+		msg := err.Error()
+		if errors.As(err, &ae) {
+			msg = strings.ReplaceAll(ae.Errors.Error(), "missing required parameter", "the session has no variable")
+			msg = strings.ReplaceAll(msg, "parameter ", "input ")
+		}
 		o.Error = &plugins.ToolError{Kind: "input", Message: fmt.Sprintf("skill %q: %s", sk.Name, msg)}
 		return o
 	}
-	args, _ := json.Marshal(clean)
 	logData["inputs"] = clean
-	resp := e.Caller.Call(ctx, g, sk.Implementation, args, e.callContext(s), 0)
 	logData["runtime"], logData["worker"] = resp.Runtime, resp.Worker
 	if resp.Output != "" {
 		logData["output"] = resp.Output
@@ -245,100 +236,68 @@ func (e *Engine) Resolve(objectName string) (*definition.Group, *definition.Tool
 	return nil, nil
 }
 
-// Call runs a tool inside the session: only tools of the current state;
-// arguments are checked before anything runs. Built-in tools run here.
+// Call runs a tool inside the session: only tools of the current state.
+// The pipeline checks the arguments before anything runs; built-in tools
+// run here, through the session's own runner. A refused call is logged
+// with its reason.
 func (e *Engine) Call(ctx context.Context, s *storage.Session, name string, args json.RawMessage) (*pipeline.Answer, error) {
 	if s.Closed {
+		e.Pipeline.Refused(ctx, pipeline.DoorSession, s.ID, name, ErrClosed)
 		return nil, ErrClosed
 	}
 	g, t, err := e.available(s, name)
 	if err != nil {
+		e.Pipeline.Refused(ctx, pipeline.DoorSession, s.ID, name, err)
 		return nil, err
 	}
-	if len(strings.TrimSpace(string(args))) == 0 || string(args) == "null" {
-		args = json.RawMessage("{}")
-	}
-	clean, err := arguments.Check(t.Parameters, args)
+	run := &sessionRunner{e: e, s: s}
+	a, err := e.Pipeline.Run(ctx, &pipeline.Request{Door: pipeline.DoorSession, Group: g, Tool: t, Args: args, Session: s.ID,
+		Context: e.callContext(s), AllowedTags: s.AllowedTags, Runner: run})
 	if err != nil {
-		var es arguments.Errors
-		errors.As(err, &es)
-		return nil, &ToolError{Status: 422, Message: err.Error(), Errors: es}
-	}
-	start := time.Now()
-	var resp *plugins.CallResponse
-	if !t.Builtin && e.Pipeline != nil {
-		return e.callPipeline(ctx, s, g, t, clean)
-	}
-	if t.Builtin {
-		resp = e.builtin(ctx, s, t, clean)
-	} else {
-		argJSON, _ := json.Marshal(clean)
-		resp = e.Caller.Call(ctx, g, t.Implementation, argJSON, e.callContext(s), 0)
-	}
-	if resp.DurationUs == 0 {
-		resp.DurationUs = time.Since(start).Microseconds()
-	}
-	entry := map[string]any{"tool": t.ObjectName, "name": t.Name, "arguments": clean, "success": resp.OK,
-		"duration_ms": float64(resp.DurationUs) / 1000, "runtime": resp.Runtime, "worker": resp.Worker}
-	if resp.OK {
-		entry["result"] = json.RawMessage(resp.Result)
-	} else {
-		entry["error"] = resp.Error
-	}
-	if resp.Output != "" {
-		entry["output"] = resp.Output
-	}
-	e.log(ctx, s, "system", "tool_call", entry)
-	return &pipeline.Answer{Result: runner.NewResult(resp), Tool: t.ObjectName, Attempts: 1}, nil
-}
-
-// callPipeline runs a group's tool through the pipeline and logs the
-// answer (warnings included, so that they can be searched).
-func (e *Engine) callPipeline(ctx context.Context, s *storage.Session, g *definition.Group, t *definition.Tool, args map[string]any) (*pipeline.Answer, error) {
-	callCtx := e.callContext(s)
-	a, err := e.Pipeline.Run(ctx, &pipeline.Request{Group: g, Tool: t, Args: args, Session: s.ID, AllowedTags: s.AllowedTags,
-		Run: func(ctx context.Context, tool *definition.Tool, a json.RawMessage, timeout time.Duration) *plugins.CallResponse {
-			return e.Caller.Call(ctx, g, tool.Implementation, a, callCtx, timeout)
-		}})
-	if err != nil {
+		var ae *pipeline.ArgumentsError
 		var te *pipeline.TagError
-		if errors.As(err, &te) {
+		switch {
+		case errors.As(err, &ae):
+			return nil, &ToolError{Status: 422, Message: err.Error(), Errors: ae.Errors}
+		case errors.As(err, &te):
 			return nil, &ToolError{Status: 403, Message: err.Error()}
 		}
 		return nil, err
 	}
-	entry := map[string]any{"tool": t.ObjectName, "name": t.Name, "arguments": args, "success": a.Success,
-		"duration_ms": a.DurationMs, "runtime": a.Runtime, "worker": a.Worker, "attempts": a.Attempts}
-	if a.Success {
-		entry["result"] = a.Content
-	} else {
-		entry["error"] = a.Error
+	// What the call caused comes after it in the log.
+	if run.finished != nil {
+		e.log(ctx, s, "system", "session_finish", run.finished)
 	}
-	for k, v := range map[string]any{"warnings": a.Warnings, "errors": a.Errors, "fallback": a.Fallback, "output": a.Logs} {
-		switch x := v.(type) {
-		case []string:
-			if len(x) > 0 {
-				entry[k] = x
-			}
-		case []*plugins.ToolError:
-			if len(x) > 0 {
-				entry[k] = x
-			}
-		case string:
-			if x != "" {
-				entry[k] = x
-			}
-		}
-	}
-	if a.Replayed {
-		entry["replayed"] = true
-	}
-	e.log(ctx, s, "system", "tool_call", entry)
 	return a, nil
 }
 
+// sessionRunner runs a session's calls: built-in tools here, the groups'
+// implementations through the pipeline's runner.
+type sessionRunner struct {
+	e *Engine
+	s *storage.Session
+	// finished is the session_finish entry of a FinishSession call, logged
+	// once the call itself is.
+	finished map[string]any
+}
+
+// Run implements pipeline.Runner.
+func (r *sessionRunner) Run(ctx context.Context, inv *pipeline.Invocation) *plugins.CallResponse {
+	if inv.Tool == nil || !inv.Tool.Builtin {
+		return r.e.Pipeline.Runner.Run(ctx, inv)
+	}
+	start := time.Now()
+	resp := r.e.builtin(ctx, r.s, inv.Tool, inv.Args, r)
+	resp.DurationUs = time.Since(start).Microseconds()
+	return resp
+}
+
 // builtin runs a built-in tool.
-func (e *Engine) builtin(ctx context.Context, s *storage.Session, t *definition.Tool, args map[string]any) *plugins.CallResponse {
+func (e *Engine) builtin(ctx context.Context, s *storage.Session, t *definition.Tool, raw json.RawMessage, run *sessionRunner) *plugins.CallResponse {
+	args := map[string]any{}
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.UseNumber()
+	dec.Decode(&args)
 	ok := func(v any) *plugins.CallResponse {
 		b, _ := json.Marshal(v)
 		return &plugins.CallResponse{OK: true, Result: b, Runtime: "builtin"}
@@ -348,10 +307,11 @@ func (e *Engine) builtin(ctx context.Context, s *storage.Session, t *definition.
 	}
 	switch t.ObjectName {
 	case "FinishSession":
-		outcomes, err := e.Finish(ctx, s)
+		outcomes, err := e.finish(ctx, s)
 		if err != nil {
 			return fail(err)
 		}
+		run.finished = map[string]any{"variables": s.Variables, "skills": outcomes}
 		return ok(map[string]any{"finished": true, "skills": outcomes})
 	case "SendChatMessage":
 		msg, _ := args["message"].(string)
@@ -413,17 +373,22 @@ func (e *Engine) SetState(ctx context.Context, s *storage.Session, name string) 
 
 // Finish runs every session_finish_call skill and closes the session.
 func (e *Engine) Finish(ctx context.Context, s *storage.Session) ([]SkillOutcome, error) {
+	outcomes, err := e.finish(ctx, s)
+	if err == nil {
+		e.log(ctx, s, "system", "session_finish", map[string]any{"variables": s.Variables, "skills": outcomes})
+	}
+	return outcomes, err
+}
+
+// finish is Finish without its log entry.
+func (e *Engine) finish(ctx context.Context, s *storage.Session) ([]SkillOutcome, error) {
 	if s.Closed {
 		return nil, ErrClosed
 	}
 	outcomes := e.runSkills(ctx, s, true)
 	s.Closed = true
 	s.FinishedAt = time.Now().UTC().Format(time.RFC3339Nano)
-	if err := e.Store.SaveSession(ctx, s); err != nil {
-		return outcomes, err
-	}
-	e.log(ctx, s, "system", "session_finish", map[string]any{"variables": s.Variables, "skills": outcomes})
-	return outcomes, nil
+	return outcomes, e.Store.SaveSession(ctx, s)
 }
 
 var placeholder = regexp.MustCompile(`__([A-Za-z][A-Za-z0-9_]*?)__`)

@@ -7,10 +7,10 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"toolhost/core/definition"
 	"toolhost/core/internal/testbin"
+	"toolhost/core/pipeline"
 	"toolhost/core/runner"
 	"toolhost/plugins"
 )
@@ -18,13 +18,6 @@ import (
 var toolhostBin string
 
 func TestMain(m *testing.M) { testbin.Main(m, &toolhostBin) }
-
-// caller runs the test group on a real plugin process.
-type caller struct{ g *runner.Group }
-
-func (c caller) Call(ctx context.Context, _ *definition.Group, impl definition.Implementation, args, callCtx json.RawMessage, timeout time.Duration) *plugins.CallResponse {
-	return c.g.CallTimeout(ctx, impl, args, callCtx, timeout)
-}
 
 func engine(t *testing.T, runtime string) (*Engine, *Memory) {
 	t.Helper()
@@ -49,7 +42,8 @@ func engine(t *testing.T, runtime string) (*Engine, *Memory) {
 	}
 	mem := NewMemory()
 	mem.Knowledge["faq"] = "Refunds take five days.\n\nWe open at nine."
-	return &Engine{Agent: ar.Agent, Groups: []*definition.Group{res.Group}, Store: mem, Caller: caller{g}}, mem
+	return &Engine{Agent: ar.Agent, Groups: []*definition.Group{res.Group}, Store: mem,
+		Pipeline: &pipeline.Pipeline{Runner: pipeline.OneGroup{Group: g}, Log: mem}}, mem
 }
 
 func TestSessionLifecycle(t *testing.T) {
@@ -132,12 +126,37 @@ func testLifecycle(t *testing.T, rt string) {
 	if _, err := e.Call(ctx, s, "FinishSession", nil); !errors.Is(err, ErrClosed) {
 		t.Errorf("closed session: %v", err)
 	}
+	// The log is in causal order: the FinishSession call, then the
+	// session_finish it caused (its finish skills ran during the call);
+	// refused calls are there with their reasons.
 	events := []string{}
 	for _, le := range mem.Entries {
 		events = append(events, le.Event)
 	}
-	if events[0] != "session_start" || events[len(events)-1] != "tool_call" || !contains(events, "session_finish") || !contains(events, "skill_call") {
+	tail := strings.Join(events[len(events)-5:], " ")
+	if events[0] != "session_start" || tail != "state_change skill_call tool_call session_finish tool_call_refused" {
 		t.Errorf("log events: %v", events)
+	}
+	if d := string(mem.Entries[len(events)-3].Data); !strings.Contains(d, `"tool":"FinishSession"`) {
+		t.Errorf("the call before session_finish: %s", d)
+	}
+	var reasons []string
+	for _, le := range mem.Entries {
+		if le.Event == "tool_call_refused" {
+			var d struct{ Tool, Reason string }
+			json.Unmarshal(le.Data, &d)
+			reasons = append(reasons, d.Tool+": "+d.Reason)
+		}
+	}
+	want := []string{`FinishSession: tool "FinishSession" is not available in state "One"`, `WhoAmi: no tool "WhoAmi" in state "One"`,
+		`SendChatMessage: invalid arguments for tool "send_chat_message": missing required parameter "message"`, "FinishSession: the session is finished"}
+	if len(reasons) != len(want) {
+		t.Fatalf("refused calls logged: %q", reasons)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(reasons[i], w) {
+			t.Errorf("refused call %d logged as %q, want %q...", i, reasons[i], w)
+		}
 	}
 }
 

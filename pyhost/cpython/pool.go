@@ -94,7 +94,7 @@ func (p *Pool) Call(ctx context.Context, req *plugins.CallRequest) *plugins.Call
 	resp.Worker = w.pid
 	timeout := time.Duration(req.TimeoutMs) * time.Millisecond
 	if timeout <= 0 {
-		timeout = 30 * time.Second
+		timeout = plugins.DefaultCallTimeout
 	}
 	ans, err := w.exchange(ctx, &callFrame{Op: "call", Module: req.Module, Func: req.Func, Args: req.Args, Context: req.Context},
 		p.answerLimit(), deadline(ctx, timeout), p.Callbacks, req.Token)

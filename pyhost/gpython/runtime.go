@@ -208,7 +208,7 @@ func (r *Runtime) Call(ctx gocontext.Context, req *plugins.CallRequest) *plugins
 	defer func() { resp.DurationUs = time.Since(start).Microseconds() }()
 	timeout := time.Duration(req.TimeoutMs) * time.Millisecond
 	if timeout <= 0 {
-		timeout = 30 * time.Second
+		timeout = plugins.DefaultCallTimeout
 	}
 	ctx, cancel := gocontext.WithTimeout(ctx, timeout)
 	defer cancel()

@@ -86,14 +86,23 @@ func (s *server) kill9() {
 }
 
 // loadedToken is the token `serve --load` printed for tenant "default".
+// The server prints it before it listens, but its stdout reaches the test
+// through a copying goroutine, which may lag behind /healthz: it is waited
+// for.
 func (s *server) loadedToken() string {
-	token := ""
-	for _, line := range strings.Split(s.out.String(), "\n") {
-		if after, ok := strings.CutPrefix(line, "tenant default token: "); ok {
-			token = after
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		token := ""
+		for _, line := range strings.Split(s.out.String(), "\n") {
+			if after, ok := strings.CutPrefix(line, "tenant default token: "); ok {
+				token = after
+			}
 		}
+		if token != "" || time.Now().After(deadline) {
+			return token
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	return token
 }
 
 // do sends a request and decodes a JSON answer into out (when not nil).
@@ -424,7 +433,7 @@ func TestServerEndToEnd(t *testing.T) {
 	if err == nil {
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if !strings.Contains(string(b), "toolhost_calls_total{success=\"true\"} 1") || !strings.Contains(string(b), "toolhost_warm_groups 1") {
+		if !strings.Contains(string(b), `toolhost_calls_total{door="api",success="true"} 1`) || !strings.Contains(string(b), "toolhost_warm_groups 1") {
 			t.Errorf("metrics:\n%s", b)
 		}
 	}
@@ -649,7 +658,10 @@ func TestSessionsOverHTTP(t *testing.T) {
 	for _, l := range logs {
 		events = append(events, l.Event)
 	}
-	want := "session_start skill_call tool_call tool_call tool_call tool_call state_change skill_call session_finish tool_call"
+	// In causal order: the FinishSession call (its finish skill ran
+	// during it), then the session_finish it caused; the two refused calls
+	// are there with their reasons.
+	want := "session_start skill_call tool_call tool_call tool_call tool_call tool_call_refused tool_call_refused state_change skill_call tool_call session_finish"
 	if strings.Join(events, " ") != want {
 		t.Errorf("system log:\n got  %s\n want %s", strings.Join(events, " "), want)
 	}

@@ -1,15 +1,15 @@
-package registry
+package calls
 
 import (
 	"context"
-	"encoding/json"
+	"crypto/sha256"
 	"fmt"
 	"strings"
-	"time"
+	"sync"
 
 	"toolhost/core/definition"
+	"toolhost/core/registry"
 	"toolhost/core/session"
-	"toolhost/plugins"
 	"toolhost/storage"
 )
 
@@ -66,60 +66,38 @@ func agentView(a *definition.Agent, warnings []definition.Diagnostic) *AgentView
 	return v
 }
 
-// groupDefinitions parses every stored group of a tenant, by name (groups
-// with errors are left out: their names are reported as missing).
-func (r *Registry) groupDefinitions(ctx context.Context, tenant int64) (map[string]*definition.Group, map[string]storage.Group, error) {
-	idx, err := r.tools(ctx, tenant)
-	if err != nil {
-		return nil, nil, err
-	}
-	defs, rows := map[string]*definition.Group{}, map[string]storage.Group{}
-	for _, g := range idx.groups {
-		def, err := r.definition(warmKey(tenant, g.Name, g.Generation), g)
-		if err != nil {
-			continue
-		}
-		defs[g.Name], rows[g.Name] = def, g
-	}
-	return defs, rows, nil
-}
-
 // PutAgent checks an agent definition against the tenant's groups and
 // stores it; a defective one is refused with every defect (AgentError).
-func (r *Registry) PutAgent(ctx context.Context, tenant int64, yaml []byte) (*AgentView, error) {
+func (s *Service) PutAgent(ctx context.Context, tenant int64, yaml []byte) (*AgentView, error) {
 	res := definition.LoadAgent(yaml)
 	if !res.OK() {
 		return nil, &AgentError{Errors: res.Errors}
 	}
-	defs, _, err := r.groupDefinitions(ctx, tenant)
+	defs, _, err := s.reg.Definitions(ctx, tenant)
 	if err != nil {
 		return nil, err
 	}
 	if errs := definition.CheckAgentTools(res.Agent, defs); len(errs) > 0 {
 		return nil, &AgentError{Errors: errs}
 	}
-	if err := r.db.PutAgent(ctx, tenant, res.Agent.Name, yaml); err != nil {
+	if err := s.db.PutAgent(ctx, tenant, res.Agent.Name, yaml); err != nil {
 		return nil, err
 	}
 	return agentView(res.Agent, res.Warnings), nil
 }
 
 // Agent returns a stored agent, parsed.
-func (r *Registry) Agent(ctx context.Context, tenant int64, name string) (*definition.Agent, error) {
-	a, err := r.db.Agent(ctx, tenant, name)
+func (s *Service) Agent(ctx context.Context, tenant int64, name string) (*definition.Agent, error) {
+	a, err := s.db.Agent(ctx, tenant, name)
 	if err != nil {
 		return nil, err
 	}
-	res := definition.LoadAgent(a.YAML)
-	if !res.OK() {
-		return nil, fmt.Errorf("stored agent %q no longer parses: %v", name, res.Errors)
-	}
-	return res.Agent, nil
+	return s.agents.parse(name, a.YAML)
 }
 
 // AgentView returns a stored agent as the API shows it.
-func (r *Registry) AgentView(ctx context.Context, tenant int64, name string) (*AgentView, error) {
-	a, err := r.Agent(ctx, tenant, name)
+func (s *Service) AgentView(ctx context.Context, tenant int64, name string) (*AgentView, error) {
+	a, err := s.Agent(ctx, tenant, name)
 	if err != nil {
 		return nil, err
 	}
@@ -127,8 +105,8 @@ func (r *Registry) AgentView(ctx context.Context, tenant int64, name string) (*A
 }
 
 // Agents lists a tenant's agents.
-func (r *Registry) Agents(ctx context.Context, tenant int64) ([]*AgentView, error) {
-	as, err := r.db.Agents(ctx, tenant)
+func (s *Service) Agents(ctx context.Context, tenant int64) ([]*AgentView, error) {
+	as, err := s.db.Agents(ctx, tenant)
 	if err != nil {
 		return nil, err
 	}
@@ -145,8 +123,8 @@ func (r *Registry) Agents(ctx context.Context, tenant int64) ([]*AgentView, erro
 // StateTools resolves the tools of an agent's state, in order, with the
 // name of the group each comes from ("built-in" for built-ins). The
 // agent's groups must all be Ready (NotReadyError otherwise).
-func (r *Registry) StateTools(ctx context.Context, tenant int64, agentName, state string) ([]*definition.Tool, []string, error) {
-	eng, err := r.Engine(ctx, tenant, agentName)
+func (s *Service) StateTools(ctx context.Context, tenant int64, agentName, state string) ([]*definition.Tool, []string, error) {
+	eng, err := s.Engine(ctx, tenant, agentName)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -159,7 +137,7 @@ func (r *Registry) StateTools(ctx context.Context, tenant int64, agentName, stat
 	for _, ref := range st.Tools {
 		g, t := eng.Resolve(ref.Name)
 		if t == nil {
-			return nil, nil, &UnknownToolError{Name: ref.Name}
+			return nil, nil, &registry.UnknownToolError{Name: ref.Name}
 		}
 		tools = append(tools, t)
 		if g != nil {
@@ -174,12 +152,12 @@ func (r *Registry) StateTools(ctx context.Context, tenant int64, agentName, stat
 // Engine makes the session engine of a tenant's agent: its attached groups
 // (which must all be Ready), the database as its store, and warm plugin
 // processes as its caller.
-func (r *Registry) Engine(ctx context.Context, tenant int64, agentName string) (*session.Engine, error) {
-	a, err := r.Agent(ctx, tenant, agentName)
+func (s *Service) Engine(ctx context.Context, tenant int64, agentName string) (*session.Engine, error) {
+	a, err := s.Agent(ctx, tenant, agentName)
 	if err != nil {
 		return nil, err
 	}
-	defs, rows, err := r.groupDefinitions(ctx, tenant)
+	defs, rows, err := s.reg.Definitions(ctx, tenant)
 	if err != nil {
 		return nil, err
 	}
@@ -187,42 +165,14 @@ func (r *Registry) Engine(ctx context.Context, tenant int64, agentName string) (
 	for _, ref := range a.ToolGroups {
 		g, ok := defs[ref.Name]
 		if !ok {
-			return nil, &NotReadyError{Group: ref.Name, Status: "missing", Message: "the agent attaches it, but the tenant has no such valid group"}
+			return nil, &registry.NotReadyError{Group: ref.Name, Status: "missing", Message: "the agent attaches it, but the tenant has no such valid group"}
 		}
-		if row := rows[ref.Name]; row.Status != Ready {
-			v, _ := viewOf(row)
-			msg := ""
-			if v != nil {
-				msg = v.Message
-			}
-			return nil, &NotReadyError{Group: ref.Name, Status: row.Status, Message: msg}
+		if row := rows[ref.Name]; row.Status != registry.Ready {
+			return nil, &registry.NotReadyError{Group: ref.Name, Status: row.Status, Message: registry.Message(row)}
 		}
 		groups = append(groups, g)
 	}
-	return &session.Engine{Agent: a, Groups: groups, Store: &tenantStore{db: r.db, tenant: tenant}, Caller: &groupCaller{r: r, tenant: tenant},
-		Pipeline: r.Pipeline(tenant)}, nil
-}
-
-// groupCaller runs a group's implementations on its warm plugin process.
-type groupCaller struct {
-	r      *Registry
-	tenant int64
-}
-
-func (c *groupCaller) Call(ctx context.Context, g *definition.Group, impl definition.Implementation, args, callCtx json.RawMessage, timeout time.Duration) *plugins.CallResponse {
-	row, err := c.r.db.Group(ctx, c.tenant, g.Name)
-	if err == nil && row.Status != Ready {
-		err = &NotReadyError{Group: g.Name, Status: row.Status}
-	}
-	if err != nil {
-		return &plugins.CallResponse{Error: &plugins.ToolError{Kind: plugins.ErrLoad, Message: err.Error()}}
-	}
-	rg, release, err := c.r.acquire(ctx, c.tenant, row)
-	if err != nil {
-		return &plugins.CallResponse{Error: &plugins.ToolError{Kind: plugins.ErrLoad, Message: err.Error()}}
-	}
-	defer release()
-	return rg.CallTimeout(ctx, impl, args, callCtx, timeout)
+	return &session.Engine{Agent: a, Groups: groups, Store: &tenantStore{db: s.db, tenant: tenant}, Pipeline: s.Pipeline(tenant)}, nil
 }
 
 // tenantStore is the session store of one tenant, in the database.
@@ -249,4 +199,33 @@ func (s *tenantStore) AddUnanswered(ctx context.Context, sessionID, q string) er
 
 func (s *tenantStore) SearchKnowledge(ctx context.Context, names []string, q string, limit int) ([]storage.Passage, error) {
 	return s.db.SearchKnowledge(ctx, s.tenant, names, q, limit)
+}
+
+// agentCache keeps parsed agents by the hash of their YAML, so that a
+// session's calls do not parse its agent again.
+type agentCache struct {
+	mu     sync.Mutex
+	parsed map[[32]byte]*definition.Agent
+}
+
+// parse returns the parsed agent of a stored definition.
+func (c *agentCache) parse(name string, yaml []byte) (*definition.Agent, error) {
+	key := sha256.Sum256(yaml)
+	c.mu.Lock()
+	a, ok := c.parsed[key]
+	c.mu.Unlock()
+	if ok {
+		return a, nil
+	}
+	res := definition.LoadAgent(yaml)
+	if !res.OK() {
+		return nil, fmt.Errorf("stored agent %q no longer parses: %v", name, res.Errors)
+	}
+	c.mu.Lock()
+	if c.parsed == nil || len(c.parsed) > 4096 {
+		c.parsed = map[[32]byte]*definition.Agent{}
+	}
+	c.parsed[key] = res.Agent
+	c.mu.Unlock()
+	return res.Agent, nil
 }

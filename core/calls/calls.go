@@ -1,0 +1,124 @@
+// Package calls is where the server's doors hand their calls over: it sits
+// above the registry (which keeps groups, files and statuses) and builds
+// each tenant's pipeline over the registry's warm groups, serves
+// toolhost.call_tool (handed to the registry as its hook), resumes
+// continuations, and keeps the tenants' agents and the engines of their
+// sessions. The API and every future door (MCP, a console) find a tool
+// and hand it to Pipeline(tenant).Run.
+package calls
+
+import (
+	"context"
+	"os"
+	"time"
+
+	"toolhost/core/pipeline"
+	"toolhost/core/registry"
+	"toolhost/core/templates"
+	"toolhost/plugins"
+	"toolhost/storage"
+)
+
+// ContinuationTTL is how long the next page of a table can be asked for.
+const ContinuationTTL = time.Hour
+
+// Config configures a Service.
+type Config struct {
+	DB       *storage.DB
+	Registry *registry.Registry
+	// Observer counts every call (the server's /metrics); may be nil.
+	Observer pipeline.Observer
+	// Timeout is the timeout of tools without a timeout key and of skills
+	// (serve --timeout); 0 means plugins.DefaultCallTimeout.
+	Timeout time.Duration
+	// Executable is the toolhost binary whose template workers render
+	// templates; default: this process's.
+	Executable string
+}
+
+// Service is the call path of the server.
+type Service struct {
+	db       *storage.DB
+	reg      *registry.Registry
+	observer pipeline.Observer
+	timeout  time.Duration
+	renderer *templates.Renderer
+	agents   agentCache
+}
+
+// New makes the call path over a registry and hands the registry its
+// toolhost.call_tool handler.
+func New(cfg Config) *Service {
+	exe := cfg.Executable
+	if exe == "" {
+		exe, _ = os.Executable()
+	}
+	s := &Service{db: cfg.DB, reg: cfg.Registry, observer: cfg.Observer, timeout: cfg.Timeout,
+		renderer: templates.NewRenderer(exe, 2, 2*time.Second, 1<<20)}
+	cfg.Registry.SetToolCalls(s.toolCall)
+	return s
+}
+
+// Close stops the template workers.
+func (s *Service) Close() { s.renderer.Close() }
+
+// Pipeline is the call pipeline of a tenant: its warm groups, its ledger,
+// continuations and system log.
+func (s *Service) Pipeline(tenant int64) *pipeline.Pipeline {
+	return &pipeline.Pipeline{Runner: groupRunner{s.reg, tenant}, Renderer: s.renderer, Ledger: tenantLedger{s.db, tenant},
+		Continuations: tenantContinuations{s.db, tenant}, Timeout: s.timeout, Observer: s.observer, Log: tenantLog{s.db, tenant}}
+}
+
+// groupRunner runs a tenant's implementations on the warm plugin
+// processes of its Ready groups.
+type groupRunner struct {
+	reg    *registry.Registry
+	tenant int64
+}
+
+// Run implements pipeline.Runner.
+func (r groupRunner) Run(ctx context.Context, inv *pipeline.Invocation) *plugins.CallResponse {
+	g, release, err := r.reg.AcquireGroup(ctx, r.tenant, inv.Group.Name)
+	if err != nil {
+		return &plugins.CallResponse{Error: &plugins.ToolError{Kind: plugins.ErrLoad, Message: err.Error()}}
+	}
+	defer release()
+	return g.CallTimeout(ctx, inv.Impl, inv.Args, inv.Context, inv.Timeout)
+}
+
+// tenantLedger is the idempotency ledger of one tenant.
+type tenantLedger struct {
+	db     *storage.DB
+	tenant int64
+}
+
+func (l tenantLedger) Claim(ctx context.Context, key, hash string, window, stale time.Duration) (*storage.LedgerEntry, bool, error) {
+	return l.db.ClaimKey(ctx, l.tenant, key, hash, window, stale)
+}
+
+func (l tenantLedger) Complete(ctx context.Context, key string, resp []byte) error {
+	return l.db.CompleteKey(ctx, l.tenant, key, resp)
+}
+
+func (l tenantLedger) Release(ctx context.Context, key string) error {
+	return l.db.ReleaseKey(ctx, l.tenant, key)
+}
+
+type tenantContinuations struct {
+	db     *storage.DB
+	tenant int64
+}
+
+func (c tenantContinuations) Save(ctx context.Context, cont storage.Continuation) (string, error) {
+	return c.db.SaveContinuation(ctx, c.tenant, cont, ContinuationTTL)
+}
+
+// tenantLog is the system log of one tenant.
+type tenantLog struct {
+	db     *storage.DB
+	tenant int64
+}
+
+func (l tenantLog) Log(ctx context.Context, session, kind, event string, data any) error {
+	return l.db.AddLog(ctx, l.tenant, session, kind, event, data)
+}
