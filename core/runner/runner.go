@@ -31,7 +31,6 @@ import (
 	"toolhost/plugins/service"
 )
 
-
 // Options configure how a group runs.
 type Options struct {
 	// Runtime is auto (cpython when a python3 is found, else gpython),
