@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"toolhost/core/definition"
 	"toolhost/core/strictjson"
 )
 
@@ -110,20 +111,18 @@ func (s *Server) timeBodies(next http.Handler) http.Handler {
 }
 
 // takeUploadSlot counts the request's body against its tenant's bodies in
-// transfer until the body ends; past MaxUploads it answers 429.
-func (s *Server) takeUploadSlot(w http.ResponseWriter, r *http.Request, tenant int64) bool {
+// transfer until the body ends; past MaxUploads it is a 429.
+func (s *Server) takeUploadSlot(r *http.Request, tenant int64) error {
 	c, ok := r.Context().Value(bodyClockKey{}).(*bodyClock)
 	if !ok {
-		return true
+		return nil
 	}
 	s.uploadsMu.Lock()
 	defer s.uploadsMu.Unlock()
 	if s.uploads[tenant] >= s.MaxUploads {
-		w.Header().Set("Connection", "close")
-		w.Header().Set("Retry-After", "1")
-		problem(w, http.StatusTooManyRequests, "Too many uploads",
-			fmt.Sprintf("a tenant may send at most %d request bodies at once; this one was not read", s.MaxUploads), nil)
-		return false
+		return newProblem(http.StatusTooManyRequests, "Too many uploads",
+			fmt.Sprintf("a tenant may send at most %d request bodies at once; this one was not read", s.MaxUploads), nil).
+			withHeader("Connection", "close").withHeader("Retry-After", "1")
 	}
 	if s.uploads == nil {
 		s.uploads = map[int64]int{}
@@ -136,26 +135,46 @@ func (s *Server) takeUploadSlot(w http.ResponseWriter, r *http.Request, tenant i
 			delete(s.uploads, tenant)
 		}
 	}
-	return true
+	return nil
 }
 
-// bodyFailed answers a body that could not be read: 408 when it came too
-// slowly (and the connection closes), else 400. It answers false when
+// bodyError is the problem of a body that could not be read: 408 when it
+// came too slowly (and the connection closes), else 400. It is nil when
 // err is no read error of the body.
-func (s *Server) bodyFailed(w http.ResponseWriter, r *http.Request, err error) bool {
+func (s *Server) bodyError(r *http.Request, err error) *Problem {
 	c, _ := r.Context().Value(bodyClockKey{}).(*bodyClock)
 	switch {
 	case c != nil && c.timedOut:
-		w.Header().Set("Connection", "close")
-		problem(w, http.StatusRequestTimeout, "Request body too slow",
+		return newProblem(http.StatusRequestTimeout, "Request body too slow",
 			fmt.Sprintf("the request body must arrive at no less than %d KiB/s after the first %s; the server stopped reading it after %d bytes, and nothing was stored",
-				s.BodyMinRate>>10, s.BodyGrace, c.n), nil)
+				s.BodyMinRate>>10, s.BodyGrace, c.n), nil).
+			withHeader("Connection", "close")
 	case err != nil && (errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, os.ErrDeadlineExceeded)):
-		problem(w, http.StatusBadRequest, "Bad request", "the request body could not be read: "+err.Error(), nil)
-	default:
-		return false
+		return newProblem(http.StatusBadRequest, "Bad request", "the request body could not be read: "+err.Error(), nil)
 	}
-	return true
+	return nil
+}
+
+// readBody reads a raw request body of at most limit bytes: past it, the
+// error is tooLarge.
+func (s *Server) readBody(r *http.Request, limit int64, tooLarge *Problem) ([]byte, error) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		if p := s.bodyError(r, err); p != nil {
+			return nil, p
+		}
+		return nil, newProblem(http.StatusBadRequest, "Bad request", err.Error(), nil)
+	}
+	if int64(len(body)) > limit {
+		return nil, tooLarge
+	}
+	return body, nil
+}
+
+// readDefinition reads a YAML definition body (a group's or an agent's).
+func (s *Server) readDefinition(r *http.Request) ([]byte, error) {
+	return s.readBody(r, definition.MaxSize, newProblem(http.StatusRequestEntityTooLarge, "Definition too large",
+		fmt.Sprintf("a definition is limited to %d bytes", definition.MaxSize), nil))
 }
 
 // maxJSONBody bounds the JSON bodies of requests (files and definitions
@@ -166,32 +185,30 @@ const maxJSONBody = 8 << 20
 // bound. (Tool arguments have a tighter one of their own.)
 const maxJSONDepth = strictjson.DefaultMaxDepth
 
-// decodeBody reads a JSON request body into v: one JSON object and nothing
+// decodeJSON reads a JSON request body into v: one JSON object and nothing
 // after it (trailing data is a client bug, two objects or a cut-and-paste,
 // better reported than ignored), no unknown fields, and no key twice in
 // any object of it, however deep (encoding/json would take the last one:
 // {"tool":"a","tool":"b"} would run b). It is the one place the API reads
-// JSON bodies; it answers 400, 408 or 413 and false when it cannot.
-func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+// JSON bodies; its error is a 400, 408 or 413 problem.
+func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxJSONBody))
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		problem(w, http.StatusRequestEntityTooLarge, "Body too large", fmt.Sprintf("a JSON request body is limited to %d bytes", maxJSONBody), nil)
-		return false
+		return newProblem(http.StatusRequestEntityTooLarge, "Body too large", fmt.Sprintf("a JSON request body is limited to %d bytes", maxJSONBody), nil)
 	case err != nil:
-		if !s.bodyFailed(w, r, err) {
-			problem(w, http.StatusBadRequest, "Bad request", "the request body could not be read: "+err.Error(), nil)
+		if p := s.bodyError(r, err); p != nil {
+			return p
 		}
-		return false
+		return newProblem(http.StatusBadRequest, "Bad request", "the request body could not be read: "+err.Error(), nil)
 	}
 	err = strictjson.Check(body, strictjson.Options{MaxDepth: maxJSONDepth})
 	var dup *strictjson.DuplicateKeyError
 	if errors.As(err, &dup) {
-		problem(w, http.StatusBadRequest, "Duplicate key",
+		return newProblem(http.StatusBadRequest, "Duplicate key",
 			fmt.Sprintf("duplicate key %q in the request body (%s)", dup.Key, dup.Where()),
 			map[string]any{"key": dup.Key, "path": dup.Path, "offset": dup.Offset})
-		return false
 	}
 	if err == nil {
 		dec := json.NewDecoder(bytes.NewReader(body))
@@ -199,7 +216,16 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) bool 
 		err = dec.Decode(v)
 	}
 	if err != nil {
-		problem(w, http.StatusBadRequest, "Bad request body", "the body must be a JSON object: "+err.Error(), nil)
+		return newProblem(http.StatusBadRequest, "Bad request body", "the body must be a JSON object: "+err.Error(), nil)
+	}
+	return nil
+}
+
+// decodeBody is decodeJSON for a handler that answers its own errors: it
+// answers the problem and false when it cannot read the body.
+func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	if err := s.decodeJSON(w, r, v); err != nil {
+		s.writeError(w, r, err)
 		return false
 	}
 	return true

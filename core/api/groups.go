@@ -1,0 +1,65 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+
+	"toolhost/core/registry"
+)
+
+// listGroups answers the tenant's groups with their statuses.
+func (s *Server) listGroups(w http.ResponseWriter, r *http.Request) error {
+	gs, err := s.Registry.Groups(r.Context(), tenantOf(r).ID)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, gs)
+	return nil
+}
+
+// putGroup stores a group definition (a YAML body) under the name it
+// gives; ?dry_run=true checks the definition against the tenant's files
+// and answers what storing it would, without storing it.
+func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) error {
+	body, err := s.readDefinition(r)
+	if err != nil {
+		return err
+	}
+	dryRun, _ := strconv.ParseBool(r.URL.Query().Get("dry_run"))
+	put := s.Registry.PutGroup
+	if dryRun {
+		put = s.Registry.CheckGroup
+	}
+	view, err := put(r.Context(), tenantOf(r).ID, body)
+	switch {
+	case err != nil:
+		return err // a registry.DefinitionError is a 422
+	case dryRun:
+		writeJSON(w, http.StatusOK, struct {
+			*registry.GroupView
+			DryRun bool `json:"dry_run"`
+		}{view, true})
+	default:
+		writeJSON(w, http.StatusOK, view)
+	}
+	return nil
+}
+
+// getGroup answers a group with its status.
+func (s *Server) getGroup(w http.ResponseWriter, r *http.Request, name string) error {
+	v, err := s.Registry.Group(r.Context(), tenantOf(r).ID, name)
+	if err != nil {
+		return noSuch(err, "no group %q", name)
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+// deleteGroup removes a group.
+func (s *Server) deleteGroup(w http.ResponseWriter, r *http.Request, name string) error {
+	if err := s.Registry.DeleteGroup(r.Context(), tenantOf(r).ID, name); err != nil {
+		return noSuch(err, "no group %q", name)
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

@@ -1,0 +1,331 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"toolhost/core/relpath"
+	"toolhost/storage"
+)
+
+// TokenTTL is how long a verified token is trusted without asking the
+// database again.
+const TokenTTL = time.Minute
+
+type cachedTenant struct {
+	tenant  storage.Tenant
+	expires time.Time
+}
+
+type tenantKey struct{}
+
+// route serves a request; the error of its handler, if any, is answered
+// as a problem.
+func (s *Server) route(w http.ResponseWriter, r *http.Request) {
+	if err := s.serve(w, r); err != nil {
+		s.writeError(w, r, err)
+	}
+}
+
+// serve routes the endpoints without a tenant, and authenticates the
+// others.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) error {
+	path := r.URL.EscapedPath()
+	switch {
+	case path == "/healthz":
+		return only(r, "GET", func() error {
+			writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+			return nil
+		})
+	case path == "/metrics":
+		return only(r, "GET", func() error {
+			s.Metrics.Write(w, s.Registry.Warm())
+			return nil
+		})
+	case path == "/v1/openapi.json":
+		return only(r, "GET", func() error {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(openAPI)
+			return nil
+		})
+	case strings.HasPrefix(path, "/v1/"):
+		tenant, err := s.authenticate(r)
+		if err != nil {
+			return err
+		}
+		if err := s.takeUploadSlot(r, tenant.ID); err != nil {
+			return err
+		}
+		ctx := context.WithValue(r.Context(), tenantKey{}, tenant)
+		return s.routeTenant(w, r.WithContext(ctx), path)
+	default:
+		return noEndpoint(path)
+	}
+}
+
+// routeTenant routes the endpoints of a tenant.
+func (s *Server) routeTenant(w http.ResponseWriter, r *http.Request, path string) error {
+	switch {
+	case path == "/v1/files":
+		return only(r, "GET", func() error { return s.listFiles(w, r) })
+	case strings.HasPrefix(path, "/v1/files/"):
+		p, err := url.PathUnescape(strings.TrimPrefix(path, "/v1/files/"))
+		if err == nil {
+			err = relpath.Check(p)
+		}
+		if err != nil {
+			return newProblem(http.StatusBadRequest, "Bad file path", err.Error(), nil)
+		}
+		switch r.Method {
+		case "PUT":
+			return s.putFile(w, r, p)
+		case "GET":
+			return s.getFile(w, r, p)
+		case "DELETE":
+			return s.deleteFile(w, r, p)
+		}
+		return methodNotAllowed("PUT, GET, DELETE")
+
+	case path == "/v1/groups":
+		switch r.Method {
+		case "GET":
+			return s.listGroups(w, r)
+		case "POST":
+			return s.putGroup(w, r)
+		}
+		return methodNotAllowed("GET, POST")
+	case strings.HasPrefix(path, "/v1/groups/"):
+		name, err := url.PathUnescape(strings.TrimPrefix(path, "/v1/groups/"))
+		if err != nil || name == "" {
+			return newProblem(http.StatusBadRequest, "Bad group name", "the group name in the path is not valid", nil)
+		}
+		switch r.Method {
+		case "GET":
+			return s.getGroup(w, r, name)
+		case "DELETE":
+			return s.deleteGroup(w, r, name)
+		}
+		return methodNotAllowed("GET, DELETE")
+
+	case path == "/v1/tools/schemas":
+		return only(r, "POST", func() error { return s.schemas(w, r) })
+	case path == "/v1/calls":
+		return only(r, "POST", func() error { return s.call(w, r) })
+	case path == "/v1/continuations":
+		return only(r, "POST", func() error { return s.continuation(w, r) })
+	case path == "/v1/render":
+		return only(r, "POST", func() error { return s.render(w, r) })
+	case path == "/v1/warnings":
+		return only(r, "GET", func() error { return s.warnings(w, r) })
+
+	case path == "/v1/agents":
+		switch r.Method {
+		case "GET":
+			return s.listAgents(w, r)
+		case "POST":
+			return s.putAgent(w, r)
+		}
+		return methodNotAllowed("GET, POST")
+	case strings.HasPrefix(path, "/v1/agents/"):
+		return s.routeAgent(w, r, path)
+
+	case path == "/v1/sessions":
+		switch r.Method {
+		case "GET":
+			return s.listSessions(w, r)
+		case "POST":
+			return s.createSession(w, r)
+		}
+		return methodNotAllowed("GET, POST")
+	case strings.HasPrefix(path, "/v1/sessions/"):
+		return s.routeSession(w, r, path)
+
+	case path == "/v1/knowledge":
+		return only(r, "GET", func() error { return s.listKnowledge(w, r) })
+	case strings.HasPrefix(path, "/v1/knowledge/"):
+		name, err := url.PathUnescape(strings.TrimPrefix(path, "/v1/knowledge/"))
+		if err == nil {
+			err = storage.CheckKnowledgeName(name)
+		}
+		if err != nil {
+			return newProblem(http.StatusBadRequest, "Bad document name", err.Error(), nil)
+		}
+		switch r.Method {
+		case "PUT":
+			return s.putKnowledge(w, r, name)
+		case "GET":
+			return s.getKnowledge(w, r, name)
+		case "DELETE":
+			return s.deleteKnowledge(w, r, name)
+		}
+		return methodNotAllowed("GET, PUT, DELETE")
+	case path == "/v1/unanswered":
+		return only(r, "GET", func() error { return s.listUnanswered(w, r) })
+	case strings.HasPrefix(path, "/v1/unanswered/"):
+		id, err := strconv.ParseInt(strings.TrimPrefix(path, "/v1/unanswered/"), 10, 64)
+		if err != nil {
+			return noEndpoint(path)
+		}
+		return only(r, "DELETE", func() error { return s.deleteUnanswered(w, r, id) })
+	}
+	return noEndpoint(path)
+}
+
+// routeAgent routes /v1/agents/{name} and its states' tools.
+func (s *Server) routeAgent(w http.ResponseWriter, r *http.Request, path string) error {
+	seg, ok := segments(path, "/v1/agents/")
+	switch {
+	case !ok:
+		return newProblem(http.StatusBadRequest, "Bad path", "the agent path is not valid", nil)
+	case len(seg) == 1:
+		switch r.Method {
+		case "GET":
+			return s.getAgent(w, r, seg[0])
+		case "DELETE":
+			return s.deleteAgent(w, r, seg[0])
+		}
+		return methodNotAllowed("GET, DELETE")
+	case len(seg) == 4 && seg[1] == "states" && seg[3] == "tools":
+		return only(r, "GET", func() error { return s.stateTools(w, r, seg[0], seg[2]) })
+	}
+	return noEndpoint(path)
+}
+
+// routeSession routes /v1/sessions/{id} and its actions. The session is
+// locked and loaded first: a missing session is a 404 whatever the action
+// or method.
+func (s *Server) routeSession(w http.ResponseWriter, r *http.Request, path string) error {
+	seg, ok := segments(path, "/v1/sessions/")
+	if !ok || len(seg) > 2 {
+		return noEndpoint(path)
+	}
+	action := ""
+	if len(seg) == 2 {
+		action = seg[1]
+	}
+	return s.inSession(r, seg[0], func(sess *storage.Session) error {
+		switch action {
+		case "":
+			return only(r, "GET", func() error { return s.getSession(w, r, sess) })
+		case "calls":
+			return only(r, "POST", func() error { return s.sessionCall(w, r, sess) })
+		case "state":
+			return only(r, "POST", func() error { return s.setState(w, r, sess) })
+		case "finish":
+			return only(r, "POST", func() error { return s.finishSession(w, r, sess) })
+		case "instructions":
+			return only(r, "GET", func() error { return s.instructions(w, r, sess) })
+		case "messages":
+			return only(r, "GET", func() error { return s.messages(w, r, sess) })
+		case "traces":
+			return only(r, "POST", func() error { return s.addTrace(w, r, sess) })
+		case "logs":
+			return only(r, "GET", func() error { return s.sessionLogs(w, r, sess) })
+		}
+		return noEndpoint(path)
+	})
+}
+
+// segments splits an escaped path after a prefix into unescaped segments.
+func segments(path, prefix string) ([]string, bool) {
+	var out []string
+	for _, s := range strings.Split(strings.TrimPrefix(path, prefix), "/") {
+		u, err := url.PathUnescape(s)
+		if err != nil || u == "" {
+			return nil, false
+		}
+		out = append(out, u)
+	}
+	return out, true
+}
+
+// only serves an endpoint of one method: f for it, 405 for any other.
+func only(r *http.Request, method string, f func() error) error {
+	if r.Method != method {
+		return methodNotAllowed(method)
+	}
+	return f()
+}
+
+// methodNotAllowed is the 405 of an endpoint that allows the methods in
+// allow.
+func methodNotAllowed(allow string) *Problem {
+	return newProblem(http.StatusMethodNotAllowed, "Method Not Allowed", "allowed: "+allow, nil).withHeader("Allow", allow)
+}
+
+// authenticate resolves the bearer token to a tenant, through the token
+// cache.
+func (s *Server) authenticate(r *http.Request) (storage.Tenant, error) {
+	auth := r.Header.Get("Authorization")
+	token, ok := strings.CutPrefix(auth, "Bearer ")
+	if !ok || strings.TrimSpace(token) == "" {
+		return storage.Tenant{}, newProblem(http.StatusUnauthorized, "Unauthorized", "send Authorization: Bearer <token>", nil).
+			withHeader("WWW-Authenticate", `Bearer realm="toolhost"`)
+	}
+	token = strings.TrimSpace(token)
+	if c, ok := s.tokens.Load(token); ok && time.Now().Before(c.(cachedTenant).expires) {
+		return c.(cachedTenant).tenant, nil
+	}
+	t, err := s.DB.TenantByToken(r.Context(), token)
+	ttl := s.TokenCache
+	if ttl == 0 {
+		ttl = TokenTTL
+	}
+	switch {
+	case err == nil && ttl > 0:
+		s.tokens.Store(token, cachedTenant{t, time.Now().Add(ttl)})
+	case err != nil:
+		s.tokens.Delete(token) // an expired entry of a revoked token
+	}
+	if err != nil {
+		return storage.Tenant{}, newProblem(http.StatusUnauthorized, "Unauthorized", "the token is not valid", nil).
+			withHeader("WWW-Authenticate", `Bearer realm="toolhost", error="invalid_token"`)
+	}
+	return t, nil
+}
+
+// tenantOf is the tenant authenticate found for r.
+func tenantOf(r *http.Request) storage.Tenant { return r.Context().Value(tenantKey{}).(storage.Tenant) }
+
+// writeJSON writes a JSON answer.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+}
+
+// queryLimit reads ?limit= (default 200, 1 to 10000) for the endpoints
+// that list what grows without end; it answers 400 for anything else.
+func queryLimit(r *http.Request) (int, error) {
+	v := r.URL.Query().Get("limit")
+	if v == "" {
+		return 200, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 10000 {
+		return 0, newProblem(http.StatusBadRequest, "Bad limit", fmt.Sprintf("limit must be a number from 1 to 10000, got %q", v), nil)
+	}
+	return n, nil
+}
+
+// serveList answers what fetch lists for the request's tenant and ?limit=.
+func serveList[T any](w http.ResponseWriter, r *http.Request, fetch func(ctx context.Context, tenant int64, limit int) (T, error)) error {
+	limit, err := queryLimit(r)
+	if err != nil {
+		return err
+	}
+	v, err := fetch(r.Context(), tenantOf(r).ID, limit)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}

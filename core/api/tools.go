@@ -1,0 +1,149 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"toolhost/core/blocks"
+	"toolhost/core/pipeline"
+	"toolhost/core/schema"
+	"toolhost/storage"
+)
+
+// parseDialect reads the name of a schema dialect (JSON Schema when
+// empty); an unknown one is a 422.
+func parseDialect(name string) (schema.Dialect, error) {
+	if name == "" {
+		name = string(schema.JSONSchema)
+	}
+	d, err := schema.ParseDialect(name)
+	if err != nil {
+		return "", newProblem(http.StatusUnprocessableEntity, "Unknown dialect", err.Error(), nil)
+	}
+	return d, nil
+}
+
+type schemasRequest struct {
+	AvailableTools []string `json:"available_tools"`
+	Dialect        string   `json:"dialect"`
+	// Group, when set, looks the names up in that group only.
+	Group string `json:"group"`
+}
+
+// schemas answers the schemas of the named tools, in a dialect.
+func (s *Server) schemas(w http.ResponseWriter, r *http.Request) error {
+	var req schemasRequest
+	if err := s.decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	d, err := parseDialect(req.Dialect)
+	if err != nil {
+		return err
+	}
+	tenant := tenantOf(r).ID
+	tools := []schema.Object{}
+	for _, name := range req.AvailableTools {
+		t, err := s.Registry.FindTool(r.Context(), tenant, name, false, req.Group)
+		if err != nil {
+			return err
+		}
+		group := "built-in"
+		if t.Def != nil {
+			group = t.Def.Name
+		}
+		sch, err := schema.Tool(group, t.Tool, d)
+		if err != nil {
+			return newProblem(http.StatusUnprocessableEntity, "Type not expressible", err.Error(), map[string]any{"tool": name, "dialect": string(d)})
+		}
+		tools = append(tools, sch)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tools": tools})
+	return nil
+}
+
+type callRequest struct {
+	Tool string `json:"tool"`
+	// Group, when set, looks the tool up in that group only.
+	Group          string          `json:"group"`
+	Arguments      json.RawMessage `json:"arguments"`
+	IdempotencyKey string          `json:"idempotency_key"`
+	NoWait         bool            `json:"no_wait"`
+	AllowedTags    []string        `json:"allowed_tool_tags"`
+}
+
+// noTool is the 400 of a call request without a tool.
+func noTool() *Problem {
+	return newProblem(http.StatusBadRequest, "Bad request body", `"tool" is required`, nil)
+}
+
+// call runs a tool outside any session.
+func (s *Server) call(w http.ResponseWriter, r *http.Request) error {
+	var req callRequest
+	if err := s.decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if req.Tool == "" {
+		return noTool()
+	}
+	tenant := tenantOf(r).ID
+	t, err := s.Registry.FindTool(r.Context(), tenant, req.Tool, true, req.Group)
+	if err != nil {
+		return err
+	}
+	if t.Def == nil {
+		return newProblem(http.StatusUnprocessableEntity, "Built-in tool", fmt.Sprintf("%s is a built-in tool; it runs inside a session", req.Tool), nil)
+	}
+	a, err := s.Calls.Pipeline(tenant).Run(r.Context(), &pipeline.Request{Door: pipeline.DoorAPI, Group: t.Def, Tool: t.Tool,
+		Args: req.Arguments, IdempotencyKey: req.IdempotencyKey, NoWait: req.NoWait, AllowedTags: req.AllowedTags})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, a)
+	return nil
+}
+
+// continuation resumes a call that answered with a continuation.
+func (s *Server) continuation(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		ID string `json:"id"`
+	}
+	if err := s.decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	a, err := s.Calls.Resume(r.Context(), tenantOf(r).ID, req.ID)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, a)
+	return nil
+}
+
+// render turns a tool's Markdown answer into blocks.
+func (s *Server) render(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		Markdown string `json:"markdown"`
+	}
+	if err := s.decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	bs, err := blocks.ParseMarkdown(req.Markdown)
+	if err != nil {
+		return newProblem(http.StatusUnprocessableEntity, "Malformed block", err.Error(), nil)
+	}
+	if bs == nil {
+		bs = []map[string]any{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"blocks": bs})
+	return nil
+}
+
+// warnings answers the newest calls with warnings (?contains= to search
+// them, ?limit=).
+func (s *Server) warnings(w http.ResponseWriter, r *http.Request) error {
+	contains := r.URL.Query().Get("contains")
+	return serveList(w, r, func(ctx context.Context, tenant int64, limit int) ([]storage.LogEntry, error) {
+		return s.DB.SearchWarnings(ctx, tenant, contains, limit)
+	})
+}
