@@ -14,7 +14,7 @@ const (
 )
 
 // PluginName is the key of the plugin in go-plugin's plugin set.
-const PluginName = "pyhost"
+const PluginName = EntryPyhost
 
 // Host is the service the plugin process serves: it holds one group.
 type Host interface {

@@ -1,5 +1,7 @@
 package plugins
 
+import "fmt"
+
 // EnvSandbox carries a SandboxConfig, as JSON, from the core to the
 // sandbox's launcher ("toolhost sandbox-launch"), a host process. The
 // launcher hands it on to the sandbox's init over a pipe, never through an
@@ -24,6 +26,38 @@ const EnvWorkerCgroup = "TOOLHOST_WORKER_CGROUP"
 // which the plugin process moves each worker into, as a path inside the
 // sandbox.
 const EnvWorkerMemoryCgroup = "TOOLHOST_WORKER_MEMORY_CGROUP"
+
+// Network is a sandbox's network policy.
+type Network string
+
+// The network policies: allow gives tool code the outside world (not the
+// host's own addresses); deny gives it no network at all.
+const (
+	NetworkAllow Network = "allow"
+	NetworkDeny  Network = "deny"
+)
+
+// ParseNetwork reads a network policy as a flag or a configuration gives
+// it; "" is allow.
+func ParseNetwork(s string) (Network, error) {
+	switch Network(s) {
+	case "", NetworkAllow:
+		return NetworkAllow, nil
+	case NetworkDeny:
+		return NetworkDeny, nil
+	}
+	return "", fmt.Errorf("network policy must be allow or deny, got %q", s)
+}
+
+// The toolhost binary's entry points that are not commands a person runs
+// (the first argument): the plugin process, the sandbox's launcher and
+// init (also the helper binary's), and the template workers.
+const (
+	EntryPyhost         = "pyhost"
+	EntrySandboxLaunch  = "sandbox-launch"
+	EntrySandboxInit    = "sandbox-init"
+	EntryTemplateWorker = "template-worker"
+)
 
 // SandboxStageDir is the host folder where a sandbox's launcher mounts the
 // sources of its binds, for the moment it takes to create the sandbox's
@@ -99,7 +133,7 @@ type SandboxConfig struct {
 	// has a loopback device only; under allow the launcher connects it to
 	// the outside world through Slirp (user-mode networking), with the
 	// host's loopback, its addresses and Blocked unreachable.
-	Network string   `json:"network"`
+	Network Network  `json:"network"`
 	Slirp   string   `json:"slirp,omitempty"`
 	Blocked []string `json:"blocked,omitempty"`
 	// Cgroups are the cgroup folders (one per controller, or one on cgroup

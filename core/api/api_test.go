@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"toolhost/core/definition"
 	"toolhost/core/internal/testbin"
 	"toolhost/core/registry"
 	"toolhost/core/runner"
@@ -360,7 +361,7 @@ func TestGroupDryRun(t *testing.T) {
 		t.Fatalf("store: %d %s", resp.StatusCode, b)
 	}
 	for range 200 {
-		if v, _ := reg.Group(context.Background(), 1, "G"); v != nil && v.Status == registry.Ready {
+		if v, _ := reg.Group(context.Background(), 1, "G"); v != nil && v.Status == definition.Ready {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)

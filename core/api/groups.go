@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"toolhost/core/registry"
+	"toolhost/core/definition"
 )
 
 // listGroups answers the tenant's groups with their statuses.
@@ -36,7 +36,7 @@ func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) error {
 		return err // a registry.DefinitionError is a 422
 	case dryRun:
 		writeJSON(w, http.StatusOK, struct {
-			*registry.GroupView
+			*definition.Report
 			DryRun bool `json:"dry_run"`
 		}{view, true})
 	default:

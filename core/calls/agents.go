@@ -167,7 +167,7 @@ func (s *Service) Engine(ctx context.Context, tenant int64, agentName string) (*
 		if !ok {
 			return nil, &registry.NotReadyError{Group: ref.Name, Status: "missing", Message: "the agent attaches it, but the tenant has no such valid group"}
 		}
-		if row := rows[ref.Name]; row.Status != registry.Ready {
+		if row := rows[ref.Name]; definition.Status(row.Status) != definition.Ready {
 			return nil, &registry.NotReadyError{Group: ref.Name, Status: row.Status, Message: registry.Message(row)}
 		}
 		groups = append(groups, g)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"toolhost/core/definition"
 	"toolhost/core/internal/testbin"
 	"toolhost/core/pipeline"
 	"toolhost/core/registry"
@@ -28,7 +29,7 @@ func put(t *testing.T, reg *registry.Registry, tenant int64, path, content strin
 	}
 }
 
-func waitStatus(t *testing.T, reg *registry.Registry, tenant int64, name, want string) *registry.GroupView {
+func waitStatus(t *testing.T, reg *registry.Registry, tenant int64, name string, want definition.Status) *definition.Report {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -94,7 +95,7 @@ tools:
   - {kind: Tool, object_name: Forever, name: forever, description: d, implementation: c.forever, parameters: []}
   - {kind: Tool, object_name: Other, name: other, description: d, implementation: c.other, parameters: [{name: x, type: int, description: d}]}
 `))
-			waitStatus(t, reg, tn.ID, "C", registry.Ready)
+			waitStatus(t, reg, tn.ID, "C", definition.Ready)
 			relay, _ := reg.FindTool(ctx, tn.ID, "relay", true, "")
 			a, err := runTool(relay, `{"x":7}`)
 			var got map[string]any
@@ -113,7 +114,7 @@ dependencies: [c.py]
 tools:
   - {kind: Tool, object_name: Echo, name: echo, description: d, implementation: c.echo, parameters: [{name: x, type: int, description: d}]}
 `)))
-			waitStatus(t, reg, tn.ID, "D", registry.Ready)
+			waitStatus(t, reg, tn.ID, "D", definition.Ready)
 			a, err = runTool(relay, `{"x":8}`)
 			got = nil
 			json.Unmarshal(a.Content, &got)

@@ -55,7 +55,7 @@ func runBench(env *Env, args []string) int {
 	}
 	// The sandbox probe runs once per server, not per group: keep it out of
 	// the cold start.
-	if _, err := runner.DefaultSandbox(*rf.network); err != nil {
+	if _, err := runner.DefaultSandbox(plugins.Network(*rf.network)); err != nil {
 		fmt.Fprintf(env.Stderr, "toolhost bench: %v\n", err)
 		return ExitFailure
 	}

@@ -132,7 +132,7 @@ func addRunFlags(fs *flag.FlagSet) runFlags {
 		files:       fs.String("files", "", "`DIR` that plays the shared file storage (default: the YAML's folder)"),
 		runtime:     fs.String("runtime", "auto", "auto, cpython or gpython (bench: also both)"),
 		timeout:     fs.Float64("timeout", plugins.DefaultCallTimeout.Seconds(), "timeout of a call, in `SEC`onds, for tools without a timeout key (a tool's own key wins) and for skills"),
-		network:     fs.String("network", "allow", "network policy of tool code: allow or deny"),
+		network:     fs.String("network", string(plugins.NetworkAllow), "network policy of tool code: allow or deny"),
 		wheelhouse:  fs.String("wheelhouse", os.Getenv("TOOLHOST_WHEELHOUSE"), "`DIR` of wheels to install requirements.txt from, offline (default $TOOLHOST_WHEELHOUSE)"),
 		indexURL:    fs.String("index-url", os.Getenv("TOOLHOST_INDEX_URL"), "package index `URL` for requirements.txt (default $TOOLHOST_INDEX_URL, else pip's configuration)"),
 		memoryMB:    fs.Int("memory-mb", int(d.MemoryBytes>>20), "address space of one worker, in `MiB`"),

@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"toolhost/core/definition"
 )
 
 const crmYAML = "../../sample_groups/crm_integration/crm_integration.yaml"
@@ -110,15 +112,18 @@ func TestValidateJSON(t *testing.T) {
 	for k := range m {
 		keys = append(keys, k)
 	}
-	want := []string{"errors", "missing", "name", "skills", "status", "tools", "warnings"}
+	// The report of the API's group resources (definition.Report): the
+	// same keys, description and dependencies included (message only for
+	// a group in Error).
+	want := []string{"dependencies", "description", "errors", "missing", "name", "skills", "status", "tools", "warnings"}
 	if !sameSet(keys, want) {
 		t.Errorf("keys = %v, want %v", keys, want)
 	}
-	var rep Report
+	var rep definition.Report
 	json.Unmarshal([]byte(out), &rep)
 	if rep.Name != "CRM Integration" || rep.Status != "Ready" || len(rep.Missing) != 0 ||
-		!reflect.DeepEqual(rep.Tools, []ToolRef{{"PostLeadToCRM", "post_lead"}, {"TransferToTheOperator", "transfer_to_operator"}}) ||
-		!reflect.DeepEqual(rep.Skills, []SkillRef{{"SessionInit"}, {"SessionFinish"}}) {
+		!reflect.DeepEqual(rep.Tools, []definition.ToolRef{{ObjectName: "PostLeadToCRM", Name: "post_lead"}, {ObjectName: "TransferToTheOperator", Name: "transfer_to_operator"}}) ||
+		!reflect.DeepEqual(rep.Skills, []definition.SkillRef{{Name: "SessionInit"}, {Name: "SessionFinish"}}) {
 		t.Errorf("report = %+v", rep)
 	}
 	if string(m["missing"]) != "[]" || string(m["errors"]) != "[]" || string(m["warnings"]) != "[]" {

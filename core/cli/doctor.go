@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"toolhost/core/runner"
+	"toolhost/plugins"
 )
 
 func runDoctor(env *Env, args []string) int {
@@ -15,7 +16,7 @@ func runDoctor(env *Env, args []string) int {
 		return code
 	}
 	// Under allow, so that a missing network for tool code is reported too.
-	sb, err := runner.DefaultSandbox("allow")
+	sb, err := runner.DefaultSandbox(plugins.NetworkAllow)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "toolhost doctor: %v\n", err)
 		return ExitFailure

@@ -24,6 +24,7 @@ import (
 	"toolhost/core/registry"
 	"toolhost/core/relpath"
 	"toolhost/core/runner"
+	"toolhost/plugins"
 	"toolhost/storage"
 )
 
@@ -189,7 +190,7 @@ func runOptions(env *Env, cmd string, rf runFlags) (runner.Options, int) {
 		fmt.Fprintf(env.Stderr, "toolhost %s: runtime must be auto, cpython or gpython, got %q\n", cmd, *rf.runtime)
 		return runner.Options{}, ExitUsage
 	}
-	opts := runner.Options{Runtime: *rf.runtime, Network: *rf.network, Limits: lim,
+	opts := runner.Options{Runtime: *rf.runtime, Network: plugins.Network(*rf.network), Limits: lim,
 		Timeout:  time.Duration(*rf.timeout * float64(time.Second)),
 		Packages: runner.Packages{Wheelhouse: *rf.wheelhouse, IndexURL: *rf.indexURL}}
 	sb, err := runner.DefaultSandbox(opts.Network)

@@ -11,50 +11,6 @@ import (
 	"toolhost/core/definition"
 )
 
-// Report is the JSON form of a checked group, as `toolhost validate --json`
-// prints it.
-type Report struct {
-	Name     string                  `json:"name"`
-	Status   definition.Status       `json:"status"`
-	Missing  []string                `json:"missing"`
-	Errors   []definition.Diagnostic `json:"errors"`
-	Warnings []definition.Diagnostic `json:"warnings"`
-	Tools    []ToolRef               `json:"tools"`
-	Skills   []SkillRef              `json:"skills"`
-}
-
-// ToolRef names a tool in a report.
-type ToolRef struct {
-	ObjectName string `json:"object_name"`
-	Name       string `json:"name"`
-}
-
-// SkillRef names a skill in a report.
-type SkillRef struct {
-	Name string `json:"name"`
-}
-
-// NewReport builds the report of a checked group; every list is non-nil so
-// that it marshals as [] rather than null.
-func NewReport(c *definition.Check) *Report {
-	r := &Report{
-		Name:     c.Group.Name,
-		Status:   c.Status,
-		Missing:  append([]string{}, c.Missing...),
-		Errors:   append([]definition.Diagnostic{}, c.Errors...),
-		Warnings: append([]definition.Diagnostic{}, c.Warnings...),
-		Tools:    []ToolRef{},
-		Skills:   []SkillRef{},
-	}
-	for _, t := range c.Group.Tools {
-		r.Tools = append(r.Tools, ToolRef{t.ObjectName, t.Name})
-	}
-	for _, s := range c.Group.Skills {
-		r.Skills = append(r.Skills, SkillRef{s.Name})
-	}
-	return r
-}
-
 func runValidate(env *Env, args []string) int {
 	fs := newFlags(env, "validate")
 	files := fs.String("files", "", "`DIR` that plays the shared file storage (default: the YAML's folder)")
@@ -86,7 +42,7 @@ func runValidate(env *Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "toolhost validate: %v\n", err)
 		return ExitUsage
 	}
-	rep := NewReport(c)
+	rep := c.Report()
 	if *asJSON {
 		out, _ := json.MarshalIndent(rep, "", "  ")
 		fmt.Fprintf(env.Stdout, "%s\n", out)
@@ -104,7 +60,7 @@ func runValidate(env *Env, args []string) int {
 
 // printReport prints a checked group's diagnostics and summary line; dir
 // is the folder that plays the file storage, where listed files are.
-func printReport(env *Env, file, dir string, rep *Report) {
+func printReport(env *Env, file, dir string, rep *definition.Report) {
 	printDiagnostics(env.Stdout, file, inDir(rep.Errors, dir), inDir(rep.Warnings, dir))
 	name := rep.Name
 	if name == "" {

@@ -7,19 +7,78 @@ import (
 	"os"
 )
 
-// Status is the state of a group as the portal shows it.
+// Status is the state of a group as the portal shows it: the one set of
+// statuses of `toolhost validate` and the API.
 type Status string
 
-// The statuses a definition check can give. Later stages (installing
-// requirements, importing code) add their own.
+// The statuses of a group. A definition check gives Invalid, Incomplete or
+// Ready; the server's loading adds Installing and Error.
 const (
 	// Invalid: the definition has errors.
 	Invalid Status = "Invalid"
 	// Incomplete: the definition is valid but listed files are missing.
 	Incomplete Status = "Incomplete"
-	// Ready: valid, and every listed file is present.
+	// Installing: complete; the server is installing its requirements,
+	// importing its code and checking its signatures.
+	Installing Status = "Installing"
+	// Ready: valid, and every listed file is present (and, on the server,
+	// the code imported and the signatures matched).
 	Ready Status = "Ready"
+	// Error: complete, but the server could not load it (Message says
+	// why).
+	Error Status = "Error"
 )
+
+// Report is a group as toolhost reports it: `toolhost validate --json` and
+// the API's group resources. Every list marshals as [], never null.
+type Report struct {
+	Name        string       `json:"name"`
+	Description string       `json:"description"`
+	Status      Status       `json:"status"`
+	Missing     []string     `json:"missing"`
+	Errors      []Diagnostic `json:"errors"`
+	Warnings    []Diagnostic `json:"warnings"`
+	Tools       []ToolRef    `json:"tools"`
+	Skills      []SkillRef   `json:"skills"`
+	// Message says why a group is in Error.
+	Message string `json:"message,omitempty"`
+	// Dependencies are the listed paths (the server finds the groups a
+	// file change concerns with them, without parsing every definition).
+	Dependencies []string `json:"dependencies"`
+}
+
+// ToolRef names a tool in a report.
+type ToolRef struct {
+	ObjectName string `json:"object_name"`
+	Name       string `json:"name"`
+}
+
+// SkillRef names a skill in a report.
+type SkillRef struct {
+	Name string `json:"name"`
+}
+
+// NewReport is the report of a loaded definition with a status.
+func NewReport(res *Result, status Status, missing []string) *Report {
+	r := &Report{Status: status, Missing: append([]string{}, missing...), Errors: append([]Diagnostic{}, res.Errors...),
+		Warnings: append([]Diagnostic{}, res.Warnings...), Tools: []ToolRef{}, Skills: []SkillRef{}, Dependencies: []string{}}
+	if g := res.Group; g != nil {
+		r.Name, r.Description = g.Name, g.Description
+		for _, t := range g.Tools {
+			r.Tools = append(r.Tools, ToolRef{t.ObjectName, t.Name})
+		}
+		for _, s := range g.Skills {
+			r.Skills = append(r.Skills, SkillRef{s.Name})
+		}
+		for _, d := range g.Dependencies {
+			r.Dependencies = append(r.Dependencies, d.Path)
+		}
+	}
+	return r
+}
+
+// Report is the report of a checked definition.
+func (c *Check) Report() *Report { return NewReport(c.Result, c.Status, c.Missing) }
 
 // Missing returns the dependency paths of g that are not regular files
 // under the folder root, in the order they are listed. Paths are resolved

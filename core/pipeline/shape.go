@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"strings"
 
 	"toolhost/core/blocks"
+	"toolhost/core/definition"
 	"toolhost/core/templates"
 	"toolhost/plugins"
 	"toolhost/storage"
@@ -16,6 +18,9 @@ import (
 // shape applies warnings, templates, output, blocks and continuations.
 func (p *Pipeline) shape(ctx context.Context, req *Request, a *Answer, resp *plugins.CallResponse) {
 	t := req.Tool
+	if resp.OK && plain(t) && !bytes.Contains(resp.Result, []byte("__toolhost_result__")) {
+		return // nothing to decode, render or validate: the answer is the result
+	}
 	var extracted any
 	if resp.OK {
 		dec := json.NewDecoder(strings.NewReader(string(resp.Result)))
@@ -38,7 +43,10 @@ func (p *Pipeline) shape(ctx context.Context, req *Request, a *Answer, resp *plu
 		b, _ := json.Marshal(resp.Error)
 		serialised = string(b)
 	}
-	pyStyle := pythonJSON(serialised)
+	pyStyle := ""
+	if len(t.Pipeline.Warnings) > 0 {
+		pyStyle = pythonJSON(serialised)
+	}
 	for _, w := range t.Pipeline.Warnings {
 		if w.Failed && !resp.OK || w.Contains != "" && (strings.Contains(serialised, w.Contains) || strings.Contains(pyStyle, w.Contains)) {
 			a.Warnings = append(a.Warnings, w.Message)
@@ -155,6 +163,13 @@ func (p *Pipeline) shape(ctx context.Context, req *Request, a *Answer, resp *plu
 		}
 		a.Blocks = append(a.Blocks, vb)
 	}
+}
+
+// plain reports whether a tool has none of the layers shape builds: no ui,
+// output, visual blocks or warnings.
+func plain(t *definition.Tool) bool {
+	p := t.Pipeline
+	return p.UI == nil && len(p.Output) == 0 && len(p.Visual) == 0 && len(p.Warnings) == 0
 }
 
 // batch collects the templates of one call, to render them at once.

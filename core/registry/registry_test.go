@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"toolhost/core/definition"
 	"toolhost/core/internal/testbin"
 	"toolhost/core/runner"
 	"toolhost/plugins"
@@ -78,7 +79,7 @@ func run(t *testing.T, reg *Registry, tenant int64, target *CallTarget, args str
 	return g.Call(context.Background(), target.Tool.Implementation, json.RawMessage(args), nil)
 }
 
-func waitStatus(t *testing.T, reg *Registry, tenant int64, name, want string) *GroupView {
+func waitStatus(t *testing.T, reg *Registry, tenant int64, name string, want definition.Status) *definition.Report {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -97,11 +98,11 @@ func TestStatusLifecycle(t *testing.T) {
 	ctx := context.Background()
 	reg, _, tn := newRegistry(t)
 	v, err := reg.PutGroup(ctx, tn, []byte(groupYAML))
-	if err != nil || v.Status != Incomplete || strings.Join(v.Missing, ",") != "m.py" {
+	if err != nil || v.Status != definition.Incomplete || strings.Join(v.Missing, ",") != "m.py" {
 		t.Fatalf("before files: %+v %v", v, err)
 	}
 	put(t, reg, tn, "m.py", "def echo(x):\n    return {'x': x, 'v': 1}\n")
-	waitStatus(t, reg, tn, "G", Ready)
+	waitStatus(t, reg, tn, "G", definition.Ready)
 	call := func() string {
 		target, err := reg.FindTool(ctx, tn, "echo", true, "")
 		if err != nil {
@@ -118,13 +119,13 @@ func TestStatusLifecycle(t *testing.T) {
 	}
 	// A changed file reloads the group: the next call runs the new code.
 	put(t, reg, tn, "m.py", "def echo(x):\n    return {'x': x, 'v': 2}\n")
-	waitStatus(t, reg, tn, "G", Ready)
+	waitStatus(t, reg, tn, "G", definition.Ready)
 	if got := call(); !strings.Contains(got, `"v":2`) {
 		t.Errorf("after the change: %s", got)
 	}
 	// A signature that does not match is Error, with the message.
 	put(t, reg, tn, "m.py", "def echo(y):\n    return y\n")
-	v = waitStatus(t, reg, tn, "G", Error)
+	v = waitStatus(t, reg, tn, "G", definition.Error)
 	if !strings.Contains(v.Message, `the definition declares "x", but m.echo(y) does not accept it`) {
 		t.Errorf("error message: %q", v.Message)
 	}
@@ -135,11 +136,11 @@ func TestStatusLifecycle(t *testing.T) {
 	if err := reg.DeleteFile(ctx, tn, "m.py"); err != nil {
 		t.Fatal(err)
 	}
-	waitStatus(t, reg, tn, "G", Incomplete)
+	waitStatus(t, reg, tn, "G", definition.Incomplete)
 	// An invalid definition with a name is stored as Invalid; one without a
 	// name cannot be stored.
 	v, err = reg.PutGroup(ctx, tn, []byte("kind: Plugin\nname: Bad\ndescription: d\ntools: 5\n"))
-	if err != nil || v.Status != Invalid || len(v.Errors) != 1 {
+	if err != nil || v.Status != definition.Invalid || len(v.Errors) != 1 {
 		t.Errorf("invalid: %+v %v", v, err)
 	}
 	if _, err := reg.PutGroup(ctx, tn, []byte("kind: Plugin\n")); err == nil {
@@ -154,7 +155,7 @@ func TestFindTool(t *testing.T) {
 	reg.PutGroup(ctx, tn, []byte(groupYAML+`skills:
   - {kind: Skill, name: Init, description: d, implementation: m.init, session_init_call: true}
 `))
-	waitStatus(t, reg, tn, "G", Ready)
+	waitStatus(t, reg, tn, "G", definition.Ready)
 	tests := []struct {
 		name   string
 		byName bool
@@ -175,7 +176,7 @@ func TestFindTool(t *testing.T) {
 	}
 	// Two groups defining one object_name are ambiguous.
 	reg.PutGroup(ctx, tn, []byte(strings.Replace(groupYAML, "name: G", "name: H", 1)))
-	waitStatus(t, reg, tn, "H", Ready)
+	waitStatus(t, reg, tn, "H", definition.Ready)
 	if _, err := reg.FindTool(ctx, tn, "Echo", false, ""); err == nil || !strings.Contains(err.Error(), `"Echo" is defined by more than one group (G, H); name the group`) {
 		t.Errorf("ambiguous: %v", err)
 	}
@@ -241,7 +242,7 @@ func BenchmarkRecompute1000(b *testing.B) {
 	}
 	b.StopTimer()
 	v, _ := reg.Group(ctx, tn.ID, "G999")
-	if v.Status != Incomplete || len(v.Missing) != 1 {
+	if v.Status != definition.Incomplete || len(v.Missing) != 1 {
 		b.Fatalf("G999 = %+v", v)
 	}
 }
@@ -276,7 +277,7 @@ func TestRootsClearedAtStart(t *testing.T) {
 	}
 	for v := 1; v <= 3; v++ {
 		put(t, reg, tn, "m.py", fmt.Sprintf("def echo(x):\n    return {'v': %d}\n", v))
-		waitStatus(t, reg, tn, "G", Ready)
+		waitStatus(t, reg, tn, "G", definition.Ready)
 	}
 	roots := func() int {
 		dirs, _ := filepath.Glob(filepath.Join(db.Dir(), "roots", "*", "*"))

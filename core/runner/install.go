@@ -77,9 +77,9 @@ func (s *Sandbox) installInSandbox(ctx context.Context, py *Python, build string
 	if pk.Wheelhouse != "" {
 		cfg.Binds = append(cfg.Binds, plugins.Bind{Source: pk.Wheelhouse, Target: installWheelhouse})
 	}
-	cfg.Network, cfg.Slirp, cfg.Blocked = "deny", "", nil
+	cfg.Network, cfg.Slirp, cfg.Blocked = plugins.NetworkDeny, "", nil
 	if pk.Wheelhouse == "" && pk.IndexURL != "" && s.slirp != "" {
-		cfg.Network, cfg.Slirp, cfg.Blocked = "allow", s.slirp, installBlocked(pk.IndexURL)
+		cfg.Network, cfg.Slirp, cfg.Blocked = plugins.NetworkAllow, s.slirp, installBlocked(pk.IndexURL)
 	}
 	cfg.Command = append([]string{py.Executable, "-I", "-c", installScript}, pipArgs(pk)...)
 	cfg.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "HOME=" + plugins.SandboxScratch,
@@ -102,7 +102,7 @@ func (s *Sandbox) installInSandbox(ctx context.Context, py *Python, build string
 	}
 	ctx, cancel := context.WithTimeout(ctx, InstallTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, Launcher(s.exe), "sandbox-launch")
+	cmd := exec.CommandContext(ctx, Launcher(s.exe), plugins.EntrySandboxLaunch)
 	cmd.Env = append(baseEnv(), plugins.EnvSandbox+"="+string(data))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out := tail.New(16 << 10)

@@ -36,8 +36,8 @@ type Options struct {
 	// Runtime is auto (cpython when a python3 is found, else gpython),
 	// cpython or gpython.
 	Runtime string
-	// Network is allow (the default) or deny.
-	Network string
+	// Network is the policy of tool code (default allow).
+	Network plugins.Network
 	// Timeout bounds each call (default 30 s).
 	Timeout time.Duration
 	// Limits bound tool code; zero fields take the defaults.
@@ -217,12 +217,11 @@ func Open(ctx context.Context, def *definition.Group, root string, opts Options)
 	if opts.Timeout <= 0 {
 		opts.Timeout = plugins.DefaultCallTimeout
 	}
-	if opts.Network == "" {
-		opts.Network = "allow"
+	network, err := plugins.ParseNetwork(string(opts.Network))
+	if err != nil {
+		return nil, err
 	}
-	if opts.Network != "allow" && opts.Network != "deny" {
-		return nil, fmt.Errorf("network policy must be allow or deny, got %q", opts.Network)
-	}
+	opts.Network = network
 	if opts.Executable == "" {
 		exe, err := os.Executable()
 		if err != nil {
@@ -452,7 +451,7 @@ func (g *Group) checkSignatures(resp *plugins.LoadResponse) []string {
 // as "pyhost", inside the sandbox when one is configured.
 func (g *Group) command() (*launch, error) {
 	if g.opts.Sandbox == nil {
-		cmd := exec.Command(g.opts.Executable, "pyhost")
+		cmd := exec.Command(g.opts.Executable, plugins.EntryPyhost)
 		cmd.Env = g.pluginEnv()
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 		return &launch{cmd: cmd}, nil
@@ -616,7 +615,7 @@ func processExit(p *process) string {
 	}
 	// sandbox-init exits with 128+N when the plugin process under it was
 	// killed by signal N, as a shell does.
-	if code := ps.ExitCode(); len(p.cmd.Args) > 1 && p.cmd.Args[1] == "sandbox-launch" && code > 128 && code < 128+65 {
+	if code := ps.ExitCode(); len(p.cmd.Args) > 1 && p.cmd.Args[1] == plugins.EntrySandboxLaunch && code > 128 && code < 128+65 {
 		sig := syscall.Signal(code - 128)
 		return fmt.Sprintf("the process was killed by signal %d (%s) in its sandbox", int(sig), sig)
 	}

@@ -38,7 +38,7 @@ func loadDef(t *testing.T, path string) *definition.Group {
 	return res.Group
 }
 
-func sandbox(t *testing.T, network string) *Sandbox {
+func sandbox(t *testing.T, network plugins.Network) *Sandbox {
 	t.Helper()
 	sb, err := NewSandbox(toolhostBin, network)
 	if err != nil {

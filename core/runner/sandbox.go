@@ -32,8 +32,8 @@ import (
 // real sandbox; a mechanism that is missing is reported, and the server
 // warns about it at start.
 type Sandbox struct {
-	// Network is allow or deny.
-	Network string
+	// Network is the policy of tool code.
+	Network plugins.Network
 	// Mechanisms are what the probe found.
 	Mechanisms []plugins.Mechanism
 	// CPUs is the CPU time a sandbox may use, in CPUs (default 1).
@@ -83,7 +83,7 @@ var (
 
 // DefaultSandbox probes this machine (once per process and binary) and
 // returns the sandbox it allows, for the given network policy.
-func DefaultSandbox(network string) (*Sandbox, error) {
+func DefaultSandbox(network plugins.Network) (*Sandbox, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -92,12 +92,10 @@ func DefaultSandbox(network string) (*Sandbox, error) {
 }
 
 // NewSandbox probes with the given toolhost binary.
-func NewSandbox(exe, network string) (*Sandbox, error) {
-	if network == "" {
-		network = "allow"
-	}
-	if network != "allow" && network != "deny" {
-		return nil, fmt.Errorf("network policy must be allow or deny, got %q", network)
+func NewSandbox(exe string, network plugins.Network) (*Sandbox, error) {
+	network, err := plugins.ParseNetwork(string(network))
+	if err != nil {
+		return nil, err
 	}
 	probeMu.Lock()
 	ms, ok := probeCache[exe]
@@ -221,7 +219,7 @@ func Probe(exe string) []plugins.Mechanism {
 	var out []plugins.Mechanism
 	slirp, slirpErr := exec.LookPath("slirp4netns")
 	cfg := plugins.SandboxConfig{
-		Identity: identity(), Network: "deny",
+		Identity: identity(), Network: plugins.NetworkDeny,
 		Binds:        []plugins.Bind{{Source: exe, Target: plugins.SandboxExe}},
 		ScratchBytes: 1 << 20, ScratchInodes: 64, Hostname: "toolhost-probe",
 		Landlock: true, Seccomp: true, Rlimits: true, Limits: plugins.Limits{}.WithDefaults(),
@@ -230,7 +228,7 @@ func Probe(exe string) []plugins.Mechanism {
 	cfg.HostUID, cfg.HostToolUID = hostIDs()
 	cfg.HostGID, cfg.HostToolGID = cfg.HostUID, cfg.HostToolUID
 	if slirpErr == nil {
-		cfg.Network, cfg.Slirp, cfg.Blocked = "allow", slirp, blockedNets()
+		cfg.Network, cfg.Slirp, cfg.Blocked = plugins.NetworkAllow, slirp, blockedNets()
 	}
 	ms, err := launchProbe(exe, &cfg)
 	if err != nil {
@@ -287,7 +285,7 @@ func launchProbe(exe string, cfg *plugins.SandboxConfig) ([]plugins.Mechanism, e
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(Launcher(exe), "sandbox-launch")
+	cmd := exec.Command(Launcher(exe), plugins.EntrySandboxLaunch)
 	cmd.Env = append(baseEnv(), plugins.EnvSandbox+"="+string(data))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	var stdout, stderr bytes.Buffer
@@ -343,7 +341,7 @@ func blockedNets() []string {
 func (s *Sandbox) Warnings() []string {
 	var out []string
 	for _, m := range s.Mechanisms {
-		if m.Name == plugins.MechEgress && s.Network == "deny" {
+		if m.Name == plugins.MechEgress && s.Network == plugins.NetworkDeny {
 			continue
 		}
 		if !m.Active {
@@ -365,7 +363,7 @@ func (s *Sandbox) confined() bool { return s != nil && s.namespaces }
 // binds of the interpreter and the system's libraries.
 func (s *Sandbox) config(exe string, py *Python, limits plugins.Limits) plugins.SandboxConfig {
 	cfg := plugins.SandboxConfig{
-		Identity: s.active[plugins.MechIdentity], Network: "deny",
+		Identity: s.active[plugins.MechIdentity], Network: plugins.NetworkDeny,
 		Binds:        []plugins.Bind{{Source: exe, Target: plugins.SandboxExe}},
 		ScratchBytes: scratchBytes, ScratchInodes: scratchInodes, Hostname: "toolhost-sandbox",
 		Landlock: s.active[plugins.MechLandlock], Seccomp: s.active[plugins.MechSeccomp],
@@ -373,8 +371,8 @@ func (s *Sandbox) config(exe string, py *Python, limits plugins.Limits) plugins.
 	}
 	cfg.HostUID, cfg.HostToolUID = hostIDs()
 	cfg.HostGID, cfg.HostToolGID = cfg.HostUID, cfg.HostToolUID
-	if s.Network == "allow" && s.slirp != "" {
-		cfg.Network, cfg.Slirp, cfg.Blocked = "allow", s.slirp, blockedNets()
+	if s.Network == plugins.NetworkAllow && s.slirp != "" {
+		cfg.Network, cfg.Slirp, cfg.Blocked = plugins.NetworkAllow, s.slirp, blockedNets()
 	}
 	for _, p := range systemPaths(py) {
 		cfg.Binds = append(cfg.Binds, plugins.Bind{Source: p})
@@ -415,7 +413,7 @@ func (s *Sandbox) command(g *Group) (*launch, error) {
 		return nil, s.Refusal()
 	}
 	if !s.namespaces {
-		cmd := exec.Command(g.opts.Executable, "pyhost")
+		cmd := exec.Command(g.opts.Executable, plugins.EntryPyhost)
 		cmd.Env = g.pluginEnv()
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 		return &launch{cmd: cmd}, nil
@@ -436,7 +434,7 @@ func (s *Sandbox) command(g *Group) (*launch, error) {
 		cg.remove()
 		return nil, err
 	}
-	cmd := exec.Command(Launcher(g.opts.Executable), "sandbox-launch")
+	cmd := exec.Command(Launcher(g.opts.Executable), plugins.EntrySandboxLaunch)
 	cmd.Env = append(baseEnv(), plugins.EnvSandbox+"="+string(data))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	return &launch{cmd: cmd, cg: cg, cfg: &cfg}, nil

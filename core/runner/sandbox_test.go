@@ -183,8 +183,8 @@ func TestNetworkPolicy(t *testing.T) {
 	}
 	const unreachable = "No route to host|Network is unreachable"
 	ifaces := "import socket; out = sorted(n for _, n in socket.if_nameindex())"
-	for _, policy := range []string{"deny", "allow"} {
-		t.Run(policy, func(t *testing.T) {
+	for _, policy := range []plugins.Network{plugins.NetworkDeny, plugins.NetworkAllow} {
+		t.Run(string(policy), func(t *testing.T) {
 			sb := sandbox(t, policy)
 			needMechanisms(t, sb, plugins.MechNetNS)
 			if policy == "allow" {

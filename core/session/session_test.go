@@ -160,14 +160,6 @@ func testLifecycle(t *testing.T, rt string) {
 	}
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
 
 func TestForGroup(t *testing.T) {
 	src, _ := os.ReadFile("testdata/skills.yaml")

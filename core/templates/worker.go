@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"toolhost/plugins"
 	"toolhost/plugins/frame"
 )
 
@@ -150,7 +151,7 @@ func (h *head) String() string {
 }
 
 func (r *Renderer) start() (*worker, error) {
-	cmd := exec.Command(r.exe, "template-worker")
+	cmd := exec.Command(r.exe, plugins.EntryTemplateWorker)
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "GOMAXPROCS=1", "GOMEMLIMIT=256MiB"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	in, err := cmd.StdinPipe()

@@ -20,7 +20,7 @@ import (
 func init() {
 	// Capabilities, the bounding set and credentials are per thread: init
 	// sets them up and starts its command from the main thread alone.
-	if len(os.Args) > 1 && os.Args[1] == "sandbox-init" {
+	if len(os.Args) > 1 && os.Args[1] == plugins.EntrySandboxInit {
 		runtime.LockOSThread()
 	}
 }
@@ -111,7 +111,7 @@ func build(cfg *plugins.SandboxConfig) []plugins.Mechanism {
 	}
 	add(plugins.MechProc, nil, "a /proc of the sandbox's own pid namespace")
 	add(plugins.MechNetNS, setUpLoopback(), "loopback only")
-	if cfg.Network == "allow" && cfg.Slirp != "" {
+	if cfg.Network == plugins.NetworkAllow && cfg.Slirp != "" {
 		err := blockRoutes(cfg.Blocked)
 		if err == nil && cfg.Probe {
 			// The probe checks that slirp4netns really comes up (and must
@@ -167,7 +167,7 @@ func startCommand(cfg *plugins.SandboxConfig) (*os.Process, error) {
 	argv := cfg.Command
 	env := append([]string{}, cfg.Env...)
 	if len(argv) == 0 {
-		argv = []string{plugins.SandboxExe, "pyhost"}
+		argv = []string{plugins.SandboxExe, plugins.EntryPyhost}
 		env = append(env, plugins.EnvSandboxed+"=1", "PLUGIN_UNIX_SOCKET_DIR="+plugins.SandboxSocketDir)
 		if cfg.WorkerCgroup != "" {
 			env = append(env, plugins.EnvWorkerCgroup+"="+plugins.SandboxWorkerCgroup)

@@ -83,7 +83,7 @@ func Launch() {
 	if err != nil {
 		fail("open the toolhost binary: %v", err)
 	}
-	cmd := exec.Command("/proc/self/fd/4", "sandbox-init")
+	cmd := exec.Command("/proc/self/fd/4", plugins.EntrySandboxInit)
 	cmd.Env = []string{}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, outW, os.Stderr
 	cmd.ExtraFiles = []*os.File{cfgR, exeFile}
@@ -113,7 +113,7 @@ func Launch() {
 	}()
 	var slirp *exec.Cmd
 	ready := make(chan error, 1)
-	if cfg.Network == "allow" && cfg.Slirp != "" {
+	if cfg.Network == plugins.NetworkAllow && cfg.Slirp != "" {
 		slirp, err = startSlirp(cfg.Slirp, pid, ready)
 		if err != nil {
 			cmd.Process.Kill()

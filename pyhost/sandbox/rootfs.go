@@ -310,7 +310,7 @@ func writeEtc(cfg *plugins.SandboxConfig) error {
 		"hosts":    "127.0.0.1 localhost\n::1 localhost\n",
 		"hostname": cfg.Hostname + "\n",
 	}
-	if cfg.Network == "allow" && cfg.Slirp != "" {
+	if cfg.Network == plugins.NetworkAllow && cfg.Slirp != "" {
 		files["resolv.conf"] = "nameserver 10.0.2.3\n"
 	} else {
 		files["resolv.conf"] = ""

@@ -10,6 +10,7 @@ import (
 	"toolhost/core/cli"
 	"toolhost/core/runner"
 	"toolhost/core/templates"
+	"toolhost/plugins"
 	"toolhost/pyhost"
 	"toolhost/pyhost/sandbox"
 )
@@ -19,14 +20,14 @@ func main() {
 	// commands a person runs.
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
-		case "pyhost":
+		case plugins.EntryPyhost:
 			pyhost.Serve(sandbox.Sweep)
 			return
-		case "sandbox-init":
+		case plugins.EntrySandboxInit:
 			sandbox.Init()
-		case "sandbox-launch":
+		case plugins.EntrySandboxLaunch:
 			sandbox.Launch()
-		case "template-worker":
+		case plugins.EntryTemplateWorker:
 			templates.ServeStdio()
 			return
 		}

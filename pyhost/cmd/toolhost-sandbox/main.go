@@ -13,15 +13,16 @@ import (
 	"fmt"
 	"os"
 
+	"toolhost/plugins"
 	"toolhost/pyhost/sandbox"
 )
 
 func main() {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
-		case "sandbox-init":
+		case plugins.EntrySandboxInit:
 			sandbox.Init()
-		case "sandbox-launch":
+		case plugins.EntrySandboxLaunch:
 			sandbox.Launch()
 		}
 	}

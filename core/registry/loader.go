@@ -1,0 +1,184 @@
+package registry
+
+// Loading: the background loaders, warm plugin processes and the hook
+// of toolhost.call_tool.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"toolhost/core/definition"
+	"toolhost/core/runner"
+	"toolhost/plugins"
+	"toolhost/storage"
+)
+
+type job struct {
+	tenant     int64
+	name       string
+	generation int64
+}
+
+// resume queues every group that was Installing when the server stopped.
+func (r *Registry) resume(ctx context.Context) error {
+	tenants, err := r.db.Tenants(ctx)
+	if err != nil {
+		return err
+	}
+	for _, t := range tenants {
+		groups, err := r.db.Groups(ctx, t.ID)
+		if err != nil {
+			return err
+		}
+		for _, g := range groups {
+			if definition.Status(g.Status) == definition.Installing {
+				r.jobs <- job{t.ID, g.Name, g.Generation}
+			}
+		}
+	}
+	return nil
+}
+
+func (r *Registry) queue(tenant int64, name string, status definition.Status, gen int64) {
+	if status == definition.Installing {
+		r.jobs <- job{tenant, name, gen}
+	}
+}
+
+// warmKey names one generation of a group's plugin process.
+func warmKey(tenant int64, name string, gen int64) string {
+	return fmt.Sprintf("%d\x00%s\x00%d", tenant, name, gen)
+}
+
+// forget stops the plugin process of an older generation.
+func (r *Registry) forget(tenant int64, name string, gen int64) {
+	key := warmKey(tenant, name, gen)
+	r.warm.Forget(key)
+	r.mu.Lock()
+	delete(r.defs, key)
+	delete(r.dirs, key)
+	r.mu.Unlock()
+}
+
+// loader loads Installing groups one at a time.
+func (r *Registry) loader() {
+	defer r.wg.Done()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case j := <-r.jobs:
+			r.load(j)
+		}
+	}
+}
+
+// load installs, imports and checks one generation of a group, then
+// records Ready or Error unless the group changed meanwhile.
+func (r *Registry) load(j job) {
+	ctx := context.Background()
+	g, err := r.db.Group(ctx, j.tenant, j.name)
+	if err != nil || g.Generation != j.generation || definition.Status(g.Status) != definition.Installing {
+		return
+	}
+	view, err := viewOf(g)
+	if err != nil {
+		return
+	}
+	start := time.Now()
+	status, msg := definition.Ready, ""
+	if _, release, err := r.acquire(ctx, j.tenant, g); err != nil {
+		status, msg = definition.Error, err.Error()
+	} else {
+		release()
+	}
+	view.Status, view.Message = status, msg
+	report, _ := json.Marshal(view)
+	_, ok, err := r.db.SetGroupStatus(ctx, j.tenant, j.name, j.generation, string(status), string(report))
+	r.invalidate(j.tenant)
+	if err != nil || !ok {
+		r.forget(j.tenant, j.name, j.generation)
+		return
+	}
+	r.log.Info("group loaded", "tenant", j.tenant, "group", j.name, "status", status, "ms", time.Since(start).Milliseconds(), "error", msg)
+}
+
+// acquire returns the warm plugin process of a group's current generation,
+// starting it (materialising its files, installing its requirements,
+// checking its signatures) when needed.
+func (r *Registry) acquire(ctx context.Context, tenant int64, g storage.Group) (*runner.Group, func(), error) {
+	key := warmKey(tenant, g.Name, g.Generation)
+	def, err := r.definition(key, g)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.mu.Lock()
+	root, ok := r.dirs[key]
+	r.mu.Unlock()
+	if !ok {
+		if root, err = r.materialize(ctx, tenant, def); err != nil {
+			return nil, nil, err
+		}
+		r.mu.Lock()
+		r.dirs[key] = root
+		r.mu.Unlock()
+	}
+	opts := r.run
+	name := def.Name
+	opts.OnToolCall = func(ctx context.Context, from *runner.Caller, req *plugins.ToolCallRequest) *plugins.ToolCallResponse {
+		h := r.toolCalls.Load()
+		if h == nil {
+			return &plugins.ToolCallResponse{Error: "toolhost.call_tool is not served here"}
+		}
+		return (*h)(ctx, tenant, name, from, req)
+	}
+	opts.Log = r.log
+	return r.warm.Acquire(ctx, key, def, root, opts)
+}
+
+// definition parses a stored definition once per generation.
+func (r *Registry) definition(key string, g storage.Group) (*definition.Group, error) {
+	r.mu.Lock()
+	def, ok := r.defs[key]
+	r.mu.Unlock()
+	if ok {
+		return def, nil
+	}
+	res := definition.Load(g.YAML)
+	if !res.OK() {
+		return nil, res.Err()
+	}
+	r.mu.Lock()
+	r.defs[key] = res.Group
+	r.mu.Unlock()
+	return res.Group, nil
+}
+
+// ToolCallHandler serves toolhost.call_tool for a tenant's group: the call
+// path, which sits above the registry, hands it over with SetToolCalls.
+type ToolCallHandler func(ctx context.Context, tenant int64, group string, from *runner.Caller, req *plugins.ToolCallRequest) *plugins.ToolCallResponse
+
+// SetToolCalls sets the handler of toolhost.call_tool for every group,
+// those already warm included.
+func (r *Registry) SetToolCalls(h ToolCallHandler) { r.toolCalls.Store(&h) }
+
+// AcquireGroup returns the warm plugin process of a tenant's Ready group,
+// found in the tenant's index (no database read), and its release.
+func (r *Registry) AcquireGroup(ctx context.Context, tenant int64, name string) (*runner.Group, func(), error) {
+	idx, err := r.tools(ctx, tenant)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, g := range idx.groups {
+		if g.Name != name {
+			continue
+		}
+		if definition.Status(g.Status) != definition.Ready {
+			return nil, nil, &NotReadyError{Group: name, Status: g.Status}
+		}
+		return r.acquire(ctx, tenant, g)
+	}
+	return nil, nil, &NotReadyError{Group: name, Status: "missing", Message: "the tenant has no such group"}
+}

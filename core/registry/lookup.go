@@ -1,0 +1,217 @@
+package registry
+
+// Lookup: the tool index and finding a tool by name.
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"toolhost/core/definition"
+	"toolhost/storage"
+)
+
+// toolIndex is a tenant's groups as the call path needs them, kept in
+// memory between changes so that a call reads no group rows.
+type toolIndex struct {
+	groups []storage.Group
+	views  []*definition.Report
+}
+
+// invalidate drops a tenant's tool index after a change of its groups.
+func (r *Registry) invalidate(tenant int64) {
+	r.mu.Lock()
+	delete(r.index, tenant)
+	r.mu.Unlock()
+}
+
+// tools returns a tenant's tool index, building it when needed.
+func (r *Registry) tools(ctx context.Context, tenant int64) (*toolIndex, error) {
+	r.mu.Lock()
+	idx := r.index[tenant]
+	r.mu.Unlock()
+	if idx != nil {
+		return idx, nil
+	}
+	gs, err := r.db.Groups(ctx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	idx = &toolIndex{groups: gs}
+	for _, g := range gs {
+		v, err := viewOf(g)
+		if err != nil {
+			return nil, err
+		}
+		idx.views = append(idx.views, v)
+	}
+	r.mu.Lock()
+	r.index[tenant] = idx
+	r.mu.Unlock()
+	return idx, nil
+}
+
+// CallTarget is a tool found for a call, with its group.
+type CallTarget struct {
+	Group  storage.Group
+	Def    *definition.Group
+	Tool   *definition.Tool
+	Status definition.Status
+}
+
+// NotReadyError is a tool whose group cannot run now.
+type NotReadyError struct {
+	Tool, Group, Status, Message string
+}
+
+// Error implements error.
+func (e *NotReadyError) Error() string {
+	msg := fmt.Sprintf("tool %q belongs to group %q, which is %s, not Ready", e.Tool, e.Group, e.Status)
+	if e.Message != "" {
+		msg += ": " + e.Message
+	}
+	return msg
+}
+
+// UnknownToolError is a name no Ready, stored or built-in tool has.
+type UnknownToolError struct {
+	Name    string
+	Suggest string
+	Skill   bool
+	Groups  []string // set when two groups define the name
+}
+
+// Error implements error.
+func (e *UnknownToolError) Error() string {
+	switch {
+	case e.Skill:
+		return fmt.Sprintf("%q is a skill: skills run by themselves, at session start or finish, and are not listed in available_tools", e.Name)
+	case len(e.Groups) > 1:
+		return fmt.Sprintf("%q is defined by more than one group (%s); name the group to call", e.Name, strings.Join(e.Groups, ", "))
+	}
+	msg := fmt.Sprintf("no tool %q", e.Name)
+	if e.Suggest != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", e.Suggest)
+	}
+	return msg
+}
+
+// UnknownGroupError is a group name that the tenant has no group of.
+type UnknownGroupError struct {
+	Name, Suggest string
+}
+
+// Error implements error.
+func (e *UnknownGroupError) Error() string {
+	msg := fmt.Sprintf("no group %q", e.Name)
+	if e.Suggest != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", e.Suggest)
+	}
+	return msg
+}
+
+// FindTool finds a tool of a tenant by object_name (or, with byName, by
+// name as well); a non-empty group limits the search to that group, which
+// is how a caller chooses between two groups that define one name. A
+// built-in tool resolves to a target with no group.
+func (r *Registry) FindTool(ctx context.Context, tenant int64, name string, byName bool, group string) (*CallTarget, error) {
+	idx, err := r.tools(ctx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	var found []*CallTarget
+	skill, groupSeen := false, false
+	for i, g := range idx.groups {
+		if group != "" && g.Name != group {
+			continue
+		}
+		groupSeen = true
+		v := idx.views[i]
+		for _, t := range v.Tools {
+			if t.ObjectName == name || byName && t.Name == name {
+				found = append(found, &CallTarget{Group: g, Status: definition.Status(g.Status)})
+			}
+		}
+		for _, s := range v.Skills {
+			if s.Name == name {
+				skill = true
+			}
+		}
+	}
+	if group != "" && !groupSeen {
+		names := make([]string, len(idx.groups))
+		for i, g := range idx.groups {
+			names[i] = g.Name
+		}
+		return nil, &UnknownGroupError{Name: group, Suggest: closest(group, names)}
+	}
+	if b := definition.Builtin(name); b != nil && len(found) == 0 {
+		return &CallTarget{Tool: b, Status: definition.Ready}, nil
+	}
+	switch {
+	case len(found) == 0 && skill:
+		return nil, &UnknownToolError{Name: name, Skill: true}
+	case len(found) == 0:
+		// The candidates for did-you-mean are gathered only now: a call that
+		// finds its tool (the hot path) does not build them.
+		var known []string
+		for i, g := range idx.groups {
+			if group == "" || g.Name == group {
+				for _, t := range idx.views[i].Tools {
+					known = append(known, t.ObjectName)
+				}
+			}
+		}
+		for _, b := range definition.Builtins() {
+			known = append(known, b.ObjectName)
+		}
+		return nil, &UnknownToolError{Name: name, Suggest: closest(name, known)}
+	case len(found) > 1:
+		var names []string
+		for _, f := range found {
+			names = append(names, f.Group.Name)
+		}
+		return nil, &UnknownToolError{Name: name, Groups: names}
+	}
+	t := found[0]
+	if t.Status != definition.Ready {
+		v, _ := viewOf(t.Group)
+		msg := ""
+		if v != nil {
+			msg = v.Message
+			if t.Status == definition.Incomplete {
+				msg = "missing " + strings.Join(v.Missing, ", ")
+			}
+		}
+		return nil, &NotReadyError{Tool: name, Group: t.Group.Name, Status: string(t.Status), Message: msg}
+	}
+	def, err := r.definition(warmKey(tenant, t.Group.Name, t.Group.Generation), t.Group)
+	if err != nil {
+		return nil, err
+	}
+	t.Def = def
+	for _, tool := range def.Tools {
+		if tool.ObjectName == name || byName && tool.Name == name {
+			t.Tool = tool
+		}
+	}
+	return t, nil
+}
+
+// Definitions parses every stored group of a tenant, by name, with its
+// row (groups whose definitions have errors are left out).
+func (r *Registry) Definitions(ctx context.Context, tenant int64) (map[string]*definition.Group, map[string]storage.Group, error) {
+	idx, err := r.tools(ctx, tenant)
+	if err != nil {
+		return nil, nil, err
+	}
+	defs, rows := map[string]*definition.Group{}, map[string]storage.Group{}
+	for _, g := range idx.groups {
+		def, err := r.definition(warmKey(tenant, g.Name, g.Generation), g)
+		if err != nil {
+			continue
+		}
+		defs[g.Name], rows[g.Name] = def, g
+	}
+	return defs, rows, nil
+}
