@@ -160,7 +160,6 @@ func testLifecycle(t *testing.T, rt string) {
 	}
 }
 
-
 func TestForGroup(t *testing.T) {
 	src, _ := os.ReadFile("testdata/skills.yaml")
 	g := definition.Load(src).Group
