@@ -169,6 +169,12 @@ const (
 	ErrResult    = "result"    // the result is not JSON-serialisable or too large
 	ErrLoad      = "load"      // the group or callable could not be loaded
 	ErrRuntime   = "runtime"   // the host failed
+	// ErrCancelled: the caller went away or cancelled the call; its worker
+	// was stopped (the process and the other calls carry on).
+	ErrCancelled = "cancelled"
+	// ErrUnavailable: the server stopped the call because it is shutting
+	// down; the call may be tried again elsewhere.
+	ErrUnavailable = "unavailable"
 )
 
 // ToolError is a failed call or load, as the caller sees it.
@@ -204,6 +210,10 @@ type CallResponse struct {
 	// for the host's log: e.g. a worker replaced because the call left
 	// threads or processes behind. The call's answer stands regardless.
 	Note string `json:"note,omitempty"`
+	// Retire asks the core to replace the plugin process once its calls in
+	// flight have finished (an abandoned gpython call overran and holds an
+	// interpreter for good).
+	Retire bool `json:"retire,omitempty"`
 }
 
 // Empty is the message of calls that take or give nothing.

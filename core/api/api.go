@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"toolhost/core/calls"
@@ -57,7 +58,19 @@ type Server struct {
 	sessionLocks keyedLocks // serialises the requests of one session
 	uploadsMu    sync.Mutex
 	uploads      map[int64]int // tenant → request bodies in transfer
+	draining     atomic.Bool   // shutting down: /readyz answers 503
+	inflight     atomic.Int64  // requests under /v1/ being served
 }
+
+// InFlight is how many requests under /v1/ (calls, uploads, ...) are being
+// served.
+func (s *Server) InFlight() int64 { return s.inflight.Load() }
+
+// Drain marks the server as shutting down: /readyz answers 503 from now
+// on, so that a load balancer stops sending it work (/healthz, the
+// liveness check, still answers 200), and new requests under /v1/ answer
+// 503 with Retry-After; the ones being served carry on.
+func (s *Server) Drain() { s.draining.Store(true) }
 
 // Handler routes requests. File paths are taken from the raw request path,
 // so that a hostile path ("..", "%00", "\") is refused by the storage rule

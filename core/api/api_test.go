@@ -169,7 +169,7 @@ func TestOpenAPIDescribesEveryEndpoint(t *testing.T) {
 		t.Fatalf("openapi: %v", err)
 	}
 	want := map[string][]string{
-		"/healthz": {"get"}, "/metrics": {"get"}, "/v1/openapi.json": {"get"}, "/v1/files": {"get"},
+		"/healthz": {"get"}, "/readyz": {"get"}, "/metrics": {"get"}, "/v1/openapi.json": {"get"}, "/v1/files": {"get"},
 		"/v1/files/{path}": {"put", "get", "delete"}, "/v1/groups": {"get", "post"}, "/v1/groups/{name}": {"get", "delete"},
 		"/v1/tools/schemas": {"post"}, "/v1/calls": {"post"},
 		"/v1/agents": {"get", "post"}, "/v1/agents/{name}": {"get", "delete"}, "/v1/agents/{name}/states/{state}/tools": {"get"},

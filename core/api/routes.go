@@ -28,6 +28,18 @@ type tenantKey struct{}
 // route serves a request; the error of its handler, if any, is answered
 // as a problem.
 func (s *Server) route(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/v1/") {
+		// Work, as opposed to probes: counted, and refused once the server
+		// is shutting down.
+		s.inflight.Add(1)
+		defer s.inflight.Add(-1)
+		if s.draining.Load() {
+			s.writeError(w, r, &Problem{Status: http.StatusServiceUnavailable, Title: "Shutting down",
+				Detail: "the server is shutting down and takes no new work; try again elsewhere",
+				Header: http.Header{"Retry-After": {"1"}, "Connection": {"close"}}})
+			return
+		}
+	}
 	if err := s.serve(w, r); err != nil {
 		s.writeError(w, r, err)
 	}
@@ -41,6 +53,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) error {
 	case path == "/healthz":
 		return only(r, "GET", func() error {
 			writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+			return nil
+		})
+	case path == "/readyz":
+		return only(r, "GET", func() error {
+			if s.draining.Load() {
+				writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "shutting down"})
+				return nil
+			}
+			writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 			return nil
 		})
 	case path == "/metrics":

@@ -102,7 +102,7 @@ func (s *Server) sessionCall(w http.ResponseWriter, r *http.Request, sess *stora
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, res)
+	writeAnswer(w, res)
 	return nil
 }
 

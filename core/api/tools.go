@@ -9,6 +9,7 @@ import (
 	"toolhost/core/blocks"
 	"toolhost/core/pipeline"
 	"toolhost/core/schema"
+	"toolhost/plugins"
 	"toolhost/storage"
 )
 
@@ -100,8 +101,22 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, a)
+	writeAnswer(w, a)
 	return nil
+}
+
+// writeAnswer writes a call's answer: 200, or 503 with Retry-After when
+// the server cut the call because it is shutting down (error kind
+// unavailable), so that a client or a load balancer tries again
+// elsewhere.
+func writeAnswer(w http.ResponseWriter, a *pipeline.Answer) {
+	if a.Error != nil && a.Error.Kind == plugins.ErrUnavailable {
+		w.Header().Set("Retry-After", "1")
+		w.Header().Set("Connection", "close")
+		writeJSON(w, http.StatusServiceUnavailable, a)
+		return
+	}
+	writeJSON(w, http.StatusOK, a)
 }
 
 // continuation resumes a call that answered with a continuation.
@@ -116,7 +131,7 @@ func (s *Server) continuation(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, a)
+	writeAnswer(w, a)
 	return nil
 }
 

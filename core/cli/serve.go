@@ -47,6 +47,7 @@ func runServe(env *Env, args []string) int {
 	tokenCache := fs.Duration("token-cache", api.TokenTTL, "trust a verified token this long before asking the database again (a revoked token works at most this long; 0 asks every time)")
 	bodyGrace := fs.Duration("body-grace", api.DefaultBodyGrace, "a request body may take this long before --body-min-rate applies")
 	bodyRate := fs.Int("body-min-rate", api.DefaultBodyMinRate>>10, "after --body-grace, a request body must arrive at no less than `KiB/s`, or the server answers 408 and closes the connection")
+	grace := fs.Duration("shutdown-grace", 30*time.Second, "on SIGTERM or SIGINT, how long the calls in flight may take to finish; the ones still running then answer 503 with error kind unavailable")
 	maxUploads := fs.Int("max-uploads", api.DefaultMaxUploads, "request bodies one tenant may have in transfer at once (429 past it)")
 	var loads multiFlag
 	fs.Var(&loads, "load", "import the groups under `DIR` (with their files) for tenant \"default\" and print its token; repeatable")
@@ -103,9 +104,16 @@ func runServe(env *Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "toolhost serve: %v\n", err)
 		return ExitFailure
 	}
+	apiServer := &api.Server{DB: db, Registry: reg, Calls: cs, Metrics: metrics, MaxFileSize: int64(*maxFileMB) << 20, Log: log, TokenCache: cacheTime(*tokenCache),
+		BodyGrace: *bodyGrace, BodyMinRate: int64(*bodyRate) << 10, MaxUploads: *maxUploads}
+	// Every request's context derives from base: at the end of the
+	// shutdown grace it is cancelled with runner.ErrShuttingDown, and the
+	// calls still running answer unavailable.
+	base, cutCalls := context.WithCancelCause(context.Background())
+	defer cutCalls(nil)
 	srv := &http.Server{
-		Handler: (&api.Server{DB: db, Registry: reg, Calls: cs, Metrics: metrics, MaxFileSize: int64(*maxFileMB) << 20, Log: log, TokenCache: cacheTime(*tokenCache),
-			BodyGrace: *bodyGrace, BodyMinRate: int64(*bodyRate) << 10, MaxUploads: *maxUploads}).Handler(),
+		Handler:     apiServer.Handler(),
+		BaseContext: func(net.Listener) context.Context { return base },
 		// The request line and headers must come within this; the body's
 		// own pace is api.Server's (BodyGrace, BodyMinRate). No
 		// ReadTimeout or WriteTimeout: a call may run for minutes after
@@ -125,9 +133,17 @@ func runServe(env *Env, args []string) int {
 		return ExitFailure
 	case <-ctx.Done():
 	}
-	// Finish the calls in flight, then stop every plugin process.
-	log.Info("shutting down")
-	sctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	// Not ready from the first moment; no new connections; the calls in
+	// flight may finish within the grace, then the rest are cut (they
+	// answer unavailable) and every plugin process stops.
+	apiServer.Drain()
+	log.Info("shutting down", "grace", grace.String(), "in_flight", apiServer.InFlight())
+	if !waitIdle(apiServer, *grace) {
+		log.Warn("shutdown: the grace is over; cutting the calls still running", "in_flight", apiServer.InFlight())
+		cutCalls(runner.ErrShuttingDown)
+		waitIdle(apiServer, 10*time.Second)
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		log.Error("shutdown", "error", err)
@@ -135,6 +151,19 @@ func runServe(env *Env, args []string) int {
 	reg.Close()
 	log.Info("stopped")
 	return ExitOK
+}
+
+// waitIdle waits until the server serves no request under /v1/, at most
+// d, and reports whether it got there.
+func waitIdle(s *api.Server, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for s.InFlight() > 0 {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return true
 }
 
 // prune deletes session logs older than keep, expired idempotency keys and

@@ -96,9 +96,11 @@ func (p *Pipeline) policy(ctx context.Context, req *Request) (*Answer, error) {
 		}
 	}
 	a, err := p.execute(ctx, req)
-	if err != nil {
+	if err != nil || a.Error != nil && (a.Error.Kind == plugins.ErrCancelled || a.Error.Kind == plugins.ErrUnavailable) {
+		// A call stopped from outside did not happen as far as the key
+		// goes: the next attempt runs it.
 		p.Ledger.Release(context.WithoutCancel(ctx), key)
-		return nil, err
+		return a, err
 	}
 	a.IdempotencyKey = key
 	b, _ := json.Marshal(a)

@@ -168,6 +168,7 @@ type Group struct {
 
 	mu      sync.Mutex
 	proc    *process
+	retired []*process // out of service, waiting for their calls to end
 	runtime string
 	closed  bool
 
@@ -183,7 +184,36 @@ type process struct {
 	stderr *stderrLog
 	// cg are its sandbox's cgroups (nil without them).
 	cg *sandboxCgroups
+
+	// inflight counts the calls on it; a retired process is killed when
+	// the last of them ends.
+	mu       sync.Mutex
+	inflight int
+	retired  bool
+	killOnce sync.Once
 }
+
+// begin counts a call on the process.
+func (p *process) begin() {
+	p.mu.Lock()
+	p.inflight++
+	p.mu.Unlock()
+}
+
+// end ends a call on the process, and kills a retired one when it was the
+// last.
+func (p *process) end() {
+	p.mu.Lock()
+	p.inflight--
+	last := p.retired && p.inflight == 0
+	p.mu.Unlock()
+	if last {
+		go p.stop()
+	}
+}
+
+// stop kills the process once.
+func (p *process) stop() { p.killOnce.Do(p.kill) }
 
 // kill stops the process and removes what was made for it. Everything in
 // its sandbox is killed through its cgroups first: a failed or replaced
@@ -515,7 +545,9 @@ func (g *Group) CallTimeout(ctx context.Context, impl definition.Implementation,
 		}
 	}
 	p := g.proc
+	p.begin()
 	g.mu.Unlock()
+	defer p.end()
 
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
@@ -534,6 +566,15 @@ func (g *Group) CallTimeout(ctx context.Context, impl definition.Implementation,
 	if err == nil && resp.Error != nil && resp.Error.Kind == plugins.ErrCrash {
 		resp.Error.Message += p.cg.memoryNote()
 	}
+	if err != nil && ctx.Err() != nil {
+		// The caller went away (or the server cut the call): only this
+		// call stops; the plugin stopped its worker, and the process and
+		// the other calls carry on.
+		if errors.Is(context.Cause(ctx), ErrShuttingDown) {
+			return fail(plugins.ErrUnavailable, fmt.Sprintf("the server is shutting down; the call to %s was stopped (try again)", req.Callable))
+		}
+		return fail(plugins.ErrCancelled, fmt.Sprintf("the caller went away during the call to %s; it was stopped", req.Callable))
+	}
 	if err != nil {
 		g.replace(p)
 		if status.Code(err) == codes.DeadlineExceeded || errors.Is(cctx.Err(), context.DeadlineExceeded) {
@@ -542,8 +583,13 @@ func (g *Group) CallTimeout(ctx context.Context, impl definition.Implementation,
 		return fail(plugins.ErrCrash, fmt.Sprintf("the plugin process failed during the call to %s: %s%s%s; it will be restarted for the next call",
 			req.Callable, processExit(p), p.cg.memoryNote(), p.stderr.note(g.runtime)))
 	}
-	if resp.Error != nil && resp.Error.Kind == plugins.ErrTimeout && resp.Runtime == plugins.RuntimeGPython {
-		g.replace(p) // its interpreter is stuck in the overrunning code
+	if resp.Retire {
+		// An interpreter is stuck in code that overran: the process is
+		// replaced once the calls on it have ended.
+		g.retire(p)
+	}
+	if resp.Error != nil && errors.Is(context.Cause(ctx), ErrShuttingDown) && resp.Error.Kind == plugins.ErrCancelled {
+		resp.Error = &plugins.ToolError{Kind: plugins.ErrUnavailable, Message: fmt.Sprintf("the server is shutting down; the call to %s was stopped (try again)", req.Callable)}
 	}
 	if resp.Note != "" && g.opts.Log != nil {
 		g.opts.Log.Warn("plugin process", "group", g.def.Name, "callable", req.Callable.String(), "note", resp.Note)
@@ -558,8 +604,41 @@ func (g *Group) replace(p *process) {
 		g.proc = nil
 	}
 	g.mu.Unlock()
-	p.kill()
+	p.stop()
 }
+
+// retire takes a process out of service: the next call starts a new one,
+// and this one is stopped once its calls in flight have ended.
+func (g *Group) retire(p *process) {
+	g.mu.Lock()
+	if g.proc == p {
+		g.proc = nil
+	}
+	g.mu.Unlock()
+	p.mu.Lock()
+	p.retired = true
+	idle := p.inflight == 0
+	p.mu.Unlock()
+	if idle {
+		p.stop()
+		return
+	}
+	g.mu.Lock()
+	kept := g.retired[:0]
+	for _, r := range g.retired {
+		r.mu.Lock()
+		if r.inflight > 0 {
+			kept = append(kept, r)
+		}
+		r.mu.Unlock()
+	}
+	g.retired = append(kept, p)
+	g.mu.Unlock()
+}
+
+// ErrShuttingDown is the cause a server gives the contexts of the calls it
+// cuts when it shuts down: they answer ErrUnavailable.
+var ErrShuttingDown = errors.New("the server is shutting down")
 
 // PluginPID is the process id of the running plugin process, or 0.
 func (g *Group) PluginPID() int {
@@ -584,7 +663,14 @@ func (g *Group) Close() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		p.host.Shutdown(ctx, &plugins.Empty{})
 		cancel()
-		p.kill()
+		p.stop()
+	}
+	g.mu.Lock()
+	retired := g.retired
+	g.retired = nil
+	g.mu.Unlock()
+	for _, r := range retired {
+		r.stop()
 	}
 	if g.ownsScr && g.scratch != "" {
 		os.RemoveAll(g.scratch)

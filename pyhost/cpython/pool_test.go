@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -531,5 +532,30 @@ def fails():
 	r = p.Call(ctx, &plugins.CallRequest{Callable: plugins.Callable{Module: "m", Func: "fails"}, Args: json.RawMessage(`{}`)})
 	if r.OK || !strings.Contains(r.Error.Traceback, `File "m.py", line 8, in fails`) {
 		t.Errorf("traceback: %+v", r.Error)
+	}
+}
+
+// TestCancelStopsTheWorker: a call whose caller goes away answers
+// cancelled at once; its worker is killed and the next call gets another.
+func TestCancelStopsTheWorker(t *testing.T) {
+	p := newPool(t, "import os, time\ndef slow():\n    time.sleep(5)\n    return 1\ndef pid():\n    return os.getpid()\n", plugins.Limits{})
+	ctx := context.Background()
+	first := p.Call(ctx, &plugins.CallRequest{Callable: plugins.Callable{Module: "m", Func: "pid"}, Args: json.RawMessage(`{}`)})
+	if !first.OK {
+		t.Fatal(first.Error)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	time.AfterFunc(200*time.Millisecond, cancel)
+	start := time.Now()
+	r := p.Call(cctx, &plugins.CallRequest{Callable: plugins.Callable{Module: "m", Func: "slow"}, Args: json.RawMessage(`{}`)})
+	if r.OK || r.Error.Kind != plugins.ErrCancelled || time.Since(start) > 2*time.Second {
+		t.Fatalf("cancelled call: %+v after %v", r.Error, time.Since(start))
+	}
+	if err := syscall.Kill(r.Worker, 0); err == nil {
+		t.Errorf("the cancelled call's worker %d still runs", r.Worker)
+	}
+	next := p.Call(ctx, &plugins.CallRequest{Callable: plugins.Callable{Module: "m", Func: "pid"}, Args: json.RawMessage(`{}`)})
+	if !next.OK || string(next.Result) == fmt.Sprint(r.Worker) {
+		t.Errorf("the next call: %s %+v", next.Result, next.Error)
 	}
 }

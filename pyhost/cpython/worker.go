@@ -75,6 +75,10 @@ type worker struct {
 // errTimeout is a worker that did not answer in time; it has been killed.
 var errTimeout = errors.New("timeout")
 
+// errCancelled is a call whose caller went away; its worker has been
+// killed.
+var errCancelled = errors.New("cancelled")
+
 // describeFrameLimit bounds the ready frame and describe answers (the
 // signatures of a group's callables).
 const describeFrameLimit = 16 << 20
@@ -235,8 +239,23 @@ func (w *worker) exchange(ctx context.Context, req request, maxFrame int, deadli
 		syscall.Kill(-w.pid, syscall.SIGKILL)
 	})
 	defer timer.Stop()
+	// A caller that goes away stops its own call: the worker is killed,
+	// as on a timeout, and nothing else.
+	var cancelled atomic.Bool
+	stopWatch := context.AfterFunc(ctx, func() {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			timedOut.Store(true)
+		} else if !timedOut.Load() {
+			cancelled.Store(true)
+		}
+		syscall.Kill(-w.pid, syscall.SIGKILL)
+	})
+	defer stopWatch()
 	fail := func(err error) (*answerFrame, error) {
 		w.kill()
+		if cancelled.Load() {
+			return nil, errCancelled
+		}
 		if timedOut.Load() || errors.Is(err, os.ErrDeadlineExceeded) {
 			return nil, errTimeout
 		}
@@ -375,6 +394,9 @@ func (w *worker) alive() bool {
 func (w *worker) describeFailure(during string, err error) *plugins.ToolError {
 	if errors.Is(err, errTimeout) {
 		return &plugins.ToolError{Kind: plugins.ErrTimeout, Message: "the worker did not answer in time during " + during + "; it was killed"}
+	}
+	if errors.Is(err, errCancelled) {
+		return &plugins.ToolError{Kind: plugins.ErrCancelled, Message: "the caller went away during " + during + "; its worker was stopped"}
 	}
 	if errors.Is(err, errForeign) {
 		return &plugins.ToolError{Kind: plugins.ErrCrash, Message: fmt.Sprintf("the worker sent an answer that does not belong to %s; it was replaced", during)}

@@ -205,7 +205,13 @@ func signature(fn py.Object) []plugins.Param {
 func (r *Runtime) Call(ctx gocontext.Context, req *plugins.CallRequest) *plugins.CallResponse {
 	start := time.Now()
 	resp := &plugins.CallResponse{Runtime: plugins.RuntimeGPython}
-	defer func() { resp.DurationUs = time.Since(start).Microseconds() }()
+	defer func() {
+		resp.DurationUs = time.Since(start).Microseconds()
+		// An abandoned call that overran holds an interpreter for good.
+		if r.Stuck() {
+			resp.Retire = true
+		}
+	}()
 	timeout := time.Duration(req.TimeoutMs) * time.Millisecond
 	if timeout <= 0 {
 		timeout = plugins.DefaultCallTimeout
@@ -241,10 +247,6 @@ func (r *Runtime) Call(ctx gocontext.Context, req *plugins.CallRequest) *plugins
 	}
 	in.out.reset()
 	in.ctx.callContext, in.ctx.callToken = req.Context, req.Token
-	type outcome struct {
-		result py.Object
-		err    error
-	}
 	done := make(chan outcome, 1)
 	go func() {
 		defer func() {
@@ -278,14 +280,47 @@ func (r *Runtime) Call(ctx gocontext.Context, req *plugins.CallRequest) *plugins
 		resp.OK, resp.Result = true, json.RawMessage(b)
 		return resp
 	case <-ctx.Done():
+		resp.Output, resp.OutputTruncated = in.out.String(), in.out.truncated
+		if errors.Is(ctx.Err(), gocontext.Canceled) {
+			// The caller went away. gpython code cannot be interrupted: the
+			// call runs on to its end (or its deadline) in the background,
+			// and the interpreter serves again once it is done; the
+			// process and the other calls carry on.
+			go r.abandon(in, done, start.Add(timeout))
+			resp.Error = &plugins.ToolError{Kind: plugins.ErrCancelled,
+				Message: fmt.Sprintf("the caller went away during the call to %s; gpython code cannot be interrupted, so it runs to its end in the background", req.Callable)}
+			return resp
+		}
 		r.mu.Lock()
 		r.stuck = true
 		r.mu.Unlock()
-		resp.Output, resp.OutputTruncated = in.out.String(), in.out.truncated
+		resp.Retire = true
 		resp.Error = &plugins.ToolError{Kind: plugins.ErrTimeout,
 			Message: fmt.Sprintf("%s did not finish within %s; gpython code cannot be interrupted, so its plugin process is replaced", req.Callable, timeout)}
 		return resp
 	}
+}
+
+// abandon waits for a cancelled call's code to end and gives its
+// interpreter back; code that runs past the call's deadline holds its
+// interpreter for good, and the process asks to be retired (the core
+// replaces it once its calls in flight are done).
+func (r *Runtime) abandon(in *interp, done <-chan outcome, deadline time.Time) {
+	select {
+	case <-done:
+		in.ctx.callContext, in.ctx.callToken = nil, ""
+		r.release(in)
+	case <-time.After(time.Until(deadline)):
+		r.mu.Lock()
+		r.stuck = true
+		r.mu.Unlock()
+	}
+}
+
+// outcome is how a call's code ended.
+type outcome struct {
+	result py.Object
+	err    error
 }
 
 // Stuck reports whether a call overran and the process must be replaced.

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -234,5 +235,139 @@ func TestMetricsCountEveryDoor(t *testing.T) {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("metrics lack %s:\n%s", want, body)
 		}
+	}
+}
+
+// TestHangUpStopsOnlyItsCall: a client that hangs up mid-call stops its
+// own call; three others running on the same group finish, and the next
+// call works (both runtimes).
+func TestHangUpStopsOnlyItsCall(t *testing.T) {
+	for _, rt := range []string{"cpython", "gpython"} {
+		t.Run(rt, func(t *testing.T) {
+			s := startServer(t, t.TempDir(), freePort(t), "--runtime", rt, "--workers", "4", "--load", doorsDir)
+			token := s.loadedToken()
+			s.waitStatus(token, "Doors", "Ready")
+			call := func(client *http.Client, seconds string) (callAnswer, error) {
+				req, _ := http.NewRequest("POST", s.base+"/v1/calls", strings.NewReader(`{"tool":"slow","arguments":{"seconds":`+seconds+`}}`))
+				req.Header.Set("Authorization", "Bearer "+token)
+				resp, err := client.Do(req)
+				if err != nil {
+					return callAnswer{}, err
+				}
+				defer resp.Body.Close()
+				var a callAnswer
+				err = json.NewDecoder(resp.Body).Decode(&a)
+				return a, err
+			}
+			// Warm: the group's plugin process is up before the race.
+			if a, err := call(http.DefaultClient, "0"); err != nil || !a.Success {
+				t.Fatalf("first call: %v %+v", err, a)
+			}
+			results := make(chan callAnswer, 3)
+			for i := 0; i < 3; i++ {
+				go func() {
+					a, err := call(http.DefaultClient, "2")
+					if err != nil {
+						a.Error = &struct {
+							Kind    string `json:"kind"`
+							Message string `json:"message"`
+						}{"client", err.Error()}
+					}
+					results <- a
+				}()
+			}
+			time.Sleep(300 * time.Millisecond)
+			if _, err := call(&http.Client{Timeout: 300 * time.Millisecond}, "2"); err == nil {
+				t.Fatal("the impatient client got an answer")
+			}
+			for i := 0; i < 3; i++ {
+				if a := <-results; !a.Success {
+					t.Errorf("a call beside the departed one: %+v", a.Error)
+				}
+			}
+			if a, err := call(http.DefaultClient, "0"); err != nil || !a.Success {
+				t.Errorf("the next call: %v %+v", err, a)
+			}
+			resp, err := http.Get(s.base + "/metrics")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			for _, want := range []string{`toolhost_calls_total{door="api",success="true"} 5`, `toolhost_call_errors_total{kind="cancelled"} 1`} {
+				if !strings.Contains(string(body), want) {
+					t.Errorf("metrics lack %s", want)
+				}
+			}
+		})
+	}
+}
+
+// TestShutdownGrace: on SIGTERM the server is not ready at once and takes
+// no new work, a call that ends within --shutdown-grace finishes, and one
+// that would run longer answers 503 with error kind unavailable.
+func TestShutdownGrace(t *testing.T) {
+	s := startServer(t, t.TempDir(), freePort(t), "--shutdown-grace", "2s", "--load", doorsDir)
+	token := s.loadedToken()
+	s.waitStatus(token, "Doors", "Ready")
+	type outcome struct {
+		code int
+		a    callAnswer
+		took time.Duration
+	}
+	call := func(seconds string) outcome {
+		start := time.Now()
+		req, _ := http.NewRequest("POST", s.base+"/v1/calls", strings.NewReader(`{"tool":"slow","arguments":{"seconds":`+seconds+`}}`))
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return outcome{code: -1, took: time.Since(start)}
+		}
+		defer resp.Body.Close()
+		var o outcome
+		o.code = resp.StatusCode
+		json.NewDecoder(resp.Body).Decode(&o.a)
+		o.took = time.Since(start)
+		return o
+	}
+	if o := call("0"); o.code != 200 {
+		t.Fatalf("warm-up call: %+v", o)
+	}
+	short, long := make(chan outcome, 1), make(chan outcome, 1)
+	go func() { short <- call("1") }()
+	go func() { long <- call("8") }()
+	time.Sleep(300 * time.Millisecond)
+	stopped := time.Now()
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	time.Sleep(100 * time.Millisecond)
+	get := func(path string) int {
+		resp, err := http.Get(s.base + path)
+		if err != nil {
+			return -1
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := get("/readyz"); code != 503 {
+		t.Errorf("/readyz while shutting down: %d, want 503", code)
+	}
+	if code := get("/healthz"); code != 200 {
+		t.Errorf("/healthz while shutting down: %d, want 200", code)
+	}
+	if o := call("0"); o.code != 503 {
+		t.Errorf("a new call while shutting down: %d, want 503", o.code)
+	}
+	if o := <-short; o.code != 200 || !o.a.Success {
+		t.Errorf("a call within the grace: %d %+v", o.code, o.a.Error)
+	}
+	o := <-long
+	if o.code != 503 || o.a.Error == nil || o.a.Error.Kind != "unavailable" {
+		t.Errorf("a call longer than the grace: %d %+v", o.code, o.a.Error)
+	}
+	if cut := time.Since(stopped); cut > 5*time.Second {
+		t.Errorf("the long call was cut %v after SIGTERM, with a grace of 2s", cut)
+	}
+	if err := s.cmd.Wait(); err != nil {
+		t.Errorf("the server's exit: %v", err)
 	}
 }
