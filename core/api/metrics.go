@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"toolhost/core/pipeline"
+	"toolhost/plugins"
 )
 
 // doors are the doors of the server's calls, in the order /metrics lists
@@ -25,7 +26,7 @@ type Metrics struct {
 	mu       sync.Mutex
 	requests map[int]int64
 	calls    map[callKey]int64
-	refused  map[pipeline.Door]int64
+	refused  map[refusedKey]int64
 	errors   map[string]int64
 	buckets  []int64
 	sum      float64
@@ -34,7 +35,7 @@ type Metrics struct {
 
 // NewMetrics makes empty metrics.
 func NewMetrics() *Metrics {
-	return &Metrics{requests: map[int]int64{}, calls: map[callKey]int64{}, refused: map[pipeline.Door]int64{}, errors: map[string]int64{},
+	return &Metrics{requests: map[int]int64{}, calls: map[callKey]int64{}, refused: map[refusedKey]int64{}, errors: map[string]int64{},
 		buckets: make([]int64, len(callBuckets))}
 }
 
@@ -70,13 +71,23 @@ func (m *Metrics) ObserveCall(door pipeline.Door, success bool, errKind string, 
 	m.count++
 }
 
+// refusedKey is a series of toolhost_calls_refused_total.
+type refusedKey struct {
+	door   pipeline.Door
+	reason string
+}
+
 // ObserveRefused implements pipeline.Observer: one call refused before it
-// ran.
-func (m *Metrics) ObserveRefused(door pipeline.Door) {
+// ran, and why.
+func (m *Metrics) ObserveRefused(door pipeline.Door, reason string) {
 	m.mu.Lock()
-	m.refused[door]++
+	m.refused[refusedKey{door, reason}]++
 	m.mu.Unlock()
 }
+
+// replacedBy are the error kinds whose calls cost their worker (the
+// worker was killed and the next call gets a fresh one).
+var replacedBy = []string{plugins.ErrTimeout, plugins.ErrCrash, plugins.ErrCancelled, plugins.ErrUnavailable}
 
 // Write writes the metrics; warm is the number of warm groups.
 func (m *Metrics) Write(w http.ResponseWriter, warm int) {
@@ -100,10 +111,22 @@ func (m *Metrics) Write(w http.ResponseWriter, warm int) {
 			fmt.Fprintf(w, "toolhost_calls_total{door=%q,success=\"%t\"} %d\n", door, ok, m.calls[callKey{door, ok}])
 		}
 	}
-	fmt.Fprintln(w, "# HELP toolhost_calls_refused_total Tool calls refused before they ran (arguments, state, tags, idempotency), by door.")
+	fmt.Fprintln(w, "# HELP toolhost_calls_refused_total Tool calls refused before they ran, by door and reason (arguments, state, unknown, tags, idempotency, other).")
 	fmt.Fprintln(w, "# TYPE toolhost_calls_refused_total counter")
-	for _, door := range doors {
-		fmt.Fprintf(w, "toolhost_calls_refused_total{door=%q} %d\n", door, m.refused[door])
+	refused := make([]refusedKey, 0, len(m.refused))
+	for k := range m.refused {
+		refused = append(refused, k)
+	}
+	sort.Slice(refused, func(i, j int) bool {
+		return refused[i].door < refused[j].door || refused[i].door == refused[j].door && refused[i].reason < refused[j].reason
+	})
+	for _, k := range refused {
+		fmt.Fprintf(w, "toolhost_calls_refused_total{door=%q,reason=%q} %d\n", k.door, k.reason, m.refused[k])
+	}
+	fmt.Fprintln(w, "# HELP toolhost_workers_replaced_total Workers killed and replaced because of their call, by reason (the call's error kind).")
+	fmt.Fprintln(w, "# TYPE toolhost_workers_replaced_total counter")
+	for _, k := range replacedBy {
+		fmt.Fprintf(w, "toolhost_workers_replaced_total{reason=%q} %d\n", k, m.errors[k])
 	}
 	fmt.Fprintln(w, "# HELP toolhost_call_errors_total Failed tool calls, by error kind.")
 	fmt.Fprintln(w, "# TYPE toolhost_call_errors_total counter")
@@ -126,6 +149,7 @@ func (m *Metrics) Write(w http.ResponseWriter, warm int) {
 	fmt.Fprintln(w, "# HELP toolhost_warm_groups Groups whose plugin processes are running.")
 	fmt.Fprintln(w, "# TYPE toolhost_warm_groups gauge")
 	fmt.Fprintf(w, "toolhost_warm_groups %d\n", warm)
+	writeProcessMetrics(w)
 }
 
 // statusWriter remembers the status code of an answer.

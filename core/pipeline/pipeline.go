@@ -74,7 +74,21 @@ type Invocation struct {
 // whichever its door, and every call refused before it ran.
 type Observer interface {
 	ObserveCall(door Door, success bool, errKind string, d time.Duration)
-	ObserveRefused(door Door)
+	ObserveRefused(door Door, reason string)
+}
+
+// RefusalReason names why a call was refused, for the metrics: arguments,
+// tags, idempotency, state (not available in the session's state, or the
+// session finished), unknown (no such tool), or other.
+func RefusalReason(err error) string {
+	var r interface{ RefusalReason() string }
+	switch {
+	case errors.As(err, &r):
+		return r.RefusalReason()
+	case errors.Is(err, ErrKeyReused), errors.Is(err, ErrInProgress), errors.Is(err, ErrNotIdempotent):
+		return "idempotency"
+	}
+	return "other"
 }
 
 // Logger writes the system log: entries of a session, or of the tenant
@@ -164,6 +178,9 @@ type ArgumentsError struct {
 	Errors arguments.Errors
 }
 
+// RefusalReason implements the reason RefusalReason reads.
+func (e *ArgumentsError) RefusalReason() string { return "arguments" }
+
 // Error implements error.
 func (e *ArgumentsError) Error() string {
 	return fmt.Sprintf("invalid arguments for %s: %v", e.What, e.Errors)
@@ -210,7 +227,7 @@ func (p *Pipeline) run(ctx context.Context, req *Request) (*Answer, error) {
 // not available in the session's state, say); Run for its own.
 func (p *Pipeline) Refused(ctx context.Context, door Door, session, tool string, err error) {
 	if p.Observer != nil {
-		p.Observer.ObserveRefused(door)
+		p.Observer.ObserveRefused(door, RefusalReason(err))
 	}
 	if p.Log != nil && session != "" {
 		p.Log.Log(ctx, session, "system", "tool_call_refused", map[string]any{"tool": tool, "door": string(door), "reason": err.Error()})

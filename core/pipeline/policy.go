@@ -19,6 +19,9 @@ type TagError struct {
 	Allowed []string
 }
 
+// RefusalReason names the refusal for the metrics.
+func (e *TagError) RefusalReason() string { return "tags" }
+
 // Error implements error.
 func (e *TagError) Error() string {
 	return fmt.Sprintf("tool %q (tags: %s) is not allowed here: allowed_tool_tags are %s", e.Tool, orNone(e.Tags), strings.Join(e.Allowed, ", "))

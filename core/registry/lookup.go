@@ -66,7 +66,10 @@ type NotReadyError struct {
 
 // Error implements error.
 func (e *NotReadyError) Error() string {
-	msg := fmt.Sprintf("tool %q belongs to group %q, which is %s, not Ready", e.Tool, e.Group, e.Status)
+	msg := fmt.Sprintf("group %q is %s, not Ready", e.Group, e.Status)
+	if e.Tool != "" {
+		msg = fmt.Sprintf("tool %q belongs to group %q, which is %s, not Ready", e.Tool, e.Group, e.Status)
+	}
 	if e.Message != "" {
 		msg += ": " + e.Message
 	}

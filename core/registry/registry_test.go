@@ -302,3 +302,18 @@ func TestRootsClearedAtStart(t *testing.T) {
 		t.Fatalf("%d group folders after one call, want 1", n)
 	}
 }
+
+func TestNotReadyErrorMessage(t *testing.T) {
+	tests := []struct {
+		err  NotReadyError
+		want string
+	}{
+		{NotReadyError{Group: "Stable", Status: "Installing"}, `group "Stable" is Installing, not Ready`},
+		{NotReadyError{Tool: "echo", Group: "G", Status: "Error", Message: "boom"}, `tool "echo" belongs to group "G", which is Error, not Ready: boom`},
+	}
+	for _, tt := range tests {
+		if got := tt.err.Error(); got != tt.want {
+			t.Errorf("Error() = %q, want %q", got, tt.want)
+		}
+	}
+}

@@ -65,6 +65,21 @@ type ToolError struct {
 // Error implements error.
 func (e *ToolError) Error() string { return e.Message }
 
+// RefusalReason names the refusal for the metrics: state (409: not
+// available in this state), unknown (422 without argument errors), or
+// arguments.
+func (e *ToolError) RefusalReason() string {
+	switch {
+	case len(e.Errors) > 0:
+		return "arguments"
+	case e.Status == 409:
+		return "state"
+	case e.Status == 403:
+		return "tags"
+	}
+	return "unknown"
+}
+
 // SkillOutcome is one skill run at a session's start or finish.
 type SkillOutcome struct {
 	Skill   string             `json:"skill"`
@@ -242,7 +257,7 @@ func (e *Engine) Resolve(objectName string) (*definition.Group, *definition.Tool
 // with its reason.
 func (e *Engine) Call(ctx context.Context, s *storage.Session, name string, args json.RawMessage) (*pipeline.Answer, error) {
 	if s.Closed {
-		e.Pipeline.Refused(ctx, pipeline.DoorSession, s.ID, name, ErrClosed)
+		e.Pipeline.Refused(ctx, pipeline.DoorSession, s.ID, name, &ToolError{Status: 409, Message: ErrClosed.Error()})
 		return nil, ErrClosed
 	}
 	g, t, err := e.available(s, name)

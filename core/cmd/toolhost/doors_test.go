@@ -228,9 +228,11 @@ func TestMetricsCountEveryDoor(t *testing.T) {
 		`toolhost_calls_total{door="session",success="true"} 1`,
 		`toolhost_calls_total{door="call_tool",success="true"} 1`,
 		`toolhost_calls_total{door="continuation",success="true"} 1`,
-		`toolhost_calls_refused_total{door="api"} 1`,
-		`toolhost_calls_refused_total{door="session"} 1`,
+		`toolhost_calls_refused_total{door="api",reason="arguments"} 1`,
+		`toolhost_calls_refused_total{door="session",reason="unknown"} 1`,
 		`toolhost_call_duration_seconds_count 6`,
+		// The process and Go runtime figures.
+		"process_resident_memory_bytes ", "process_open_fds ", "process_cpu_seconds_total ", "go_goroutines ", "go_gc_cycles_total ",
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("metrics lack %s:\n%s", want, body)
@@ -294,7 +296,8 @@ func TestHangUpStopsOnlyItsCall(t *testing.T) {
 			}
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			for _, want := range []string{`toolhost_calls_total{door="api",success="true"} 5`, `toolhost_call_errors_total{kind="cancelled"} 1`} {
+			for _, want := range []string{`toolhost_calls_total{door="api",success="true"} 5`, `toolhost_call_errors_total{kind="cancelled"} 1`,
+				`toolhost_workers_replaced_total{reason="cancelled"} 1`} {
 				if !strings.Contains(string(body), want) {
 					t.Errorf("metrics lack %s", want)
 				}
