@@ -45,6 +45,23 @@ type Report struct {
 	// Dependencies are the listed paths (the server finds the groups a
 	// file change concerns with them, without parsing every definition).
 	Dependencies []string `json:"dependencies"`
+	// Generation is the stored definition's generation (the server's
+	// groups only; every change of the definition or of a listed file
+	// makes a new one).
+	Generation int64 `json:"generation,omitempty"`
+	// Serving, on the server, is the older generation that serves the
+	// group's calls while this one is not Ready (it is being installed,
+	// or it is Invalid, Incomplete or in Error); absent when this one
+	// serves, or none does.
+	Serving *Serving `json:"serving,omitempty"`
+}
+
+// Serving is the generation of a group that serves its calls, with what it
+// offers.
+type Serving struct {
+	Generation int64      `json:"generation"`
+	Tools      []ToolRef  `json:"tools"`
+	Skills     []SkillRef `json:"skills"`
 }
 
 // ToolRef names a tool in a report.

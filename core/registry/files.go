@@ -49,11 +49,18 @@ func (r *Registry) requirementErrors(ctx context.Context, tenant int64, g *defin
 // PutFile stores a file and recomputes the groups that list it (a changed
 // file reloads their plugin processes).
 func (r *Registry) PutFile(ctx context.Context, tenant int64, path string, body io.Reader, max int64) (storage.FileInfo, error) {
+	old, oldErr := r.db.File(ctx, tenant, path)
+	if oldErr == nil {
+		r.keepFiles(ctx, tenant, path)
+	}
 	fi, err := r.db.PutFile(ctx, tenant, path, body, max)
 	if err != nil {
 		return fi, err
 	}
-	return fi, r.recomputeListing(ctx, tenant, path)
+	if oldErr == nil && old.SHA256 == fi.SHA256 {
+		return fi, nil // the same bytes again change nothing
+	}
+	return fi, r.recomputeListing(ctx, tenant, path, false)
 }
 
 // DeleteFile removes a file; the groups that list it become Incomplete.
@@ -61,11 +68,12 @@ func (r *Registry) DeleteFile(ctx context.Context, tenant int64, path string) er
 	if err := r.db.DeleteFile(ctx, tenant, path); err != nil {
 		return err
 	}
-	return r.recomputeListing(ctx, tenant, path)
+	return r.recomputeListing(ctx, tenant, path, true)
 }
 
 // recomputeListing recomputes every group of the tenant that lists path.
-func (r *Registry) recomputeListing(ctx context.Context, tenant int64, path string) error {
+// A deleted file takes its groups out of service at once.
+func (r *Registry) recomputeListing(ctx context.Context, tenant int64, path string, deleted bool) error {
 	gs, err := r.db.Groups(ctx, tenant)
 	if err != nil {
 		return err
@@ -78,6 +86,9 @@ func (r *Registry) recomputeListing(ctx context.Context, tenant int64, path stri
 		}
 		if !contains(v.Dependencies, path) {
 			continue
+		}
+		if deleted {
+			r.unserve(tenant, g.Name)
 		}
 		if files == nil {
 			if files, err = r.fileSet(ctx, tenant); err != nil {

@@ -3,6 +3,7 @@ package registry
 // Groups: storing a definition, its status and report, listing and deleting.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -35,6 +36,14 @@ func (r *Registry) PutGroup(ctx context.Context, tenant int64, yaml []byte) (*de
 		return nil, err
 	}
 	name := view.Name
+	// The same bytes again change nothing: no new generation, no reload.
+	if old, err := r.db.Group(ctx, tenant, name); err == nil && bytes.Equal(old.YAML, yaml) {
+		v, err := viewOf(old)
+		if err != nil {
+			return nil, err
+		}
+		return r.withServing(tenant, old, v), nil
+	}
 	report, _ := json.Marshal(view)
 	gen, err := r.db.PutGroup(ctx, tenant, storage.Group{Name: name, YAML: yaml, Status: string(view.Status), Report: string(report)})
 	r.invalidate(tenant)
@@ -95,7 +104,11 @@ func (r *Registry) Group(ctx context.Context, tenant int64, name string) (*defin
 	if err != nil {
 		return nil, err
 	}
-	return viewOf(g)
+	v, err := viewOf(g)
+	if err != nil {
+		return nil, err
+	}
+	return r.withServing(tenant, g, v), nil
 }
 
 func viewOf(g storage.Group) (*definition.Report, error) {
@@ -103,7 +116,7 @@ func viewOf(g storage.Group) (*definition.Report, error) {
 	if err := json.Unmarshal([]byte(g.Report), &v); err != nil {
 		return nil, fmt.Errorf("group %q: corrupt report: %w", g.Name, err)
 	}
-	v.Status = definition.Status(g.Status)
+	v.Status, v.Generation = definition.Status(g.Status), g.Generation
 	return &v, nil
 }
 
@@ -119,7 +132,7 @@ func (r *Registry) Groups(ctx context.Context, tenant int64) ([]*definition.Repo
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, v)
+		out = append(out, r.withServing(tenant, g, v))
 	}
 	return out, nil
 }
@@ -135,6 +148,7 @@ func (r *Registry) DeleteGroup(ctx context.Context, tenant int64, name string) e
 	if err != nil {
 		return err
 	}
+	r.unserve(tenant, name)
 	r.forget(tenant, name, g.Generation)
 	return nil
 }
@@ -153,7 +167,11 @@ func (r *Registry) recompute(ctx context.Context, tenant int64, g storage.Group,
 	if err != nil || !ok {
 		return err
 	}
-	r.forget(tenant, g.Name, g.Generation)
+	// The generation that serves the group keeps serving until the new
+	// one is Ready; any other goes now.
+	if !r.isServing(tenant, g.Name, g.Generation) {
+		r.forget(tenant, g.Name, g.Generation)
+	}
 	r.queue(tenant, g.Name, view.Status, gen)
 	return nil
 }

@@ -33,8 +33,13 @@ func (r *Registry) resume(ctx context.Context) error {
 			return err
 		}
 		for _, g := range groups {
-			if definition.Status(g.Status) == definition.Installing {
+			switch definition.Status(g.Status) {
+			case definition.Installing:
 				r.jobs <- job{t.ID, g.Name, g.Generation}
+			case definition.Ready:
+				r.mu.Lock()
+				r.serving[servingKey{t.ID, g.Name}] = g
+				r.mu.Unlock()
 			}
 		}
 	}
@@ -60,6 +65,48 @@ func (r *Registry) forget(tenant int64, name string, gen int64) {
 	delete(r.defs, key)
 	delete(r.dirs, key)
 	r.mu.Unlock()
+}
+
+// folder returns the folder a generation's files are laid out in, laying
+// them out from the tenant's current files the first time.
+func (r *Registry) folder(ctx context.Context, tenant int64, key string, def *definition.Group) (string, error) {
+	r.mu.Lock()
+	root, ok := r.dirs[key]
+	r.mu.Unlock()
+	if ok {
+		return root, nil
+	}
+	root, err := r.materialize(ctx, tenant, def)
+	if err != nil {
+		return "", err
+	}
+	r.mu.Lock()
+	r.dirs[key] = root
+	r.mu.Unlock()
+	return root, nil
+}
+
+// keepFiles lays out, before a listed file changes, the folder of every
+// generation that serves a group listing it: the serving generation keeps
+// running its own files while the new one loads.
+func (r *Registry) keepFiles(ctx context.Context, tenant int64, path string) {
+	gs, err := r.db.Groups(ctx, tenant)
+	if err != nil {
+		return
+	}
+	for _, g := range gs {
+		s, ok := r.servingRow(tenant, g.Name)
+		if !ok {
+			continue
+		}
+		if v, err := viewOf(s); err != nil || !contains(v.Dependencies, path) {
+			continue
+		}
+		key := warmKey(tenant, s.Name, s.Generation)
+		if def, err := r.definition(key, s); err == nil {
+			r.folder(ctx, tenant, key, def)
+		}
+	}
 }
 
 // loader loads Installing groups one at a time.
@@ -102,6 +149,12 @@ func (r *Registry) load(j job) {
 		r.forget(j.tenant, j.name, j.generation)
 		return
 	}
+	if status == definition.Ready {
+		g.Status, g.Report = string(status), string(report)
+		r.serve(j.tenant, g)
+	} else {
+		r.forget(j.tenant, j.name, j.generation)
+	}
 	r.log.Info("group loaded", "tenant", j.tenant, "group", j.name, "status", status, "ms", time.Since(start).Milliseconds(), "error", msg)
 }
 
@@ -114,16 +167,9 @@ func (r *Registry) acquire(ctx context.Context, tenant int64, g storage.Group) (
 	if err != nil {
 		return nil, nil, err
 	}
-	r.mu.Lock()
-	root, ok := r.dirs[key]
-	r.mu.Unlock()
-	if !ok {
-		if root, err = r.materialize(ctx, tenant, def); err != nil {
-			return nil, nil, err
-		}
-		r.mu.Lock()
-		r.dirs[key] = root
-		r.mu.Unlock()
+	root, err := r.folder(ctx, tenant, key, def)
+	if err != nil {
+		return nil, nil, err
 	}
 	opts := r.run
 	name := def.Name

@@ -37,8 +37,12 @@ func (r *Registry) tools(ctx context.Context, tenant int64) (*toolIndex, error) 
 	if err != nil {
 		return nil, err
 	}
-	idx = &toolIndex{groups: gs}
+	// A group whose newest generation is not Ready is called on the one
+	// that serves it, if any: its tools are that generation's.
+	idx = &toolIndex{}
 	for _, g := range gs {
+		g = r.callable(tenant, g)
+		idx.groups = append(idx.groups, g)
 		v, err := viewOf(g)
 		if err != nil {
 			return nil, err

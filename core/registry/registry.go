@@ -58,6 +58,9 @@ type Registry struct {
 	defs  map[string]*definition.Group // parsed definitions by warm key
 	dirs  map[string]string            // materialised folders by warm key
 	index map[int64]*toolIndex         // per tenant, rebuilt after any change
+	// serving is, per group, its last generation that became Ready: it
+	// serves the group's calls while a newer one is loading or failed.
+	serving map[servingKey]storage.Group
 }
 
 // New opens a registry over a database, removes what a crash left half
@@ -80,7 +83,7 @@ func New(ctx context.Context, cfg Config) (*Registry, error) {
 	}
 	r := &Registry{db: cfg.DB, run: cfg.Run, warm: runner.NewWarm(cfg.MaxWarm, cfg.IdleAfter), log: cfg.Log,
 		roots: filepath.Join(cfg.DB.Dir(), "roots"), jobs: make(chan job, 4096), stop: make(chan struct{}),
-		defs: map[string]*definition.Group{}, dirs: map[string]string{}, index: map[int64]*toolIndex{}}
+		defs: map[string]*definition.Group{}, dirs: map[string]string{}, index: map[int64]*toolIndex{}, serving: map[servingKey]storage.Group{}}
 	// No plugin process outlives the server that started it, so no group
 	// folder is in use yet: the ones earlier runs laid out (for every
 	// generation they loaded) go, and are laid out again when needed.

@@ -129,14 +129,21 @@ func TestStatusLifecycle(t *testing.T) {
 	if !strings.Contains(v.Message, `the definition declares "x", but m.echo(y) does not accept it`) {
 		t.Errorf("error message: %q", v.Message)
 	}
-	if _, err := reg.FindTool(ctx, tn, "Echo", false, ""); err == nil || !strings.Contains(err.Error(), "which is Error") {
-		t.Errorf("tool of an Error group: %v", err)
+	// The version that was Ready keeps serving, and the group says so.
+	if v.Serving == nil || v.Serving.Generation >= v.Generation {
+		t.Errorf("the failed version's group: serving %+v, generation %d", v.Serving, v.Generation)
 	}
-	// Deleting the file: Incomplete again.
+	if got := call(); !strings.Contains(got, `"v":2`) {
+		t.Errorf("the serving version after a failed change: %s", got)
+	}
+	// Deleting the file: Incomplete again, and nothing serves.
 	if err := reg.DeleteFile(ctx, tn, "m.py"); err != nil {
 		t.Fatal(err)
 	}
-	waitStatus(t, reg, tn, "G", definition.Incomplete)
+	v = waitStatus(t, reg, tn, "G", definition.Incomplete)
+	if _, err := reg.FindTool(ctx, tn, "Echo", false, ""); v.Serving != nil || err == nil || !strings.Contains(err.Error(), "which is Incomplete") {
+		t.Errorf("tool of a group whose file was deleted: %v (serving %+v)", err, v.Serving)
+	}
 	// An invalid definition with a name is stored as Invalid; one without a
 	// name cannot be stored.
 	v, err = reg.PutGroup(ctx, tn, []byte("kind: Plugin\nname: Bad\ndescription: d\ntools: 5\n"))

@@ -30,6 +30,9 @@ type warmEntry struct {
 	err      error
 	refs     int
 	lastUsed time.Time
+	// retired entries are out of the map: closed when their last call
+	// ends.
+	retired bool
 }
 
 // NewWarm keeps at most max groups warm and stops a group idle for longer
@@ -79,8 +82,12 @@ func (w *Warm) Acquire(ctx context.Context, key string, def *definition.Group, r
 			w.mu.Lock()
 			e.refs--
 			e.lastUsed = time.Now()
+			closeNow := e.retired && e.refs == 0
 			w.evictLocked()
 			w.mu.Unlock()
+			if closeNow {
+				go e.g.Close()
+			}
 		})
 	}, nil
 }
@@ -111,16 +118,21 @@ func (e *warmEntry) opened() *Group {
 	}
 }
 
-// Forget stops the group of key (its definition or files changed) once no
-// call uses it.
+// Forget stops the group of key (its definition or files changed, or a
+// newer generation serves now) once no call uses it.
+//
+// A group with calls in flight is taken out of the map at once (no new
+// call gets it) and closed when its last call ends.
 func (w *Warm) Forget(key string) {
 	w.mu.Lock()
 	e, ok := w.groups[key]
-	if ok && e.refs == 0 {
+	idle := ok && e.refs == 0
+	if ok && e.opened() != nil {
 		delete(w.groups, key)
+		e.retired = !idle
 	}
 	w.mu.Unlock()
-	if ok && e.refs == 0 && e.g != nil {
+	if idle && e.opened() != nil {
 		go e.g.Close()
 	}
 }

@@ -132,9 +132,14 @@ func TestServerRefusesHostileRequirements(t *testing.T) {
 		view.Errors[0].Line != 2 || view.Errors[0].Column != 1 || !strings.HasPrefix(view.Errors[0].Message, wantMsg) {
 		t.Fatalf("after the hostile upload: %+v", view)
 	}
-	// An Invalid group answers calls with 409, as any Invalid group does.
-	if code := call(); code != 409 {
-		t.Errorf("call on the Invalid group: %d", code)
+	// The generation that was Ready keeps serving (its own files: no
+	// requirement of the refused file ran anywhere), and the group says
+	// so.
+	if view.Serving == nil {
+		t.Errorf("the Invalid generation shows no serving one: %+v", view)
+	}
+	if code := call(); code != 200 {
+		t.Errorf("call while the refused generation is Invalid: %d", code)
 	}
 	// A dry run of the definition reports the same.
 	s.do(token, "POST", "/v1/groups?dry_run=true", bytes.NewReader(yaml), &view)
@@ -200,4 +205,9 @@ type groupStatus struct {
 		Column  int    `json:"column"`
 		Message string `json:"message"`
 	} `json:"errors"`
+	// Serving is the older generation that serves the group's calls while
+	// this one is not Ready.
+	Serving *struct {
+		Generation int64 `json:"generation"`
+	} `json:"serving"`
 }
