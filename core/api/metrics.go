@@ -90,7 +90,7 @@ func (m *Metrics) ObserveRefused(door pipeline.Door, reason string) {
 var replacedBy = []string{plugins.ErrTimeout, plugins.ErrCrash, plugins.ErrCancelled, plugins.ErrUnavailable}
 
 // Write writes the metrics; warm is the number of warm groups.
-func (m *Metrics) Write(w http.ResponseWriter, warm int) {
+func (m *Metrics) Write(w http.ResponseWriter, warm, workers int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
@@ -149,6 +149,9 @@ func (m *Metrics) Write(w http.ResponseWriter, warm int) {
 	fmt.Fprintln(w, "# HELP toolhost_warm_groups Groups whose plugin processes are running.")
 	fmt.Fprintln(w, "# TYPE toolhost_warm_groups gauge")
 	fmt.Fprintf(w, "toolhost_warm_groups %d\n", warm)
+	fmt.Fprintln(w, "# HELP toolhost_worker_processes Processes in the warm groups' workers' cgroups: python workers and what their tool code started.")
+	fmt.Fprintln(w, "# TYPE toolhost_worker_processes gauge")
+	fmt.Fprintf(w, "toolhost_worker_processes %d\n", workers)
 	writeProcessMetrics(w)
 }
 

@@ -66,7 +66,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) error {
 		})
 	case path == "/metrics":
 		return only(r, "GET", func() error {
-			s.Metrics.Write(w, s.Registry.Warm())
+			s.Metrics.Write(w, s.Registry.Warm(), s.Registry.WorkerProcesses())
 			return nil
 		})
 	case path == "/v1/openapi.json":

@@ -114,3 +114,7 @@ func (r *Registry) Close() {
 
 // Warm is how many groups have warm plugin processes.
 func (r *Registry) Warm() int { return r.warm.Len() }
+
+// WorkerProcesses is how many processes the warm groups' workers' cgroups
+// hold (python workers and what their tool code started).
+func (r *Registry) WorkerProcesses() int { return r.warm.WorkerProcesses() }

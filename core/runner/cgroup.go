@@ -518,3 +518,16 @@ func processGone(pid int) bool {
 	}
 	return false
 }
+
+// workerProcs counts the processes in the workers' cgroup: the python
+// workers and whatever their tool code started (0 without cgroups).
+func (c *sandboxCgroups) workerProcs() int {
+	if c == nil || c.workers == "" {
+		return 0
+	}
+	b, err := os.ReadFile(filepath.Join(c.workers, "cgroup.procs"))
+	if err != nil {
+		return 0
+	}
+	return strings.Count(string(b), "\n")
+}

@@ -653,6 +653,18 @@ func (g *Group) PluginPID() int {
 	return 0
 }
 
+// WorkerProcesses counts the processes in the group's workers' cgroup (0
+// without a sandbox, or before the plugin process started).
+func (g *Group) WorkerProcesses() int {
+	g.mu.Lock()
+	p := g.proc
+	g.mu.Unlock()
+	if p == nil {
+		return 0
+	}
+	return p.cg.workerProcs()
+}
+
 // Close stops the plugin process and removes the scratch folder it owns.
 func (g *Group) Close() {
 	g.mu.Lock()

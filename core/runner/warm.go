@@ -137,6 +137,23 @@ func (w *Warm) Forget(key string) {
 	}
 }
 
+// WorkerProcesses sums the worker processes of the warm groups.
+func (w *Warm) WorkerProcesses() int {
+	w.mu.Lock()
+	var gs []*Group
+	for _, e := range w.groups {
+		if g := e.opened(); g != nil {
+			gs = append(gs, g)
+		}
+	}
+	w.mu.Unlock()
+	n := 0
+	for _, g := range gs {
+		n += g.WorkerProcesses()
+	}
+	return n
+}
+
 // Len is how many groups are warm.
 func (w *Warm) Len() int {
 	w.mu.Lock()

@@ -238,6 +238,16 @@ func TestMetricsCountEveryDoor(t *testing.T) {
 			t.Errorf("metrics lack %s:\n%s", want, body)
 		}
 	}
+	// The warm groups' workers (python processes in the workers' cgroups).
+	var workers int
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, "toolhost_worker_processes "); ok {
+			fmt.Sscan(v, &workers)
+		}
+	}
+	if workers < 2 {
+		t.Errorf("toolhost_worker_processes %d, want the workers of the two warm groups", workers)
+	}
 }
 
 // TestHangUpStopsOnlyItsCall: a client that hangs up mid-call stops its
