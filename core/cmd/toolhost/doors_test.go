@@ -384,3 +384,45 @@ func TestShutdownGrace(t *testing.T) {
 		t.Errorf("the server's exit: %v", err)
 	}
 }
+
+// TestHangUpStopsACallToolChain: a client that hangs up during a call
+// whose tool is waiting on toolhost.call_tool stops the nested call too
+// (its worker is stopped at once, not when it would have finished).
+func TestHangUpStopsACallToolChain(t *testing.T) {
+	s := startServer(t, t.TempDir(), freePort(t), "--runtime", "cpython", "--load", doorsDir)
+	token := s.loadedToken()
+	s.waitStatus(token, "Doors", "Ready")
+	req, _ := http.NewRequest("POST", s.base+"/v1/calls", strings.NewReader(`{"tool":"relay","arguments":{"tool":"slow","args":"{\"seconds\": 5}"}}`))
+	req.Header.Set("Authorization", "Bearer "+token)
+	if _, err := (&http.Client{Timeout: 500 * time.Millisecond}).Do(req); err == nil {
+		t.Fatal("the impatient client got an answer")
+	}
+	// Both calls end as cancelled well before the nested one's 5 s.
+	want := []string{`toolhost_calls_total{door="call_tool",success="false"} 1`, `toolhost_call_errors_total{kind="cancelled"} 2`}
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		resp, err := http.Get(s.base + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		missing := ""
+		for _, w := range want {
+			if !strings.Contains(string(body), w) {
+				missing = w
+			}
+		}
+		if missing == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("3 s after the hang-up the metrics lack %s:\n%s", missing, body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var a callAnswer
+	if code := s.do(token, "POST", "/v1/calls", strings.NewReader(`{"tool":"relay","arguments":{"tool":"need","args":"{\"count\": 1}"}}`), &a); code != 200 || !a.Success {
+		t.Errorf("the next chain: %d %+v", code, a.Error)
+	}
+}
