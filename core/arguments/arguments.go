@@ -156,30 +156,47 @@ func (m *mismatch) message(param string) string {
 
 // check matches v against t and returns the value to pass on.
 func check(t *typeexpr.Type, v any, path string) (any, *mismatch) {
+	var c checker
+	return c.check(t, v, path)
+}
+
+// checker matches values against types. matched counts the checks passed so
+// far: one for every scalar that fits and one for every list or object that
+// is of the expected kind, before its items are looked at. A union compares
+// its branches by how far each got before failing.
+type checker struct{ matched int }
+
+// check matches v against t and returns the value to pass on.
+func (c *checker) check(t *typeexpr.Type, v any, path string) (any, *mismatch) {
 	fail := func(reason string) (any, *mismatch) {
 		return nil, &mismatch{path: path, expected: expected(t), got: v, reason: reason}
 	}
 	switch t.Kind {
 	case typeexpr.String:
 		if _, ok := v.(string); ok {
+			c.matched++
 			return v, nil
 		}
 	case typeexpr.Integer:
 		if n, ok := v.(json.Number); ok {
 			if i, ok := integral(n); ok {
+				c.matched++
 				return i, nil
 			}
 		}
 	case typeexpr.Number:
 		if _, ok := v.(json.Number); ok {
+			c.matched++
 			return v, nil
 		}
 	case typeexpr.Boolean:
 		if _, ok := v.(bool); ok {
+			c.matched++
 			return v, nil
 		}
 	case typeexpr.Null:
 		if v == nil {
+			c.matched++
 			return nil, nil
 		}
 	case typeexpr.Date:
@@ -190,6 +207,7 @@ func check(t *typeexpr.Type, v any, path string) (any, *mismatch) {
 		if err := CheckDate(s); err != nil {
 			return fail(err.Error())
 		}
+		c.matched++
 		return v, nil
 	case typeexpr.DateTime:
 		s, ok := v.(string)
@@ -199,10 +217,12 @@ func check(t *typeexpr.Type, v any, path string) (any, *mismatch) {
 		if err := CheckDateTime(s); err != nil {
 			return fail(err.Error())
 		}
+		c.matched++
 		return v, nil
 	case typeexpr.Literal:
 		for _, want := range t.Values {
 			if literalEqual(want, v) {
+				c.matched++
 				return v, nil
 			}
 		}
@@ -211,16 +231,17 @@ func check(t *typeexpr.Type, v any, path string) (any, *mismatch) {
 		if !ok {
 			break
 		}
+		c.matched++
 		if t.Elem == nil {
 			return v, nil
 		}
 		out := make([]any, len(l))
 		for i, item := range l {
-			c, m := check(t.Elem, item, fmt.Sprintf("%s[%d]", path, i))
+			cv, m := c.check(t.Elem, item, fmt.Sprintf("%s[%d]", path, i))
 			if m != nil {
 				return nil, m
 			}
-			out[i] = c
+			out[i] = cv
 		}
 		return out, nil
 	case typeexpr.Object:
@@ -228,6 +249,7 @@ func check(t *typeexpr.Type, v any, path string) (any, *mismatch) {
 		if !ok {
 			break
 		}
+		c.matched++
 		if t.Value == nil {
 			return v, nil
 		}
@@ -240,26 +262,93 @@ func check(t *typeexpr.Type, v any, path string) (any, *mismatch) {
 		for _, k := range keys {
 			sub := path + "." + k
 			if t.Key.Kind == typeexpr.Literal {
-				if _, m := check(t.Key, k, sub); m != nil {
+				if _, m := c.check(t.Key, k, sub); m != nil {
 					m.expected = "a key that is " + m.expected
 					return nil, m
 				}
 			}
-			c, m := check(t.Value, o[k], sub)
+			cv, m := c.check(t.Value, o[k], sub)
 			if m != nil {
 				return nil, m
 			}
-			out[k] = c
+			out[k] = cv
 		}
 		return out, nil
 	case typeexpr.Union:
-		for _, o := range t.Options {
-			if c, m := check(o, v, path); m == nil {
-				return c, nil
-			}
-		}
+		return c.union(t, v, path)
 	}
 	return fail("")
+}
+
+// union matches v against the options of t in order and takes the first
+// that fits. When none fits, it reports the mismatch of the option that
+// came closest, with its innermost path: among the options of the value's
+// own JSON kind, the one that matched the most before failing (a list
+// given to list[str] | None fails where list[str] fails, at p[1]). When no
+// option is of the value's kind, or the closest are tied, the union's own
+// "expected A | B" stands.
+func (c *checker) union(t *typeexpr.Type, v any, path string) (any, *mismatch) {
+	start := c.matched
+	var (
+		best      *mismatch
+		bestScore = -1
+		tied      bool
+	)
+	for _, o := range t.Options {
+		c.matched = start
+		cv, m := c.check(o, v, path)
+		if m == nil {
+			return cv, nil
+		}
+		if !sameKind(o, v) {
+			continue
+		}
+		switch score := c.matched - start; {
+		case score > bestScore:
+			best, bestScore, tied = m, score, false
+		case score == bestScore:
+			tied = true
+		}
+	}
+	if best == nil || tied {
+		c.matched = start
+		return nil, &mismatch{path: path, expected: expected(t), got: v}
+	}
+	c.matched = start + bestScore
+	return nil, best
+}
+
+// sameKind reports whether t takes values of v's JSON kind at all (a
+// string for str, dates and string literals; a number for int, float and
+// number literals; and so on), whatever their content.
+func sameKind(t *typeexpr.Type, v any) bool {
+	switch v.(type) {
+	case nil:
+		return t.Nullable()
+	case string:
+		return t.Kind == typeexpr.String || t.Kind == typeexpr.Date || t.Kind == typeexpr.DateTime ||
+			t.Kind == typeexpr.Literal && hasLiteral(t, typeexpr.StrValue)
+	case json.Number:
+		return t.Kind == typeexpr.Integer || t.Kind == typeexpr.Number ||
+			t.Kind == typeexpr.Literal && (hasLiteral(t, typeexpr.IntValue) || hasLiteral(t, typeexpr.FloatValue))
+	case bool:
+		return t.Kind == typeexpr.Boolean || t.Kind == typeexpr.Literal && hasLiteral(t, typeexpr.BoolValue)
+	case []any:
+		return t.Kind == typeexpr.Array
+	case map[string]any:
+		return t.Kind == typeexpr.Object
+	}
+	return false
+}
+
+// hasLiteral reports whether the Literal t has a value of kind k.
+func hasLiteral(t *typeexpr.Type, k typeexpr.ValueKind) bool {
+	for _, v := range t.Values {
+		if v.Kind == k {
+			return true
+		}
+	}
+	return false
 }
 
 // expected describes a type for "expected X" messages.

@@ -226,11 +226,13 @@ func TestAgreesWithSchema(t *testing.T) {
 }
 
 func FuzzCheck(f *testing.F) {
-	for _, s := range []string{`{"a":"x","b":[1,2],"c":{"k":1.0}}`, `{}`, `[]`, `{"a":null}`, `{"b":["2024-01-01"]}`, `{"a":1e400}`, `{"b":[1e99999999]}`, `{"c":{"k":-1e99999999}}`, `{"b":[` + strings.Repeat("7", 5000) + `]}`, `"{\"a\":\"x\",\"b\":[1e5]}"`, `"{\"c\":"`} {
+	for _, s := range []string{`{"a":"x","b":[1,2],"c":{"k":1.0}}`, `{}`, `[]`, `{"a":null}`, `{"b":["2024-01-01"]}`, `{"a":1e400}`, `{"b":[1e99999999]}`, `{"c":{"k":-1e99999999}}`, `{"b":[` + strings.Repeat("7", 5000) + `]}`, `"{\"a\":\"x\",\"b\":[1e5]}"`, `"{\"c\":"`,
+		`{"e":["a",1]}`, `{"e":{"k":[1,"x"]}}`, `{"e":[["a"],[1]]}`} {
 		f.Add(s)
 	}
 	ps := []*definition.Parameter{}
-	for _, spec := range []string{"a:str | None", "b:list[int | datetime.date]", "c:dict[str, float]", "d:Literal[1, \"x\", None]"} {
+	for _, spec := range []string{"a:str | None", "b:list[int | datetime.date]", "c:dict[str, float]", "d:Literal[1, \"x\", None]",
+		"e:list[str | list[int]] | dict[str, list[int] | None] | None"} {
 		name, typ, _ := strings.Cut(spec, ":")
 		ty, _ := typeexpr.Parse(typ)
 		ps = append(ps, &definition.Parameter{Name: name, Type: ty, Optional: true})
@@ -243,5 +245,104 @@ func FuzzCheck(f *testing.F) {
 		if err != nil && err.Error() == "" {
 			t.Fatal("empty error message")
 		}
+		var es Errors
+		errors.As(err, &es)
+		for _, e := range es {
+			if e.Param != "" && !strings.HasPrefix(e.Path, e.Param) {
+				t.Fatalf("error at %q for parameter %q: %s", e.Path, e.Param, e.Message)
+			}
+		}
 	})
+}
+
+// TestUnionErrors checks that a value no branch of a union takes is reported
+// where the closest branch failed: the branch of the value's own JSON kind
+// that matched the most before failing, with its innermost path. Without
+// such a branch, or with two equally close, the union's own message stands.
+func TestUnionErrors(t *testing.T) {
+	tests := []struct {
+		typ, val string
+		path     string // the Error's Path
+		expected string // the Error's Expected
+		msg      string // the whole message
+	}{
+		// Lists.
+		{"list[str] | None", `["a", 1]`, "p[1]", "str", `parameter "p" at p[1]: expected str, got the integer 1`},
+		{"list[str] | None", `5`, "p", "list[str] | None", `parameter "p": expected list[str] | None, got the integer 5`},
+		{"list[str] | None", `"a"`, "p", "list[str] | None", `parameter "p": expected list[str] | None, got the string "a"`},
+		{"Optional[list[str]]", `[true]`, "p[0]", "str", `parameter "p" at p[0]: expected str, got true`},
+		{"str | list[str]", `["a", "b", null]`, "p[2]", "str", `parameter "p" at p[2]: expected str, got null`},
+		{"list[list[int]] | None", `[[1], [2, "x"]]`, "p[1][1]", "int", `parameter "p" at p[1][1]: expected int, got the string "x"`},
+		{"list[datetime.date] | None", `["2024-01-15", "2024-02-30"]`, "p[1]", "a date (YYYY-MM-DD)",
+			`parameter "p" at p[1]: expected a date (YYYY-MM-DD), got the string "2024-02-30" (no such day)`},
+		// Two list branches: the one that got further wins.
+		{"list[str] | list[int]", `["a", "b", 3]`, "p[2]", "str", `parameter "p" at p[2]: expected str, got the integer 3`},
+		{"list[str] | list[int]", `[1, 2, "c"]`, "p[2]", "int", `parameter "p" at p[2]: expected int, got the string "c"`},
+		{"list[list[int]] | list[int]", `[1, 2, [3]]`, "p[2]", "int", `parameter "p" at p[2]: expected int, got a list of 1 item`},
+		{"list[list[int]] | list[int]", `[["x"], 1]`, "p[0][0]", "int", `parameter "p" at p[0][0]: expected int, got the string "x"`},
+		// Equally close: the union's message.
+		{"list[str] | list[int]", `[null]`, "p", "list[str] | list[int]", `parameter "p": expected list[str] | list[int], got a list of 1 item`},
+		// Dicts.
+		{"dict[str, int] | None", `{"a": 1, "b": "x"}`, "p.b", "int", `parameter "p" at p.b: expected int, got the string "x"`},
+		{"dict[str, int] | None", `[1]`, "p", "dict[str, int] | None", `parameter "p": expected dict[str, int] | None, got a list of 1 item`},
+		{"dict[str, int] | list[int]", `{"a": 1.5}`, "p.a", "int", `parameter "p" at p.a: expected int, got the number 1.5`},
+		{"dict[str, int] | list[int]", `[1, "x"]`, "p[1]", "int", `parameter "p" at p[1]: expected int, got the string "x"`},
+		{`dict[Literal["a", "b"], int] | None`, `{"a": 1, "c": 2}`, "p.c", `a key that is one of "a", "b"`,
+			`parameter "p" at p.c: expected a key that is one of "a", "b", got the string "c"`},
+		{"dict[str, list[int]] | None", `{"k": [1, null]}`, "p.k[1]", "int", `parameter "p" at p.k[1]: expected int, got null`},
+		{"dict[str, int] | dict[str, str]", `{"a": 1, "b": "x"}`, "p.b", "int", `parameter "p" at p.b: expected int, got the string "x"`},
+		// Literals.
+		{`Literal["a", "b"] | None`, `"c"`, "p", `one of "a", "b"`, `parameter "p": expected one of "a", "b", got the string "c"`},
+		{`Literal["a", "b"] | None`, `1`, "p", `Literal["a", "b"] | None`, `parameter "p": expected Literal["a", "b"] | None, got the integer 1`},
+		{`Literal["a"] | Literal[1]`, `2`, "p", "exactly 1", `parameter "p": expected exactly 1, got the integer 2`},
+		{`list[Literal["x", "y"]] | None`, `["x", "z"]`, "p[1]", `one of "x", "y"`, `parameter "p" at p[1]: expected one of "x", "y", got the string "z"`},
+		// Optional scalars: the branch of the value's kind says what is wrong.
+		{"int | None", `1.5`, "p", "int", `parameter "p": expected int, got the number 1.5`},
+		{"int | None", `"3"`, "p", "int | None", `parameter "p": expected int | None, got the string "3"`},
+		{"datetime.date | None", `"2024-02-30"`, "p", "a date (YYYY-MM-DD)", `parameter "p": expected a date (YYYY-MM-DD), got the string "2024-02-30" (no such day)`},
+		{"datetime.datetime | None", `"2024-01-15T10:30:00"`, "p", "a date-time (RFC 3339, e.g. 2024-01-15T10:30:00Z)",
+			`parameter "p": expected a date-time (RFC 3339, e.g. 2024-01-15T10:30:00Z), got the string "2024-01-15T10:30:00" (the time needs a zone: Z or an offset such as +03:00)`},
+		{"datetime.date | datetime.datetime", `"soon"`, "p", "datetime.date | datetime.datetime", `parameter "p": expected datetime.date | datetime.datetime, got the string "soon"`},
+		{"str | int", `true`, "p", "str | int", `parameter "p": expected str | int, got true`},
+		// Nested unions: the inner union decides at its own place.
+		{"list[str | int] | None", `["a", 1, 2.5]`, "p[2]", "int", `parameter "p" at p[2]: expected int, got the number 2.5`},
+		{"list[str | int] | None", `["a", null]`, "p[1]", "str | int", `parameter "p" at p[1]: expected str | int, got null`},
+		{"list[Optional[str]]", `["a", 1]`, "p[1]", "str | None", `parameter "p" at p[1]: expected str | None, got the integer 1`},
+		{"list[list[int] | str] | None", `["a", [1, "b"]]`, "p[1][1]", "int", `parameter "p" at p[1][1]: expected int, got the string "b"`},
+		{"dict[str, list[int] | None] | list[str]", `{"a": null, "b": [1, "x"]}`, "p.b[1]", "int", `parameter "p" at p.b[1]: expected int, got the string "x"`},
+		{"dict[str, str | None] | None", `{"a": 1}`, "p.a", "str | None", `parameter "p" at p.a: expected str | None, got the integer 1`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.typ+" "+tt.val, func(t *testing.T) {
+			_, err := Check(params(t, "p:"+tt.typ), []byte(`{"p":`+tt.val+`}`))
+			var es Errors
+			if !errors.As(err, &es) || len(es) != 1 {
+				t.Fatalf("err = %v, want one error", err)
+			}
+			e := es[0]
+			if e.Param != "p" || e.Path != tt.path || e.Expected != tt.expected || e.Message != tt.msg {
+				t.Errorf("got  param %q path %q expected %q\n     %s\nwant path %q expected %q\n     %s",
+					e.Param, e.Path, e.Expected, e.Message, tt.path, tt.expected, tt.msg)
+			}
+		})
+	}
+}
+
+// TestUnionErrorMatchesBranchAlone checks the example of issue 12: inside
+// list[str] | None a bad item is reported exactly as list[str] alone
+// reports it.
+func TestUnionErrorMatchesBranchAlone(t *testing.T) {
+	for _, val := range []string{`["a", 1]`, `[1]`, `["a", "b", {"k": 1}]`, `["a", ["b"]]`} {
+		_, alone := Check(params(t, "p:list[str]"), []byte(`{"p":`+val+`}`))
+		_, inUnion := Check(params(t, "p:list[str] | None"), []byte(`{"p":`+val+`}`))
+		if alone == nil || inUnion == nil || alone.Error() != inUnion.Error() {
+			t.Errorf("%s: list[str] says %v; list[str] | None says %v", val, alone, inUnion)
+		}
+		var a, u Errors
+		errors.As(alone, &a)
+		errors.As(inUnion, &u)
+		if len(a) == 1 && len(u) == 1 && *a[0] != *u[0] {
+			t.Errorf("%s: fields differ: %+v vs %+v", val, *a[0], *u[0])
+		}
+	}
 }

@@ -9,6 +9,11 @@ import (
 // subset: upper-case type names, "nullable": true instead of a union with
 // null, enums of strings only (format "enum"), and objects only with fixed
 // properties. A tool without parameters has no "parameters" key.
+//
+// Gemini takes only the formats "enum" and "date-time" on a STRING and
+// refuses the whole request for any other ("only 'enum' and 'date-time' are
+// supported for STRING type"), so a datetime.date is a plain STRING here;
+// the argument check still holds the value to YYYY-MM-DD.
 func gemini(t *definition.Tool) (Object, error) {
 	decl := obj("name", t.Name, "description", t.Description)
 	if len(t.Parameters) == 0 {
@@ -50,7 +55,7 @@ func geminiType(t *typeexpr.Type) (Object, error) {
 	case typeexpr.Boolean:
 		return obj("type", "BOOLEAN"), nil
 	case typeexpr.Date:
-		return obj("type", "STRING", "format", "date"), nil
+		return obj("type", "STRING"), nil // no "date" format in Gemini
 	case typeexpr.DateTime:
 		return obj("type", "STRING", "format", "date-time"), nil
 	case typeexpr.Null:

@@ -31,7 +31,8 @@ const (
 	// Anthropic is a Messages API tool, with input_schema.
 	Anthropic Dialect = "anthropic"
 	// Gemini is a function declaration in Gemini's OpenAPI subset: upper-case
-	// types, nullable instead of null unions, enums of strings only.
+	// types, nullable instead of null unions, enums of strings only, and no
+	// string format but "enum" and "date-time" (a date is a plain STRING).
 	Gemini Dialect = "gemini"
 	// MCP is a Model Context Protocol tool, with inputSchema.
 	MCP Dialect = "mcp"

@@ -38,7 +38,7 @@ func TestTypeSchemas(t *testing.T) {
 		{"number", `{"type":"number"}`, `{"type":"number"}`, `{"type":"NUMBER"}`},
 		{"bool", `{"type":"boolean"}`, `{"type":"boolean"}`, `{"type":"BOOLEAN"}`},
 		{"None", `{"type":"null"}`, `{"type":"null"}`, "!only be null"},
-		{"datetime.date", `{"type":"string","format":"date"}`, `{"type":"string","format":"date"}`, `{"type":"STRING","format":"date"}`},
+		{"datetime.date", `{"type":"string","format":"date"}`, `{"type":"string","format":"date"}`, `{"type":"STRING"}`},
 		{"datetime.datetime", `{"type":"string","format":"date-time"}`, `{"type":"string","format":"date-time"}`, `{"type":"STRING","format":"date-time"}`},
 		{"list", `{"type":"array"}`, "!item type of a list", "!item type of a list"},
 		{"list[str]", `{"type":"array","items":{"type":"string"}}`, `{"type":"array","items":{"type":"string"}}`, `{"type":"ARRAY","items":{"type":"STRING"}}`},
