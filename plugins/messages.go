@@ -134,6 +134,10 @@ type Signature struct {
 	// no such name, not callable); Params is then empty.
 	Error  *ToolError `json:"error,omitempty"`
 	Params []Param    `json:"params,omitempty"`
+	// File and Line are where the function is defined (File relative to
+	// the group's folder), when the runtime knows.
+	File string `json:"file,omitempty"`
+	Line int    `json:"line,omitempty"`
 }
 
 // LoadResponse answers a LoadRequest.

@@ -375,7 +375,13 @@ func TestGroupDryRun(t *testing.T) {
 			[]string{`"status":"Invalid"`, `"dry_run":true`, `unknown type \"lst\" (did you mean \"list\"?)`, `"line":6`}},
 		{"new group, file missing", strings.NewReplacer("name: G", "name: H", "[m.py]", "[m.py, other.py]").Replace(good), 200,
 			[]string{`"name":"H"`, `"status":"Incomplete"`, `"missing":["other.py"]`, `"dry_run":true`}},
-		{"complete", strings.Replace(good, "name: G", "name: K", 1), 200, []string{`"status":"Installing"`, `"dry_run":true`}},
+		// A complete definition goes through the deep check: its modules
+		// are imported in a sandbox and the signatures compared.
+		{"complete", strings.Replace(good, "name: G", "name: K", 1), 200, []string{`"status":"Ready"`, `"dry_run":true`}},
+		{"missing function", strings.NewReplacer("name: G", "name: K", "m.f", "m.gone").Replace(good), 200,
+			[]string{`"status":"Error"`, `"line":6`, `m.gone cannot be loaded: AttributeError`, `"dry_run":true`}},
+		{"parameter the function does not take", strings.NewReplacer("name: G", "name: K", "parameters: []", `parameters: [{name: x, type: int, description: d}]`).Replace(good), 200,
+			[]string{`"status":"Error"`, `"line":6`, `the definition declares \"x\", but m.f() (m.py:1) does not accept it`}},
 		{"no name", "kind: Plugin\n", 422, []string{"it has no name"}},
 		{"malformed", "kind: Plugin\nname: [G\n", 422, []string{"it has no name; first error at 1:1: malformed YAML"}},
 	}

@@ -28,7 +28,7 @@ func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) error {
 	dryRun, _ := strconv.ParseBool(r.URL.Query().Get("dry_run"))
 	put := s.Registry.PutGroup
 	if dryRun {
-		put = s.Registry.CheckGroup
+		put = s.Registry.DeepCheck
 	}
 	view, err := put(r.Context(), tenantOf(r).ID, body)
 	switch {

@@ -1,20 +1,25 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"toolhost/core/definition"
+	"toolhost/core/runner"
 )
 
 func runValidate(env *Env, args []string) int {
 	fs := newFlags(env, "validate")
-	files := fs.String("files", "", "`DIR` that plays the shared file storage (default: the YAML's folder)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	quick := fs.Bool("quick", false, "skip the deep check (importing the group's modules in a sandbox and comparing every implementation's signature with its declared parameters)")
+	rf := addRunFlags(fs)
+	files := rf.files
 	pos, code, ok := parse(fs, args)
 	if !ok {
 		return code
@@ -43,19 +48,53 @@ func runValidate(env *Env, args []string) int {
 		return ExitUsage
 	}
 	rep := c.Report()
+	if c.Status == definition.Ready && !*quick {
+		if code := deepCheck(env, c.Group, dir, rf, rep); code != ExitOK {
+			return code
+		}
+	}
 	if *asJSON {
 		out, _ := json.MarshalIndent(rep, "", "  ")
 		fmt.Fprintf(env.Stdout, "%s\n", out)
 	} else {
 		printReport(env, file, dir, rep)
 	}
-	switch c.Status {
+	switch rep.Status {
 	case definition.Ready:
 		return ExitOK
 	case definition.Incomplete:
 		return ExitIncomplete
 	}
 	return ExitFailure
+}
+
+// deepCheck imports the group's modules in a sandbox and compares every
+// implementation's signature with the definition, when a python3 is there
+// (without one, it says so and the report stays the file check's): a
+// mismatch makes the report Error, with each problem at its line. It
+// returns a usage exit code when the run flags are wrong.
+func deepCheck(env *Env, def *definition.Group, dir string, rf runFlags, rep *definition.Report) int {
+	if *rf.runtime != "gpython" {
+		if _, err := runner.FindPython(); err != nil {
+			fmt.Fprintf(env.Stderr, "toolhost validate: no python3 (%v): the deep check is skipped; --runtime gpython checks on the embedded interpreter\n", err)
+			return ExitOK
+		}
+	}
+	opts, code := runOptions(env, "validate", rf)
+	if code != ExitOK {
+		return code
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	diags, err := runner.Check(ctx, def, dir, opts)
+	switch {
+	case err != nil:
+		rep.Status, rep.Message = definition.Error, err.Error()
+	case len(diags) > 0:
+		rep.Status = definition.Error
+		rep.Errors = append(rep.Errors, diags...)
+	}
+	return ExitOK
 }
 
 // printReport prints a checked group's diagnostics and summary line; dir
@@ -71,6 +110,12 @@ func printReport(env *Env, file, dir string, rep *definition.Report) {
 		fmt.Fprintf(env.Stdout, "%s: %s: Invalid (%s)\n", file, name, plural(len(rep.Errors), "error"))
 	case definition.Incomplete:
 		fmt.Fprintf(env.Stdout, "%s: %s: Incomplete: missing %s\n", file, name, strings.Join(rep.Missing, ", "))
+	case definition.Error:
+		if rep.Message != "" {
+			fmt.Fprintf(env.Stdout, "%s: %s: Error: %s\n", file, name, rep.Message)
+		} else {
+			fmt.Fprintf(env.Stdout, "%s: %s: Error (%s: the Python code does not match the definition)\n", file, name, plural(len(rep.Errors), "error"))
+		}
 	default:
 		fmt.Fprintf(env.Stdout, "%s: %s: %s (%s, %s)\n", file, name, rep.Status,
 			plural(len(rep.Tools), "tool"), plural(len(rep.Skills), "skill"))

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"toolhost/core/definition"
+	"toolhost/core/runner"
 	"toolhost/storage"
 )
 
@@ -74,6 +75,37 @@ func (r *Registry) CheckGroup(ctx context.Context, tenant int64, yaml []byte) (*
 	}
 	view := evaluate(res, files, reqErrs)
 	view.Name = strings.TrimSpace(view.Name)
+	return view, nil
+}
+
+// DeepCheck is CheckGroup followed, for a definition that would load, by
+// the deep check: its modules are imported in a sandbox (as a load would,
+// requirements included) and every implementation's signature is compared
+// with the definition. It answers what storing the definition would come
+// to: Ready, or Error with each mismatch at its line, or the file check's
+// Invalid or Incomplete. Nothing is stored.
+func (r *Registry) DeepCheck(ctx context.Context, tenant int64, yaml []byte) (*definition.Report, error) {
+	view, err := r.CheckGroup(ctx, tenant, yaml)
+	if err != nil || view.Status != definition.Installing {
+		return view, err
+	}
+	res := definition.Load(yaml)
+	root, err := r.materialize(ctx, tenant, res.Group)
+	if err != nil {
+		return nil, err
+	}
+	opts := r.run
+	opts.Log = r.log
+	diags, err := runner.Check(ctx, res.Group, root, opts)
+	switch {
+	case err != nil:
+		view.Status, view.Message = definition.Error, err.Error()
+	case len(diags) > 0:
+		view.Status, view.Message = definition.Error, "the Python code does not match the definition (see errors)"
+		view.Errors = append(view.Errors, diags...)
+	default:
+		view.Status = definition.Ready
+	}
 	return view, nil
 }
 

@@ -6,6 +6,7 @@ package registry
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -138,6 +139,12 @@ func (r *Registry) load(j job) {
 	status, msg := definition.Ready, ""
 	if _, release, err := r.acquire(ctx, j.tenant, g); err != nil {
 		status, msg = definition.Error, err.Error()
+		// Signature mismatches are errors at their lines.
+		var le *runner.LoadError
+		if errors.As(err, &le) && len(le.Diagnostics) > 0 {
+			view.Errors = append(view.Errors, le.Diagnostics...)
+			msg = "the Python code does not match the definition (see errors)"
+		}
 	} else {
 		release()
 	}

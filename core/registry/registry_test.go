@@ -126,8 +126,14 @@ func TestStatusLifecycle(t *testing.T) {
 	// A signature that does not match is Error, with the message.
 	put(t, reg, tn, "m.py", "def echo(y):\n    return y\n")
 	v = waitStatus(t, reg, tn, "G", definition.Error)
-	if !strings.Contains(v.Message, `the definition declares "x", but m.echo(y) does not accept it`) {
-		t.Errorf("error message: %q", v.Message)
+	found := false
+	for _, e := range v.Errors {
+		if e.Line > 0 && strings.Contains(e.Message, `the definition declares "x", but m.echo(y) (m.py:1) does not accept it`) {
+			found = true
+		}
+	}
+	if !found || !strings.Contains(v.Message, "does not match the definition") {
+		t.Errorf("error: %q %+v, want the mismatch at its line", v.Message, v.Errors)
 	}
 	// The version that was Ready keeps serving, and the group says so.
 	if v.Serving == nil || v.Serving.Generation >= v.Generation {

@@ -139,6 +139,9 @@ func (f toolCalls) CallTool(ctx context.Context, req *plugins.ToolCallRequest) (
 type LoadError struct {
 	Group    string
 	Problems []string
+	// Diagnostics are the problems at their places in the definition,
+	// when they have one (signature mismatches).
+	Diagnostics []definition.Diagnostic
 }
 
 // Error implements error.
@@ -444,35 +447,39 @@ func (g *Group) start(ctx context.Context, check bool) error {
 		return fmt.Errorf("load group %q: %s%s", g.def.Name, grpcMessage(err), stderr.note(g.runtime))
 	}
 	if check {
-		if problems := g.checkSignatures(resp); len(problems) > 0 {
+		if diags := g.checkSignatures(resp); len(diags) > 0 {
 			p.kill()
-			return &LoadError{Group: g.def.Name, Problems: problems}
+			problems := make([]string, len(diags))
+			for i, d := range diags {
+				problems[i] = d.Message
+			}
+			return &LoadError{Group: g.def.Name, Problems: problems, Diagnostics: diags}
 		}
 	}
 	g.proc = p
 	return nil
 }
 
-func (g *Group) checkSignatures(resp *plugins.LoadResponse) []string {
+func (g *Group) checkSignatures(resp *plugins.LoadResponse) []definition.Diagnostic {
 	sigs := map[plugins.Callable]plugins.Signature{}
 	for _, s := range resp.Signatures {
 		sigs[s.Callable] = s
 	}
-	var problems []string
-	check := func(what string, impl definition.Implementation, declared []Declared) {
+	var problems []definition.Diagnostic
+	check := func(what string, at definition.Pos, impl definition.Implementation, declared []Declared) {
 		c := plugins.Callable{Module: impl.Module, Func: impl.Callable}
 		sig, ok := sigs[c]
 		if !ok {
-			problems = append(problems, fmt.Sprintf("%s: %s was not described by the plugin", what, c))
+			problems = append(problems, definition.Diagnostic{Pos: at, Message: fmt.Sprintf("%s: %s was not described by the plugin", what, c)})
 			return
 		}
-		problems = append(problems, CheckSignature(what, declared, sig)...)
+		problems = append(problems, CheckSignature(what, at, declared, sig)...)
 	}
 	for _, t := range g.def.Tools {
-		check(fmt.Sprintf("tool %q", t.Name), t.Implementation, DeclaredOfTool(t))
+		check(fmt.Sprintf("tool %q", t.Name), t.Pos, t.Implementation, DeclaredOfTool(t))
 	}
 	for _, s := range g.def.Skills {
-		check(fmt.Sprintf("skill %q", s.Name), s.Implementation, DeclaredOfSkill(s))
+		check(fmt.Sprintf("skill %q", s.Name), s.Pos, s.Implementation, DeclaredOfSkill(s))
 	}
 	return problems
 }

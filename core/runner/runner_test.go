@@ -246,20 +246,38 @@ not_a_function = 3
 		if !ok {
 			t.Fatalf("%s: err = %v, want a LoadError", rt, err)
 		}
-		want := []string{
-			`tool "needs_more": the definition declares "z", but m.needs_more(a, b, c) does not accept it`,
-			`tool "needs_more": m.needs_more(a, b, c) requires "b", which the definition does not declare`,
-			`tool "needs_more": m.needs_more(a, b, c) requires "c", which the definition does not declare`,
-			`tool "no_default": "b" is optional in the definition, but has no default in m.no_default(a, b)`,
-			`tool "positional": the definition declares "a", but`,
-			`tool "missing": m.nowhere cannot be loaded`,
-			`tool "not_callable": m.not_a_function cannot be loaded`,
+		// Each problem at the definition's line (the parameter's, or the
+		// tool's), and, on cpython, with the file and line of the def.
+		where := ""
+		if rt == plugins.RuntimeCPython {
+			where = " (m.py:2)"
+		}
+		want := []struct {
+			line int
+			msg  string
+		}{
+			{6, `tool "needs_more": the definition declares "z", but m.needs_more(a, b, c)` + where + ` does not accept it`},
+			{6, `tool "needs_more": m.needs_more(a, b, c)` + where + ` requires "b", which the definition does not declare`},
+			{6, `tool "needs_more": m.needs_more(a, b, c)` + where + ` requires "c", which the definition does not declare`},
+			{7, `tool "no_default": "b" is optional in the definition, but has no default in m.no_default(a, b)`},
+			{8, `tool "positional": the definition declares "a", but`},
+			{10, `tool "missing": m.nowhere cannot be loaded`},
+			{11, `tool "not_callable": m.not_a_function cannot be loaded`},
 		}
 		all := strings.Join(le.Problems, "\n")
 		for _, w := range want {
-			if !strings.Contains(all, w) {
-				t.Errorf("%s: problems lack %q:\n%s", rt, w, all)
+			found := false
+			for _, d := range le.Diagnostics {
+				if d.Line == w.line && strings.Contains(d.Message, w.msg) {
+					found = true
+				}
 			}
+			if !found {
+				t.Errorf("%s: no problem at line %d with %q:\n%v", rt, w.line, w.msg, le.Diagnostics)
+			}
+		}
+		if n := strings.Count(all, "has no attribute"); n != 1 {
+			t.Errorf("%s: the missing function's error is said %d times:\n%s", rt, n, all)
 		}
 		if strings.Contains(all, `"flexible"`) {
 			t.Errorf("%s: **kw accepts anything, yet: %s", rt, all)

@@ -297,6 +297,23 @@ def to_json(value, limit):
 CO_VARARGS, CO_VARKEYWORDS = 0x04, 0x08
 
 
+def source_of(fn):
+    """The file (relative to the group's folder) and line where a function is
+    defined, following functools.wraps to the wrapped one; None when it is
+    not a Python function of the group."""
+    seen = 0
+    while getattr(fn, "__wrapped__", None) is not None and seen < 100:
+        fn, seen = fn.__wrapped__, seen + 1
+    code = getattr(fn, "__code__", None)
+    if type(code) is not types.CodeType:
+        return None
+    path = code.co_filename
+    root = ROOT[0] + os.sep
+    if not path.startswith(root):
+        return None
+    return path[len(root):], code.co_firstlineno
+
+
 def parameters_of(fn):
     """The parameters of a callable as inspect.signature gives them: name,
     kind and whether it has a default. A plain function is read from its
@@ -413,6 +430,9 @@ class Worker:
                 if not callable(fn):
                     raise TypeError("%s.%s is a %s, not a function" % (c["module"], c["func"], type(fn).__name__))
                 item["params"] = parameters_of(fn)
+                where = source_of(fn)
+                if where:
+                    item["file"], item["line"] = where
             except BaseException as e:
                 item["error"] = error_of(e, "load")
             out.append(item)

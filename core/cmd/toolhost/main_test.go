@@ -183,3 +183,62 @@ func TestCallToolCommand(t *testing.T) {
 		t.Errorf("tags: %v %s", err, out)
 	}
 }
+
+// TestValidateDeepCheck: validate imports the group's modules in a sandbox
+// and reports every mismatch between the Python code and the definition at
+// its line, with the def's file and line; --quick skips it.
+func TestValidateDeepCheck(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "m.py"), []byte("def echo(y):\n    return y\n\n\ndef fine(a, b=1):\n    return a\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "g.yaml"), []byte(`kind: Plugin
+name: G
+description: d
+dependencies: [m.py]
+tools:
+  - kind: Tool
+    object_name: Echo
+    name: echo
+    description: d
+    implementation: m.echo
+    parameters:
+      - name: x
+        type: int
+        description: d
+  - kind: Tool
+    object_name: Gone
+    name: gone
+    description: d
+    implementation: m.gone
+    parameters: []
+  - kind: Tool
+    object_name: Fine
+    name: fine
+    description: d
+    implementation: m.fine
+    parameters:
+      - {name: a, type: int, description: d}
+      - {name: b, type: int, description: d, optional: true}
+`), 0o644)
+	g := filepath.Join(dir, "g.yaml")
+	out, err := exec.Command(bin, "validate", g).CombinedOutput()
+	if exitCode(err) != 1 {
+		t.Fatalf("exit %d, want 1:\n%s", exitCode(err), out)
+	}
+	for _, want := range []string{
+		g + `:12:15: tool "echo": the definition declares "x", but m.echo(y) (m.py:1) does not accept it`,
+		g + `:6:5: tool "echo": m.echo(y) (m.py:1) requires "y", which the definition does not declare`,
+		g + `:15:5: tool "gone": m.gone cannot be loaded: AttributeError: module 'm' has no attribute 'gone'`,
+		g + ": G: Error (3 errors: the Python code does not match the definition)",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("validate lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(string(out), `"fine"`) {
+		t.Errorf("a matching tool was reported:\n%s", out)
+	}
+	out, err = exec.Command(bin, "validate", "--quick", g).CombinedOutput()
+	if exitCode(err) != 0 || !strings.Contains(string(out), "G: Ready (3 tools, 0 skills)") {
+		t.Errorf("--quick: exit %d\n%s", exitCode(err), out)
+	}
+}
