@@ -73,7 +73,7 @@ func (s *Server) stateTools(w http.ResponseWriter, r *http.Request, agent, state
 	if err != nil {
 		return err
 	}
-	tools, groups, err := s.Calls.StateTools(r.Context(), tenantOf(r).ID, agent, state)
+	tools, groups, missing, err := s.Calls.StateTools(r.Context(), tenantOf(r).ID, agent, state)
 	if err != nil {
 		return err // storage.ErrNotFound says which agent or state
 	}
@@ -85,6 +85,12 @@ func (s *Server) stateTools(w http.ResponseWriter, r *http.Request, agent, state
 		}
 		out = append(out, sch)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"tools": out})
+	answer := map[string]any{"tools": out}
+	if len(missing) > 0 {
+		// The state lists tools that no attached group has now: the others
+		// are served, these are named.
+		answer["missing"] = missing
+	}
+	writeJSON(w, http.StatusOK, answer)
 	return nil
 }

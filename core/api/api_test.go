@@ -404,3 +404,49 @@ func TestGroupDryRun(t *testing.T) {
 		t.Errorf("call after dry runs: %d %s", resp.StatusCode, b)
 	}
 }
+
+// TestAgentsCheckedAgainWhenAGroupChanges: a group uploaded without a tool
+// an agent's state lists says so in its answer (the agents it affects,
+// with warnings naming the state and the tool), the agent's own resource
+// says it too, and the state's tool list serves the tools that remain and
+// names the missing one instead of failing whole.
+func TestAgentsCheckedAgainWhenAGroupChanges(t *testing.T) {
+	srv, token, reg := newServer(t)
+	request(t, srv, token, "PUT", "/v1/files/m.py", "def a():\n    return 1\n\ndef b():\n    return 2\n")
+	group := func(tools ...string) string {
+		y := "kind: Plugin\nname: G\ndescription: d\ndependencies: [m.py]\ntools:\n"
+		for _, n := range tools {
+			y += "  - {kind: Tool, object_name: " + strings.ToUpper(n) + ", name: " + n + ", description: d, implementation: m." + n + ", parameters: []}\n"
+		}
+		return y
+	}
+	waitReady := func() {
+		for range 300 {
+			if v, _ := reg.Group(context.Background(), 1, "G"); v != nil && v.Status == definition.Ready && v.Serving == nil {
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Fatal("the group did not become Ready")
+	}
+	request(t, srv, token, "POST", "/v1/groups", group("a", "b"))
+	waitReady()
+	agent := "kind: Agent\nname: Ag\ndescription: d\ninstructions: i\nagent_type: T\ntool_groups: [G]\nstates:\n" +
+		"  - {kind: StateConfig, name: S, description: d, init_state: true, final_state: true, available_tools: {T: [A, B, FinishSession]}}\n"
+	if resp, b := request(t, srv, token, "POST", "/v1/agents", agent); resp.StatusCode != 200 && resp.StatusCode != 201 {
+		t.Fatalf("agent: %d %s", resp.StatusCode, b)
+	}
+	resp, b := request(t, srv, token, "POST", "/v1/groups", group("a"))
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `"agents":[{"name":"Ag"`) || !strings.Contains(string(b), `state \"S\": no tool with object_name \"B\"`) {
+		t.Errorf("the upload's answer: %d %s", resp.StatusCode, b)
+	}
+	waitReady()
+	_, b = request(t, srv, token, "GET", "/v1/agents/Ag", "")
+	if !strings.Contains(string(b), `state \"S\": no tool with object_name \"B\"`) {
+		t.Errorf("the agent: %s", b)
+	}
+	resp, b = request(t, srv, token, "GET", "/v1/agents/Ag/states/S/tools", "")
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `"missing":["B"]`) || !strings.Contains(string(b), `"name":"a"`) || !strings.Contains(string(b), `"name":"finish_session"`) {
+		t.Errorf("the state's tools: %d %s", resp.StatusCode, b)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"toolhost/core/calls"
 	"toolhost/core/definition"
 )
 
@@ -40,7 +41,17 @@ func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) error {
 			DryRun bool `json:"dry_run"`
 		}{view, true})
 	default:
-		writeJSON(w, http.StatusOK, view)
+		// The agents attached to the group, checked again: what the change
+		// did to them is part of the answer.
+		agents, err := s.Calls.AgentsOf(r.Context(), tenantOf(r).ID, definition.Load(body).Group)
+		if err != nil || len(agents) == 0 {
+			writeJSON(w, http.StatusOK, view)
+			return nil
+		}
+		writeJSON(w, http.StatusOK, struct {
+			*definition.Report
+			Agents []*calls.AgentView `json:"agents"`
+		}{view, agents})
 	}
 	return nil
 }

@@ -101,7 +101,48 @@ func (s *Service) AgentView(ctx context.Context, tenant int64, name string) (*Ag
 	if err != nil {
 		return nil, err
 	}
-	return agentView(a, nil), nil
+	return agentView(a, s.agentWarnings(ctx, tenant, a)), nil
+}
+
+// agentWarnings checks an agent against the tenant's groups as they are
+// now: a group changed after the agent was stored may have dropped a tool
+// one of its states lists. Each warning names the state and the tool.
+func (s *Service) agentWarnings(ctx context.Context, tenant int64, a *definition.Agent) []definition.Diagnostic {
+	defs, _, err := s.reg.Definitions(ctx, tenant)
+	if err != nil {
+		return nil
+	}
+	return definition.CheckAgentTools(a, defs)
+}
+
+// AgentsOf lists the tenant's agents that attach a group, each checked
+// against the tenant's groups with def in place of the stored group (an
+// upload's new definition, before it is loaded): what the upload does to
+// them, in their warnings (none when they are fine).
+func (s *Service) AgentsOf(ctx context.Context, tenant int64, def *definition.Group) ([]*AgentView, error) {
+	as, err := s.db.Agents(ctx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	defs, _, err := s.reg.Definitions(ctx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	defs[def.Name] = def
+	out := []*AgentView{}
+	for _, a := range as {
+		res := definition.LoadAgent(a.YAML)
+		if !res.OK() {
+			continue
+		}
+		for _, g := range res.Agent.ToolGroups {
+			if g.Name == def.Name {
+				out = append(out, agentView(res.Agent, definition.CheckAgentTools(res.Agent, defs)))
+				break
+			}
+		}
+	}
+	return out, nil
 }
 
 // Agents lists a tenant's agents.
@@ -111,33 +152,41 @@ func (s *Service) Agents(ctx context.Context, tenant int64) ([]*AgentView, error
 		return nil, err
 	}
 	out := []*AgentView{}
+	defs, _, err := s.reg.Definitions(ctx, tenant)
+	if err != nil {
+		return nil, err
+	}
 	for _, a := range as {
 		res := definition.LoadAgent(a.YAML)
 		if res.OK() {
-			out = append(out, agentView(res.Agent, nil))
+			out = append(out, agentView(res.Agent, definition.CheckAgentTools(res.Agent, defs)))
 		}
 	}
 	return out, nil
 }
 
 // StateTools resolves the tools of an agent's state, in order, with the
-// name of the group each comes from ("built-in" for built-ins). The
-// agent's groups must all be Ready (NotReadyError otherwise).
-func (s *Service) StateTools(ctx context.Context, tenant int64, agentName, state string) ([]*definition.Tool, []string, error) {
+// name of the group each comes from ("built-in" for built-ins), and the
+// names the state lists that no attached group has now (a group changed
+// after the agent was stored): those are left out, the others served.
+// The agent's groups must all be Ready (NotReadyError otherwise).
+func (s *Service) StateTools(ctx context.Context, tenant int64, agentName, state string) ([]*definition.Tool, []string, []string, error) {
 	eng, err := s.Engine(ctx, tenant, agentName)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	st := eng.Agent.State(state)
 	if st == nil {
-		return nil, nil, fmt.Errorf("agent %q has no state %q: %w", agentName, state, storage.ErrNotFound)
+		return nil, nil, nil, fmt.Errorf("agent %q has no state %q: %w", agentName, state, storage.ErrNotFound)
 	}
 	var tools []*definition.Tool
 	var groups []string
+	missing := []string{}
 	for _, ref := range st.Tools {
 		g, t := eng.Resolve(ref.Name)
 		if t == nil {
-			return nil, nil, &registry.UnknownToolError{Name: ref.Name}
+			missing = append(missing, ref.Name)
+			continue
 		}
 		tools = append(tools, t)
 		if g != nil {
@@ -146,7 +195,7 @@ func (s *Service) StateTools(ctx context.Context, tenant int64, agentName, state
 			groups = append(groups, "built-in")
 		}
 	}
-	return tools, groups, nil
+	return tools, groups, missing, nil
 }
 
 // Engine makes the session engine of a tenant's agent: its attached groups
