@@ -9,11 +9,13 @@ package calls
 
 import (
 	"context"
+	"errors"
 	"os"
 	"time"
 
 	"toolhost/core/pipeline"
 	"toolhost/core/registry"
+	"toolhost/core/runner"
 	"toolhost/core/templates"
 	"toolhost/plugins"
 	"toolhost/storage"
@@ -78,9 +80,18 @@ type groupRunner struct {
 
 // Run implements pipeline.Runner.
 func (r groupRunner) Run(ctx context.Context, inv *pipeline.Invocation) *plugins.CallResponse {
-	g, release, err := r.reg.AcquireGroup(ctx, r.tenant, inv.Group.Name)
+	g, release, err := r.reg.AcquireDef(ctx, r.tenant, inv.Group)
 	if err != nil {
-		return &plugins.CallResponse{Error: &plugins.ToolError{Kind: plugins.ErrLoad, Message: err.Error()}}
+		kind := plugins.ErrLoad
+		if ctx.Err() != nil {
+			// The caller went away (or the server cut the call) while the
+			// group was starting.
+			kind = plugins.ErrCancelled
+			if errors.Is(context.Cause(ctx), runner.ErrShuttingDown) {
+				kind = plugins.ErrUnavailable
+			}
+		}
+		return &plugins.CallResponse{Error: &plugins.ToolError{Kind: kind, Message: err.Error()}}
 	}
 	defer release()
 	return g.CallTimeout(ctx, inv.Impl, inv.Args, inv.Context, inv.Timeout)

@@ -133,6 +133,8 @@ func runServe(env *Env, args []string) int {
 		return ExitFailure
 	case <-ctx.Done():
 	}
+	// A second signal during the grace stops the server at once.
+	stop()
 	// Not ready from the first moment; no new connections; the calls in
 	// flight may finish within the grace, then the rest are cut (they
 	// answer unavailable) and every plugin process stops.

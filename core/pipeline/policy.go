@@ -99,11 +99,18 @@ func (p *Pipeline) policy(ctx context.Context, req *Request) (*Answer, error) {
 		}
 	}
 	a, err := p.execute(ctx, req)
-	if err != nil || a.Error != nil && (a.Error.Kind == plugins.ErrCancelled || a.Error.Kind == plugins.ErrUnavailable) {
+	stopped := err == nil && a.Error != nil && (a.Error.Kind == plugins.ErrCancelled || a.Error.Kind == plugins.ErrUnavailable)
+	switch {
+	case err != nil || stopped && a.Runtime != plugins.RuntimeGPython:
 		// A call stopped from outside did not happen as far as the key
 		// goes: the next attempt runs it.
 		p.Ledger.Release(context.WithoutCancel(ctx), key)
 		return a, err
+	case stopped:
+		// A stopped gpython call runs on to its end in the background: the
+		// key stays claimed (a retry waits, or gets ErrInProgress) until it
+		// goes stale, so that the tool does not run twice.
+		return a, nil
 	}
 	a.IdempotencyKey = key
 	b, _ := json.Marshal(a)

@@ -63,6 +63,9 @@ func (r *Registry) forget(tenant int64, name string, gen int64) {
 	key := warmKey(tenant, name, gen)
 	r.warm.Forget(key)
 	r.mu.Lock()
+	if def, ok := r.defs[key]; ok {
+		delete(r.gens, def)
+	}
 	delete(r.defs, key)
 	delete(r.dirs, key)
 	r.mu.Unlock()
@@ -204,9 +207,43 @@ func (r *Registry) definition(key string, g storage.Group) (*definition.Group, e
 		return nil, res.Err()
 	}
 	r.mu.Lock()
+	if def, ok := r.defs[key]; ok { // parsed meanwhile: one definition per key
+		r.mu.Unlock()
+		return def, nil
+	}
 	r.defs[key] = res.Group
+	r.gens[res.Group] = generation{key, g}
 	r.mu.Unlock()
 	return res.Group, nil
+}
+
+// generation is the warm key and the row of a parsed definition.
+type generation struct {
+	key string
+	row storage.Group
+}
+
+// AcquireDef returns the warm plugin process of the generation a found
+// definition belongs to (CallTarget.Def), so that a call runs on the
+// generation its arguments were checked against, even when another has
+// started serving meanwhile (the old one is kept a moment for such calls,
+// see serve). A generation that no longer serves nor is stored answers
+// NotReadyError (call again).
+func (r *Registry) AcquireDef(ctx context.Context, tenant int64, def *definition.Group) (*runner.Group, func(), error) {
+	r.mu.Lock()
+	gen, ok := r.gens[def]
+	_, laidOut := r.dirs[gen.key]
+	r.mu.Unlock()
+	if !ok {
+		return r.AcquireGroup(ctx, tenant, def.Name)
+	}
+	if !laidOut && !r.isServing(tenant, def.Name, gen.row.Generation) {
+		stored, err := r.db.Group(ctx, tenant, def.Name)
+		if err != nil || stored.Generation != gen.row.Generation || definition.Status(stored.Status) != definition.Ready {
+			return nil, nil, &NotReadyError{Group: def.Name, Status: "changed", Message: "the group changed during the call; call again"}
+		}
+	}
+	return r.acquire(ctx, tenant, gen.row)
 }
 
 // ToolCallHandler serves toolhost.call_tool for a tenant's group: the call

@@ -22,6 +22,7 @@ type toolIndex struct {
 func (r *Registry) invalidate(tenant int64) {
 	r.mu.Lock()
 	delete(r.index, tenant)
+	r.changes[tenant]++
 	r.mu.Unlock()
 }
 
@@ -29,6 +30,7 @@ func (r *Registry) invalidate(tenant int64) {
 func (r *Registry) tools(ctx context.Context, tenant int64) (*toolIndex, error) {
 	r.mu.Lock()
 	idx := r.index[tenant]
+	seen := r.changes[tenant]
 	r.mu.Unlock()
 	if idx != nil {
 		return idx, nil
@@ -49,8 +51,13 @@ func (r *Registry) tools(ctx context.Context, tenant int64) (*toolIndex, error) 
 		}
 		idx.views = append(idx.views, v)
 	}
+	// Kept only when nothing changed while it was built (a deleted group,
+	// a switch of generation): a stale index would send calls to a
+	// generation that no longer serves.
 	r.mu.Lock()
-	r.index[tenant] = idx
+	if r.changes[tenant] == seen {
+		r.index[tenant] = idx
+	}
 	r.mu.Unlock()
 	return idx, nil
 }

@@ -58,6 +58,11 @@ type Registry struct {
 	defs  map[string]*definition.Group // parsed definitions by warm key
 	dirs  map[string]string            // materialised folders by warm key
 	index map[int64]*toolIndex         // per tenant, rebuilt after any change
+	// changes counts each tenant's invalidations: an index built while one
+	// happened is not kept.
+	changes map[int64]uint64
+	// gens maps each parsed definition to its generation.
+	gens map[*definition.Group]generation
 	// serving is, per group, its last generation that became Ready: it
 	// serves the group's calls while a newer one is loading or failed.
 	serving map[servingKey]storage.Group
@@ -83,7 +88,7 @@ func New(ctx context.Context, cfg Config) (*Registry, error) {
 	}
 	r := &Registry{db: cfg.DB, run: cfg.Run, warm: runner.NewWarm(cfg.MaxWarm, cfg.IdleAfter), log: cfg.Log,
 		roots: filepath.Join(cfg.DB.Dir(), "roots"), jobs: make(chan job, 4096), stop: make(chan struct{}),
-		defs: map[string]*definition.Group{}, dirs: map[string]string{}, index: map[int64]*toolIndex{}, serving: map[servingKey]storage.Group{}}
+		defs: map[string]*definition.Group{}, dirs: map[string]string{}, index: map[int64]*toolIndex{}, changes: map[int64]uint64{}, gens: map[*definition.Group]generation{}, serving: map[servingKey]storage.Group{}}
 	// No plugin process outlives the server that started it, so no group
 	// folder is in use yet: the ones earlier runs laid out (for every
 	// generation they loaded) go, and are laid out again when needed.

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -71,7 +73,7 @@ func put(t *testing.T, reg *Registry, tenant int64, path, content string) {
 // run calls a found tool on its group's warm plugin process.
 func run(t *testing.T, reg *Registry, tenant int64, target *CallTarget, args string) *plugins.CallResponse {
 	t.Helper()
-	g, release, err := reg.AcquireGroup(context.Background(), tenant, target.Def.Name)
+	g, release, err := reg.AcquireDef(context.Background(), tenant, target.Def)
 	if err != nil {
 		return &plugins.CallResponse{Error: &plugins.ToolError{Kind: plugins.ErrLoad, Message: err.Error()}}
 	}
@@ -327,6 +329,79 @@ func TestNotReadyErrorMessage(t *testing.T) {
 	for _, tt := range tests {
 		if got := tt.err.Error(); got != tt.want {
 			t.Errorf("Error() = %q, want %q", got, tt.want)
+		}
+	}
+}
+
+// TestCallRunsOnItsGeneration: a call whose tool was found (and arguments
+// checked) on one generation runs on it even when a new one started
+// serving meanwhile, or is told the group changed; it never runs on a
+// generation it was not checked against.
+func TestCallRunsOnItsGeneration(t *testing.T) {
+	reg, _, tn := newRegistry(t)
+	ctx := context.Background()
+	v1 := strings.Replace(groupYAML, "echo", "echo", 1)
+	put(t, reg, tn, "m.py", "def echo(x):\n    return {'x': x}\n")
+	if _, err := reg.PutGroup(ctx, tn, []byte(v1)); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, reg, tn, "G", definition.Ready)
+	target, err := reg.FindTool(ctx, tn, "Echo", false, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, reg, tn, "m.py", "def echo(y):\n    return {'y': y}\n")
+	reg.PutGroup(ctx, tn, []byte(strings.ReplaceAll(v1, "name: x", "name: y")))
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		g, _ := reg.Group(ctx, tn, "G")
+		if g != nil && g.Status == definition.Ready && g.Serving == nil && g.Generation > target.Group.Generation {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the new generation: %+v", g)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	r := run(t, reg, tn, target, `{"x":1}`)
+	if !(r.OK && strings.Contains(string(r.Result), `"x"`)) && !(r.Error != nil && strings.Contains(r.Error.Message, "the group changed during the call")) {
+		t.Errorf("a call checked on the old generation: %s %+v", r.Result, r.Error)
+	}
+}
+
+// TestDeletedGroupStopsServing: while callers keep looking tools up (and
+// rebuilding the tool index), a deleted group is gone for good: no index
+// built before the delete survives it.
+func TestDeletedGroupStopsServing(t *testing.T) {
+	reg, _, tn := newRegistry(t)
+	ctx := context.Background()
+	put(t, reg, tn, "m.py", "def echo(x):\n    return x\n")
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+				reg.FindTool(ctx, tn, "Echo", false, "")
+			}
+		}()
+	}
+	defer func() { stop.Store(true); wg.Wait() }()
+	other := "kind: Plugin\nname: H%d\ndescription: d\ndependencies: [missing.py]\ntools:\n" +
+		"  - {kind: Tool, object_name: Echo%d, name: echo%d, description: d, implementation: m.echo, parameters: []}\n"
+	for cycle := 0; cycle < 30; cycle++ {
+		if _, err := reg.PutGroup(ctx, tn, []byte(groupYAML)); err != nil {
+			t.Fatal(err)
+		}
+		waitStatus(t, reg, tn, "G", definition.Ready)
+		reg.PutGroup(ctx, tn, []byte(fmt.Sprintf(other, cycle, cycle, cycle)))
+		if err := reg.DeleteGroup(ctx, tn, "G"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+		if target, err := reg.FindTool(ctx, tn, "Echo", false, ""); err == nil {
+			t.Fatalf("cycle %d: the deleted group still serves (generation %d)", cycle, target.Group.Generation)
 		}
 	}
 }

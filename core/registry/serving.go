@@ -7,6 +7,7 @@ package registry
 
 import (
 	"encoding/json"
+	"time"
 
 	"toolhost/core/definition"
 	"toolhost/storage"
@@ -36,12 +37,22 @@ func (r *Registry) serve(tenant int64, g storage.Group) {
 	r.mu.Unlock()
 	r.invalidate(tenant)
 	if had && prev.Generation != g.Generation {
-		r.forget(tenant, g.Name, prev.Generation)
+		// Calls found on the old generation a moment ago still run on it;
+		// then it goes (its calls in flight finish first).
+		time.AfterFunc(retireAfter, func() {
+			if !r.isServing(tenant, g.Name, prev.Generation) {
+				r.forget(tenant, g.Name, prev.Generation)
+			}
+		})
 		r.log.Info("group serving", "tenant", tenant, "group", g.Name, "generation", g.Generation, "replaced", prev.Generation)
 	} else if !had {
 		r.log.Info("group serving", "tenant", tenant, "group", g.Name, "generation", g.Generation)
 	}
 }
+
+// retireAfter is how long a replaced generation stays for the calls that
+// found their tool on it just before the switch.
+const retireAfter = 2 * time.Second
 
 // unserve takes a group out of service at once (the group or a file it
 // lists was deleted): no generation serves it until a new one is Ready.

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"sync"
 	"time"
@@ -31,8 +32,8 @@ type warmEntry struct {
 	refs     int
 	lastUsed time.Time
 	// retired entries are out of the map: closed when their last call
-	// ends.
-	retired bool
+	// ends. forgotten is set on an entry forgotten while it was opening.
+	retired, forgotten bool
 }
 
 // NewWarm keeps at most max groups warm and stops a group idle for longer
@@ -58,18 +59,30 @@ func (w *Warm) Acquire(ctx context.Context, key string, def *definition.Group, r
 		w.groups[key] = e
 		e.refs++
 		w.mu.Unlock()
-		e.g, e.err = Open(ctx, def, root, opts)
+		// The group starts for every caller waiting on it, whatever becomes
+		// of the first one (its context's values are kept, not its end).
+		e.g, e.err = Open(context.WithoutCancel(ctx), def, root, opts)
 		close(e.ready)
 		w.mu.Lock()
 		if e.err != nil {
 			delete(w.groups, key)
+		} else if e.forgotten {
+			// Forgotten while it opened: it serves the calls waiting on it,
+			// then closes.
+			delete(w.groups, key)
+			e.retired = true
 		}
 		w.evictLocked()
 	} else {
 		e.refs++
 	}
 	w.mu.Unlock()
-	<-e.ready
+	select {
+	case <-e.ready:
+	case <-ctx.Done():
+		w.release(e)
+		return nil, nil, fmt.Errorf("the call ended while the group was starting: %w", context.Cause(ctx))
+	}
 	if e.err != nil {
 		w.mu.Lock()
 		e.refs--
@@ -77,19 +90,31 @@ func (w *Warm) Acquire(ctx context.Context, key string, def *definition.Group, r
 		return nil, nil, e.err
 	}
 	var once sync.Once
-	return e.g, func() {
-		once.Do(func() {
-			w.mu.Lock()
-			e.refs--
-			e.lastUsed = time.Now()
-			closeNow := e.retired && e.refs == 0
-			w.evictLocked()
-			w.mu.Unlock()
-			if closeNow {
-				go e.g.Close()
-			}
-		})
-	}, nil
+	return e.g, func() { once.Do(func() { w.release(e) }) }, nil
+}
+
+// release ends a use of an entry; a retired one closes with its last use.
+// An entry whose opening a caller stopped waiting for is released once
+// the opening has ended.
+func (w *Warm) release(e *warmEntry) {
+	select {
+	case <-e.ready:
+	default:
+		go func() {
+			<-e.ready
+			w.release(e)
+		}()
+		return
+	}
+	w.mu.Lock()
+	e.refs--
+	e.lastUsed = time.Now()
+	closeNow := e.retired && e.refs == 0 && e.g != nil
+	w.evictLocked()
+	w.mu.Unlock()
+	if closeNow {
+		go e.g.Close()
+	}
 }
 
 // Venvs is the set of virtual environments that open groups run in.
@@ -127,9 +152,12 @@ func (w *Warm) Forget(key string) {
 	w.mu.Lock()
 	e, ok := w.groups[key]
 	idle := ok && e.refs == 0
-	if ok && e.opened() != nil {
+	switch {
+	case ok && e.opened() != nil:
 		delete(w.groups, key)
 		e.retired = !idle
+	case ok:
+		e.forgotten = true // closed once opened and its calls are done
 	}
 	w.mu.Unlock()
 	if idle && e.opened() != nil {
