@@ -163,6 +163,11 @@ type CallRequest struct {
 	// tenant, group, session and depth under it. It is never shown to tool
 	// code.
 	Token string `json:"token,omitempty"`
+	// Convert says, for each argument whose type holds dates, how the
+	// cpython worker turns its ISO strings into Python objects: "date",
+	// "datetime", {"list": plan} or {"dict": plan}. gpython has no
+	// datetime module: there they stay strings.
+	Convert map[string]json.RawMessage `json:"convert,omitempty"`
 }
 
 // Error kinds of a failed call.

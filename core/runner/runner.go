@@ -172,6 +172,8 @@ type Group struct {
 	mu      sync.Mutex
 	proc    *process
 	retired []*process // out of service, waiting for their calls to end
+	// dates are the arguments that arrive as date objects (cpython).
+	dates   map[plugins.Callable]map[string]json.RawMessage
 	runtime string
 	closed  bool
 
@@ -279,7 +281,7 @@ func Open(ctx context.Context, def *definition.Group, root string, opts Options)
 	if err != nil {
 		return nil, err
 	}
-	g := &Group{def: def, root: absRoot, opts: opts, runtime: runtime}
+	g := &Group{def: def, root: absRoot, opts: opts, runtime: runtime, dates: datePlans(def)}
 	// A confined group's scratch is a tmpfs of its sandbox, and its
 	// go-plugin socket lives there too: nothing is made on the host.
 	if !opts.Sandbox.confined() {
@@ -561,6 +563,9 @@ func (g *Group) CallTimeout(ctx context.Context, impl definition.Implementation,
 	}
 	req := &plugins.CallRequest{Callable: plugins.Callable{Module: impl.Module, Func: impl.Callable},
 		Args: args, TimeoutMs: timeout.Milliseconds(), Context: callCtx}
+	if g.runtime == plugins.RuntimeCPython {
+		req.Convert = g.dates[req.Callable]
+	}
 	if g.opts.OnToolCall != nil {
 		req.Token = g.calls.add(&Caller{Group: g.def.Name, Callable: req.Callable, Context: callCtx})
 		defer g.calls.remove(req.Token)

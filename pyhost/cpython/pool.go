@@ -96,7 +96,7 @@ func (p *Pool) Call(ctx context.Context, req *plugins.CallRequest) *plugins.Call
 	if timeout <= 0 {
 		timeout = plugins.DefaultCallTimeout
 	}
-	ans, err := w.exchange(ctx, &callFrame{Op: "call", Module: req.Module, Func: req.Func, Args: req.Args, Context: req.Context},
+	ans, err := w.exchange(ctx, &callFrame{Op: "call", Module: req.Module, Func: req.Func, Args: req.Args, Context: req.Context, Convert: req.Convert},
 		p.answerLimit(), deadline(ctx, timeout), p.Callbacks, req.Token)
 	w.calls++
 	var tooLarge *plugins.ToolError

@@ -559,3 +559,29 @@ func TestCancelStopsTheWorker(t *testing.T) {
 		t.Errorf("the next call: %s %+v", next.Result, next.Error)
 	}
 }
+
+// TestDatesArriveAsObjects: arguments the host marks as dates arrive as
+// datetime.date and datetime.datetime objects (in lists and dicts too),
+// and dates a tool returns are written as ISO strings.
+func TestDatesArriveAsObjects(t *testing.T) {
+	p := newPool(t, `import datetime
+def kinds(day, at, days, by_name, plain):
+    return {"day": type(day).__name__, "at": type(at).__name__, "tz": str(at.tzinfo),
+            "days": [type(d).__name__ for d in days], "by_name": {k: type(v).__name__ for k, v in by_name.items()},
+            "plain": type(plain).__name__, "next": day + datetime.timedelta(days=1), "stamp": at}
+`, plugins.Limits{})
+	conv := map[string]json.RawMessage{"day": json.RawMessage(`"date"`), "at": json.RawMessage(`"datetime"`),
+		"days": json.RawMessage(`{"list":"date"}`), "by_name": json.RawMessage(`{"dict":"datetime"}`)}
+	r := p.Call(context.Background(), &plugins.CallRequest{Callable: plugins.Callable{Module: "m", Func: "kinds"},
+		Args:    json.RawMessage(`{"day":"2024-02-29","at":"2024-03-01T10:30:00Z","days":["2024-01-01"],"by_name":{"a":"2024-01-01T00:00:00+02:00"},"plain":"2024-01-01"}`),
+		Convert: conv})
+	if !r.OK {
+		t.Fatalf("call: %+v", r.Error)
+	}
+	var got map[string]any
+	json.Unmarshal(r.Result, &got)
+	want := `map[at:datetime by_name:map[a:datetime] day:date days:[date] next:2024-03-01 plain:str stamp:2024-03-01T10:30:00+00:00 tz:UTC]`
+	if fmt.Sprint(got) != want {
+		t.Errorf("got  %v\nwant %s", got, want)
+	}
+}

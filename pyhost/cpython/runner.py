@@ -279,6 +279,9 @@ def to_json(value, limit):
     bools and None is an error naming the type."""
 
     def refuse(o):
+        dt = sys.modules.get("datetime")
+        if dt is not None and isinstance(o, (dt.date, dt.time)):
+            return o.isoformat()  # a datetime is a date too
         raise TypeError(
             "the result is not JSON-serialisable: a value of type %s (return dicts, "
             "lists, str, numbers, bools or None)" % type(o).__name__
@@ -292,6 +295,32 @@ def to_json(value, limit):
     if size > limit:
         raise OverflowError("the result is %d bytes of JSON, more than the limit of %d" % (size, limit))
     return text
+
+
+def convert(value, plan, where):
+    """Turns the ISO strings of a date-holding argument into datetime.date
+    and datetime.datetime objects, as the plan the host made from the
+    parameter's type says; other values are left as they are."""
+    if plan == "date" or plan == "datetime":
+        if not isinstance(value, str):
+            return value
+        import datetime
+
+        text = value
+        if plan == "datetime" and text[-1:] in ("Z", "z"):
+            text = text[:-1] + "+00:00"  # before Python 3.11, fromisoformat takes no Z
+        try:
+            if plan == "date":
+                return datetime.date.fromisoformat(text)
+            return datetime.datetime.fromisoformat(text)
+        except ValueError as e:
+            raise ValueError("argument %s: this Python cannot read %r as a %s (%s)" % (where, value, plan, e)) from None
+    if isinstance(plan, dict):
+        if "list" in plan and isinstance(value, list):
+            return [convert(x, plan["list"], "%s[%d]" % (where, i)) for i, x in enumerate(value)]
+        if "dict" in plan and isinstance(value, dict):
+            return {k: convert(x, plan["dict"], "%s[%r]" % (where, k)) for k, x in value.items()}
+    return value
 
 
 CO_VARARGS, CO_VARKEYWORDS = 0x04, 0x08
@@ -449,7 +478,11 @@ class Worker:
         try:
             arm_cpu(self.limits)
             fn = getattr(self.module(req["module"]), req["func"])
-            result = fn(**(req.get("args") or {}))
+            args = req.get("args") or {}
+            for name, plan in (req.get("convert") or {}).items():
+                if name in args:
+                    args[name] = convert(args[name], plan, name)
+            result = fn(**args)
         except BaseException as e:
             answer = {"ok": False, "error": error_of(e)}
         else:

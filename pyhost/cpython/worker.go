@@ -428,6 +428,8 @@ type callFrame struct {
 	Func    string          `json:"func"`
 	Args    json.RawMessage `json:"args"`
 	Context json.RawMessage `json:"context,omitempty"`
+	// Convert is plugins.CallRequest.Convert.
+	Convert map[string]json.RawMessage `json:"convert,omitempty"`
 }
 
 func (f *callFrame) setID(id string) { f.ID = id }
