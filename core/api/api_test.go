@@ -450,3 +450,38 @@ func TestAgentsCheckedAgainWhenAGroupChanges(t *testing.T) {
 		t.Errorf("the state's tools: %d %s", resp.StatusCode, b)
 	}
 }
+
+// TestDidYouMeanEverywhere: a misspelt name gets a suggestion among names
+// and object_names alike; a schema asked by a tool's name says to use its
+// object_name; every bad name of a schema request is reported at once.
+func TestDidYouMeanEverywhere(t *testing.T) {
+	srv, token, reg := newServer(t)
+	request(t, srv, token, "PUT", "/v1/files/m.py", "def f():\n    return 1\n")
+	request(t, srv, token, "POST", "/v1/groups", "kind: Plugin\nname: G\ndescription: d\ndependencies: [m.py]\ntools:\n"+
+		"  - {kind: Tool, object_name: PostLeadToCRM, name: post_lead, description: d, implementation: m.f, parameters: []}\n")
+	for range 300 {
+		if v, _ := reg.Group(context.Background(), 1, "G"); v != nil && v.Status == definition.Ready {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	tests := []struct {
+		name, path, body string
+		want             []string
+	}{
+		{"a call by a misspelt name", "/v1/calls", `{"tool":"post_leed"}`, []string{`"did_you_mean":"post_lead"`}},
+		{"a call by a misspelt object_name", "/v1/calls", `{"tool":"PostLeadToCrm"}`, []string{`"did_you_mean":"PostLeadToCRM"`}},
+		{"a schema by the tool's name", "/v1/tools/schemas", `{"available_tools":["post_lead"]}`,
+			[]string{`that is the name of tool \"PostLeadToCRM\"; use its object_name`}},
+		{"two bad names in one schema request", "/v1/tools/schemas", `{"available_tools":["PostLeadToCrm","Nope"]}`,
+			[]string{`"title":"Unknown tools"`, `no tool \"PostLeadToCrm\" (did you mean \"PostLeadToCRM\"?)`, `no tool \"Nope\"`}},
+	}
+	for _, tt := range tests {
+		resp, b := request(t, srv, token, "POST", tt.path, tt.body)
+		for _, w := range tt.want {
+			if resp.StatusCode != 422 || !strings.Contains(string(b), w) {
+				t.Errorf("%s: %d %s, want 422 with %s", tt.name, resp.StatusCode, b, w)
+			}
+		}
+	}
+}

@@ -3,11 +3,14 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"toolhost/core/blocks"
 	"toolhost/core/pipeline"
+	"toolhost/core/registry"
 	"toolhost/core/schema"
 	"toolhost/plugins"
 	"toolhost/storage"
@@ -45,8 +48,15 @@ func (s *Server) schemas(w http.ResponseWriter, r *http.Request) error {
 	}
 	tenant := tenantOf(r).ID
 	tools := []schema.Object{}
+	// Every unknown name is reported at once.
+	var unknown []*registry.UnknownToolError
 	for _, name := range req.AvailableTools {
 		t, err := s.Registry.FindTool(r.Context(), tenant, name, false, req.Group)
+		var ut *registry.UnknownToolError
+		if errors.As(err, &ut) {
+			unknown = append(unknown, ut)
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -59,6 +69,22 @@ func (s *Server) schemas(w http.ResponseWriter, r *http.Request) error {
 			return newProblem(http.StatusUnprocessableEntity, "Type not expressible", err.Error(), map[string]any{"tool": name, "dialect": string(d)})
 		}
 		tools = append(tools, sch)
+	}
+	switch {
+	case len(unknown) == 1:
+		return unknown[0]
+	case len(unknown) > 1:
+		var msgs []string
+		var each []map[string]any
+		for _, u := range unknown {
+			msgs = append(msgs, u.Error())
+			e := map[string]any{"tool": u.Name, "detail": u.Error()}
+			if u.Suggest != "" {
+				e["did_you_mean"] = u.Suggest
+			}
+			each = append(each, e)
+		}
+		return newProblem(http.StatusUnprocessableEntity, "Unknown tools", strings.Join(msgs, "; "), map[string]any{"tools": each})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"tools": tools})
 	return nil

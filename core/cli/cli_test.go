@@ -203,6 +203,8 @@ func TestSchema(t *testing.T) {
 		stderr string
 	}{
 		{"unknown tool", []string{"schema", crmYAML, "PostLeadToCMR"}, ExitFailure, `no tool "PostLeadToCMR" in ` + crmYAML + ` (did you mean "PostLeadToCRM"?)`},
+		{"a skill", []string{"schema", crmYAML, "SessionInit", "Nope"}, ExitFailure, `"SessionInit" is a skill of ` + crmYAML + `: skills run by themselves and have no tool schema`},
+		{"every bad name", []string{"schema", crmYAML, "SessionInit", "Nope"}, ExitFailure, `no tool "Nope" in ` + crmYAML},
 		{"refused type", []string{"schema", "--dialect", "gemini", showcaseYAML}, ExitFailure,
 			`group "Type Showcase", tool "echo_every_type" (EchoEveryType), parameter "scores": the gemini dialect cannot express the type dict[str, int]`},
 		{"invalid group", []string{"schema", bad}, ExitFailure, bad + ":8:11: tool name"},

@@ -42,13 +42,23 @@ func runSchema(env *Env, args []string) int {
 	tools := res.Group.Tools
 	if names := pos[1:]; len(names) > 0 {
 		tools = nil
+		bad := false
 		for _, n := range names {
 			t := findTool(res.Group, n)
 			if t == nil {
+				// Every bad name is reported, each with what it is.
+				bad = true
+				if s := findSkill(res.Group, n); s != nil {
+					fmt.Fprintf(env.Stderr, "toolhost schema: %q is a skill of %s: skills run by themselves and have no tool schema\n", n, file)
+					continue
+				}
 				fmt.Fprintf(env.Stderr, "toolhost schema: no tool %q in %s%s\n", n, file, suggest.DidYouMean(n, toolNames(res.Group)))
-				return ExitFailure
+				continue
 			}
 			tools = append(tools, t)
+		}
+		if bad {
+			return ExitFailure
 		}
 	}
 	out, err := schema.Tools(res.Group.Name, tools, d)
@@ -90,4 +100,14 @@ func toolNames(g *definition.Group) []string {
 		names = append(names, t.ObjectName)
 	}
 	return names
+}
+
+// findSkill finds a skill by name.
+func findSkill(g *definition.Group, name string) *definition.Skill {
+	for _, s := range g.Skills {
+		if s.Name == name {
+			return s
+		}
+	}
+	return nil
 }

@@ -93,6 +93,9 @@ type UnknownToolError struct {
 	Suggest string
 	Skill   bool
 	Groups  []string // set when two groups define the name
+	// ObjectName is set when Name is a tool's name where its object_name
+	// is asked for (schemas take object_names).
+	ObjectName string
 }
 
 // Error implements error.
@@ -102,6 +105,8 @@ func (e *UnknownToolError) Error() string {
 		return fmt.Sprintf("%q is a skill: skills run by themselves, at session start or finish, and are not listed in available_tools", e.Name)
 	case len(e.Groups) > 1:
 		return fmt.Sprintf("%q is defined by more than one group (%s); name the group to call", e.Name, strings.Join(e.Groups, ", "))
+	case e.ObjectName != "":
+		return fmt.Sprintf("no tool with object_name %q: that is the name of tool %q; use its object_name", e.Name, e.ObjectName)
 	}
 	msg := fmt.Sprintf("no tool %q", e.Name)
 	if e.Suggest != "" {
@@ -168,16 +173,27 @@ func (r *Registry) FindTool(ctx context.Context, tenant int64, name string, byNa
 	case len(found) == 0:
 		// The candidates for did-you-mean are gathered only now: a call that
 		// finds its tool (the hot path) does not build them.
+		// Calls take a name or an object_name, schemas an object_name.
 		var known []string
 		for i, g := range idx.groups {
 			if group == "" || g.Name == group {
 				for _, t := range idx.views[i].Tools {
 					known = append(known, t.ObjectName)
+					if byName {
+						known = append(known, t.Name)
+					} else if t.Name == name {
+						return nil, &UnknownToolError{Name: name, ObjectName: t.ObjectName}
+					}
 				}
 			}
 		}
 		for _, b := range definition.Builtins() {
 			known = append(known, b.ObjectName)
+			if byName {
+				known = append(known, b.Name)
+			} else if b.Name == name {
+				return nil, &UnknownToolError{Name: name, ObjectName: b.ObjectName}
+			}
 		}
 		return nil, &UnknownToolError{Name: name, Suggest: closest(name, known)}
 	case len(found) > 1:

@@ -213,13 +213,14 @@ func (e *Engine) available(s *storage.Session, name string) (*definition.Group, 
 	if state == nil {
 		return nil, nil, &ToolError{Status: 409, Message: fmt.Sprintf("the session is in state %q, which the agent no longer has", s.State)}
 	}
-	var names []string
+	var names, candidates []string
 	for _, ref := range state.Tools {
 		g, t := e.Resolve(ref.Name)
 		if t == nil {
 			continue
 		}
 		names = append(names, t.ObjectName)
+		candidates = append(candidates, t.ObjectName, t.Name)
 		if t.ObjectName == name || t.Name == name {
 			return g, t, nil
 		}
@@ -233,7 +234,7 @@ func (e *Engine) available(s *storage.Session, name string) (*definition.Group, 
 		}
 	}
 	return nil, nil, &ToolError{Status: 422, Message: fmt.Sprintf("no tool %q in state %q%s (available: %s)", name, s.State,
-		suggest.DidYouMean(name, names), strings.Join(names, ", "))}
+		suggest.DidYouMean(name, candidates), strings.Join(names, ", "))}
 }
 
 // Resolve finds an object_name among the attached groups, then the
