@@ -37,8 +37,8 @@ var commands map[string]command
 
 func init() {
 	commands = map[string]command{
-		"validate": {"check a tool group definition and tell its status",
-			"toolhost validate [--files DIR] [--json] GROUP.yaml", runValidate},
+		"validate": {"check a tool group definition (files, then the deep check of its Python code) or an agent definition (against the groups under --files) and tell its status",
+			"toolhost validate [--files DIR] [--json] [--quick] [run flags] GROUP.yaml|AGENT.yaml", runValidate},
 		"schema": {"print the tool schemas of a group in a model API's dialect",
 			"toolhost schema [--dialect D] GROUP.yaml [NAME ...]", runSchema},
 		"call": {"run one tool or skill of a group and print its result",

@@ -169,6 +169,16 @@ func validateAgent(env *Env, file string, src []byte, groupsDir string, asJSON b
 	if ar.OK() {
 		groups, _ := findGroups(file, groupsDir)
 		errs = definition.CheckAgentTools(ar.Agent, groups)
+		// Say where the groups were looked for when one is missing.
+		where := groupsDir
+		if where == "" {
+			where = filepath.Dir(file) + " and " + filepath.Dir(filepath.Dir(file))
+		}
+		for i, e := range errs {
+			if strings.HasPrefix(e.Message, "no tool group named") {
+				errs[i].Message += fmt.Sprintf(" (looked in the definitions under %s; --files DIR says where the groups are)", where)
+			}
+		}
 	}
 	status := "Valid"
 	if len(errs) > 0 {
