@@ -52,13 +52,15 @@ var (
 )
 
 // Kind returns the kind: of a YAML document ("Plugin", "Agent", ...), or
-// "" when it has none that can be read.
+// "" when it has none that can be read. When the document does not parse,
+// it is read from its top-level kind: line, so that a broken agent is
+// still checked as an agent.
 func Kind(src []byte) string {
 	var doc struct {
 		Kind string `yaml:"kind"`
 	}
 	if yaml.Unmarshal(src, &doc) != nil {
-		return ""
+		return topLevelString(src, "kind")
 	}
 	return doc.Kind
 }
@@ -74,10 +76,12 @@ type AgentResult struct {
 func (r *AgentResult) OK() bool { return len(r.Errors) == 0 }
 
 // LoadAgent parses and checks an agent definition on its own (names of
-// tools are checked against the groups by CheckAgentTools).
+// tools are checked against the groups by CheckAgentTools). Like Load, it
+// still reads the agent's name when the YAML does not parse.
 func LoadAgent(src []byte) *AgentResult {
 	res := &AgentResult{Agent: &Agent{}}
-	res.Errors, res.Warnings = read(src, func(r *reader, root *yaml.Node) { r.agent(root, res.Agent) })
+	res.Errors, res.Warnings = read(src, func(r *reader, root *yaml.Node) { r.agent(root, res.Agent) },
+		func() { res.Agent.Name = topLevelString(src, "name") })
 	return res
 }
 

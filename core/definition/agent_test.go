@@ -104,11 +104,17 @@ func TestCheckAgentTools(t *testing.T) {
 func FuzzLoadAgent(f *testing.F) {
 	f.Add(agentYAML)
 	f.Add("kind: Agent\nstates: {a: 1}\n")
+	for _, c := range agentSyntaxCases {
+		f.Add(string(edited(f, "collector_agent.yaml", c.edits...)))
+	}
 	f.Fuzz(func(t *testing.T, src string) {
 		res := LoadAgent([]byte(src))
 		for _, d := range res.Errors {
 			if d.Line < 1 || d.Column < 1 {
 				t.Fatalf("bad position %+v", d)
+			}
+			if strings.HasPrefix(d.Message, "malformed YAML") && !inFile([]byte(src), d.Pos) {
+				t.Fatalf("syntax error %+v outside %q", d, src)
 			}
 		}
 	})

@@ -77,20 +77,26 @@ func (r *Result) Err() error {
 
 // Load parses and checks a tool group definition. It never fails outright:
 // every defect, malformed YAML included, is a diagnostic in the result.
+// When the YAML does not parse, the group still has the name of its
+// top-level name: line, if that line can be read on its own.
 func Load(src []byte) *Result {
 	res := &Result{Group: &Group{}}
-	res.Errors, res.Warnings = read(src, func(r *reader, root *yaml.Node) { r.group(root, res.Group) })
+	res.Errors, res.Warnings = read(src, func(r *reader, root *yaml.Node) { r.group(root, res.Group) },
+		func() { res.Group.Name = topLevelString(src, "name") })
 	return res
 }
 
 // read parses one YAML document (at most MaxSize bytes) and walks its root
-// with walk, returning the sorted and capped diagnostics.
-func read(src []byte, walk func(r *reader, root *yaml.Node)) (errs, warns []Diagnostic) {
+// with walk, returning the sorted and capped diagnostics. When the
+// document does not parse, it calls salvage, which reads what it can of
+// the broken text (the name, so that the definition is still known by it).
+func read(src []byte, walk func(r *reader, root *yaml.Node), salvage func()) (errs, warns []Diagnostic) {
 	if len(src) > MaxSize {
 		return []Diagnostic{{Pos: Pos{1, 1}, Message: fmt.Sprintf("the file is %d bytes, more than the %d a definition may have", len(src), MaxSize)}}, nil
 	}
 	doc, diag := parseYAML(src)
 	if diag != nil {
+		salvage()
 		return []Diagnostic{*diag}, nil
 	}
 	r := &reader{}

@@ -98,8 +98,8 @@ func TestLoadErrors(t *testing.T) {
 		src  string
 		want []diag
 	}{
-		{"malformed YAML", "kind: Plugin\nname: x\n  description: y\n", []diag{{3, 3, "malformed YAML: mapping values are not allowed"}}},
-		{"tab indentation", "kind: Plugin\ntools:\n\t- kind: Tool\n", []diag{{3, 1, "malformed YAML: found character that cannot start any token"}}},
+		{"malformed YAML", "kind: Plugin\nname: x\n  description: y\n", []diag{{3, 3, "malformed YAML: `description` is indented more than `name` on line 2"}}},
+		{"tab indentation", "kind: Plugin\ntools:\n\t- kind: Tool\n", []diag{{3, 1, "malformed YAML: this line is indented with a tab"}}},
 		{"unknown anchor", "kind: Plugin\nname: *nope\n", []diag{{2, 7, `unknown anchor "nope"`}}},
 		{"empty file", "", []diag{{1, 1, "the file is empty"}}},
 		{"two documents", "kind: Plugin\nname: a\ndescription: b\n---\nkind: Plugin\n", []diag{{4, 1, "one YAML document"}}},
@@ -588,6 +588,9 @@ func FuzzLoad(f *testing.F) {
 	f.Add("kind: Plugin\nname: a\ndescription: b\n")
 	f.Add("- a\n- b\n")
 	f.Add("kind: Plugin\nname: x\n  description: y\n")
+	for _, c := range crmSyntaxCases {
+		f.Add(string(edited(f, "crm_integration.yaml", c.edits...)))
+	}
 	f.Add("kind: Plugin\nname: a\ndescription: b\ntools:\n  - <<: [*x]\n")
 	f.Add("a: &a {b: *a}\n")
 	f.Add("kind: Plugin\nname: a\ndescription: b\ndependencies: [m.py]\ntools:\n  - {kind: Tool, object_name: O, name: n, description: d, implementation: m.f, parameters: [{name: p, type: 'list[str | int] | None', description: d}]}\n")
@@ -602,6 +605,9 @@ func FuzzLoad(f *testing.F) {
 		for _, d := range append(res.Errors, res.Warnings...) {
 			if d.Line < 1 || d.Column < 1 || d.Message == "" {
 				t.Fatalf("bad diagnostic %+v for %q", d, src)
+			}
+			if strings.HasPrefix(d.Message, "malformed YAML") && !inFile([]byte(src), d.Pos) {
+				t.Fatalf("syntax error %+v outside %q", d, src)
 			}
 		}
 		if res.Group == nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -106,7 +105,11 @@ func (r *reader) object(n *yaml.Node, what string, known, required []string) map
 		return nil
 	}
 	if n.Kind != yaml.MappingNode {
-		r.errorf(n, "%s must be a mapping of keys to values, got %s", what, describe(n))
+		hint := ""
+		if len(required) > 0 {
+			hint = fmt.Sprintf(": write it as `key: value` lines (%s)", strings.Join(required, ", "))
+		}
+		r.errorf(n, "%s must be a mapping of keys to values, got %s%s", what, describe(n), hint)
 		return nil
 	}
 	out := map[string]entry{}
@@ -139,7 +142,11 @@ func (r *reader) collect(n *yaml.Node, what string, known []string, out map[stri
 		}
 		if prev, dup := out[k.Value]; dup {
 			if !merged {
-				r.errorf(k, "%s has the key %q twice (first at line %d)", what, k.Value, prev.key.Line)
+				hint := "; keep one of them"
+				if listItems[what] {
+					hint = "; if this line starts another item of the list, begin it with \"- \""
+				}
+				r.errorf(k, "%s has the key %q twice (first at line %d)%s", what, k.Value, prev.key.Line, hint)
 			}
 			continue
 		}
@@ -177,6 +184,11 @@ func (r *reader) collect(n *yaml.Node, what string, known []string, out map[stri
 		}
 	}
 }
+
+// listItems are the objects that are items of a list, named as the reader
+// names them: a key given twice in one of them is often the first key of
+// the next item, written without its "- ".
+var listItems = map[string]bool{"a tool": true, "a parameter": true, "a skill": true, "a skill input": true, "a state": true, "a warning": true}
 
 func contains(list []string, s string) bool {
 	for _, x := range list {
@@ -287,12 +299,8 @@ func (r *reader) kind(obj map[string]entry, want, what string) {
 	}
 }
 
-var yamlErrLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-var yamlUnknownAnchor = regexp.MustCompile(`^yaml: unknown anchor '(.*)' referenced$`)
-
 // parseYAML parses exactly one YAML document. A syntax error becomes a
-// diagnostic with the line yaml.v3 reports and, since it reports no column,
-// the column of the first character on that line.
+// diagnostic at the mistake, with what to do about it (see syntax.go).
 func parseYAML(src []byte) (*yaml.Node, *Diagnostic) {
 	dec := yaml.NewDecoder(bytes.NewReader(src))
 	var doc yaml.Node
@@ -300,46 +308,17 @@ func parseYAML(src []byte) (*yaml.Node, *Diagnostic) {
 		if errors.Is(err, io.EOF) {
 			return nil, &Diagnostic{Pos: Pos{1, 1}, Message: "the file is empty; a definition starts with kind: Plugin"}
 		}
-		return nil, yamlDiagnostic(src, err)
+		d := syntaxDiagnostic(src, err)
+		return nil, &d
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
 		return nil, &Diagnostic{Pos: Pos{extra.Line, extra.Column}, Message: "a definition file holds one YAML document; found another after ---"}
 	} else if !errors.Is(err, io.EOF) {
-		return nil, yamlDiagnostic(src, err)
+		d := syntaxDiagnostic(src, err)
+		return nil, &d
 	}
 	return &doc, nil
-}
-
-func yamlDiagnostic(src []byte, err error) *Diagnostic {
-	msg := err.Error()
-	line := 1
-	if m := yamlErrLine.FindStringSubmatch(msg); m != nil {
-		line, _ = strconv.Atoi(m[1])
-		msg = m[2]
-	} else if m := yamlUnknownAnchor.FindStringSubmatch(msg); m != nil {
-		if i := bytes.Index(src, []byte("*"+m[1])); i >= 0 {
-			before := src[:i]
-			l := bytes.Count(before, []byte("\n")) + 1
-			col := i - bytes.LastIndexByte(before, '\n')
-			return &Diagnostic{Pos: Pos{l, col}, Message: "malformed YAML: unknown anchor " + strconv.Quote(m[1]) + " referenced"}
-		}
-		msg = strings.TrimPrefix(msg, "yaml: ")
-	} else {
-		msg = strings.TrimPrefix(msg, "yaml: ")
-	}
-	return &Diagnostic{Pos: Pos{line, firstColumn(src, line)}, Message: "malformed YAML: " + msg}
-}
-
-// firstColumn returns the column of the first non-blank character of a line
-// (1 when the line is blank or does not exist).
-func firstColumn(src []byte, line int) int {
-	lines := bytes.Split(src, []byte("\n"))
-	if line < 1 || line > len(lines) {
-		return 1
-	}
-	l := lines[line-1]
-	return len(l) - len(bytes.TrimLeft(l, " ")) + 1
 }
 
 // sortDiagnostics orders diagnostics by position, keeping the order of
