@@ -383,7 +383,7 @@ func TestGroupDryRun(t *testing.T) {
 		{"parameter the function does not take", strings.NewReplacer("name: G", "name: K", "parameters: []", `parameters: [{name: x, type: int, description: d}]`).Replace(good), 200,
 			[]string{`"status":"Error"`, `"line":6`, `the definition declares \"x\", but m.f() (m.py:1) does not accept it`}},
 		{"no name", "kind: Plugin\n", 422, []string{"it has no name"}},
-		{"malformed", "kind: Plugin\nname: [G\n", 422, []string{"it has no name; first error at 1:1: malformed YAML"}},
+		{"malformed", "kind: Plugin\nname: [G\n", 422, []string{"it has no name; first error at 2:7: malformed YAML"}},
 	}
 	for _, tt := range tests {
 		resp, b := request(t, srv, token, "POST", "/v1/groups?dry_run=true", tt.yaml)

@@ -178,7 +178,7 @@ func TestFindTool(t *testing.T) {
 	}{
 		{"Echo", false, ""},
 		{"echo", true, ""},
-		{"echo", false, `no tool "echo"`},
+		{"echo", false, `no tool with object_name "echo": that is the name of tool "Echo"; use its object_name`},
 		{"Ecko", false, `did you mean "Echo"`},
 		{"Init", false, "skills run by themselves"},
 		{"FinishSession", false, ""},
