@@ -70,14 +70,17 @@ func agentView(a *definition.Agent, warnings []definition.Diagnostic) *AgentView
 // stores it; a defective one is refused with every defect (AgentError).
 func (s *Service) PutAgent(ctx context.Context, tenant int64, yaml []byte) (*AgentView, error) {
 	res := definition.LoadAgent(yaml)
-	if !res.OK() {
-		return nil, &AgentError{Errors: res.Errors}
-	}
 	defs, _, err := s.reg.Definitions(ctx, tenant)
 	if err != nil {
 		return nil, err
 	}
-	if errs := definition.CheckAgentTools(res.Agent, defs); len(errs) > 0 {
+	// Every defect in one round: the structure's and the tools' alike.
+	errs := append([]definition.Diagnostic{}, res.Errors...)
+	if res.Agent != nil {
+		errs = append(errs, definition.CheckAgentTools(res.Agent, defs)...)
+	}
+	if len(errs) > 0 {
+		definition.SortDiagnostics(errs)
 		return nil, &AgentError{Errors: errs}
 	}
 	if err := s.db.PutAgent(ctx, tenant, res.Agent.Name, yaml); err != nil {

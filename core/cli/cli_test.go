@@ -237,6 +237,14 @@ func TestValidateAgent(t *testing.T) {
 	if code != ExitFailure || !strings.Contains(out, bad+`:19:54: state "Collecting": no tool with object_name "PostLeadToCMR" in the attached groups (did you mean "PostLeadToCRM"?)`) {
 		t.Errorf("invalid agent: %d %s", code, out)
 	}
+	// Every defect in one round: a structural one (init_state: yes) and the
+	// tools', without a spurious "no state has init_state".
+	both := writeFile(t, dir, "both.yaml", strings.Replace(strings.Replace(string(src), "PostLeadToCRM,", "PostLeadToCMR,", 1), "init_state: true", "init_state: yes", 1))
+	code, out, _ = run("validate", "--files", "../../sample_groups", both)
+	if code != ExitFailure || !strings.Contains(out, "init_state must be true or false") || !strings.Contains(out, `no tool with object_name "PostLeadToCMR"`) ||
+		strings.Contains(out, "no state has init_state") {
+		t.Errorf("one round: %d %s", code, out)
+	}
 	code, out, _ = run("validate", "--json", "--files", "../../sample_groups", bad)
 	var rep map[string]any
 	json.Unmarshal([]byte(out), &rep)

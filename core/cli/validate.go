@@ -165,17 +165,19 @@ func plural(n int, word string) string {
 // definitions found beside it (or in --files DIR). Exit 0 valid, 1 not.
 func validateAgent(env *Env, file string, src []byte, groupsDir string, asJSON bool) int {
 	ar := definition.LoadAgent(src)
-	errs := ar.Errors
-	if ar.OK() {
+	errs := append([]definition.Diagnostic{}, ar.Errors...)
+	if ar.Agent != nil {
+		// Every defect in one round: the structure's and the tools' alike.
 		groups, _ := findGroups(file, groupsDir)
-		errs = definition.CheckAgentTools(ar.Agent, groups)
+		errs = append(errs, definition.CheckAgentTools(ar.Agent, groups)...)
+		definition.SortDiagnostics(errs)
 		// Say where the groups were looked for when one is missing.
 		where := groupsDir
 		if where == "" {
 			where = filepath.Dir(file) + " and " + filepath.Dir(filepath.Dir(file))
 		}
 		for i, e := range errs {
-			if strings.HasPrefix(e.Message, "no tool group named") {
+			if strings.HasPrefix(e.Message, "no tool group named") && !strings.Contains(e.Message, "looked in") {
 				errs[i].Message += fmt.Sprintf(" (looked in the definitions under %s; --files DIR says where the groups are)", where)
 			}
 		}

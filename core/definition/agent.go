@@ -42,6 +42,9 @@ type State struct {
 	// ByType holds every list when available_tools is keyed by agent type.
 	ByType map[string][]NamedRef
 	Pos    Pos
+	// initUnread is an init_state that is there but not a boolean (its
+	// own error says so; no second error says no state is initial).
+	initUnread bool
 }
 
 var (
@@ -122,13 +125,15 @@ func (r *reader) agent(n *yaml.Node, a *Agent) {
 		}
 	}
 	var inits []*State
+	unread := false
 	for _, s := range a.States {
 		if s.Init {
 			inits = append(inits, s)
 		}
+		unread = unread || s.initUnread
 	}
 	switch {
-	case len(a.States) > 0 && len(inits) == 0:
+	case len(a.States) > 0 && len(inits) == 0 && !unread:
 		r.errorf(n, "no state has init_state: true; exactly one must")
 	case len(inits) > 1:
 		for _, s := range inits[1:] {
@@ -183,7 +188,9 @@ func (r *reader) state(n *yaml.Node, agentType string) *State {
 		s.Description, _ = r.str(e, "a state's description")
 	}
 	if e, ok := obj["init_state"]; ok {
-		s.Init, _ = r.boolean(e, "init_state")
+		var read bool
+		s.Init, read = r.boolean(e, "init_state")
+		s.initUnread = !read
 	}
 	if e, ok := obj["final_state"]; ok {
 		s.Final, _ = r.boolean(e, "final_state")

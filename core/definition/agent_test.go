@@ -119,3 +119,18 @@ func FuzzLoadAgent(f *testing.F) {
 		}
 	})
 }
+
+// TestInitStateYes: init_state: yes is one error, with what to write, and
+// not also "no state has init_state: true".
+func TestInitStateYes(t *testing.T) {
+	src := "kind: Agent\nname: A\ndescription: d\ninstructions: i\ntool_groups: [G]\nstates:\n" +
+		"  - kind: StateConfig\n    name: S\n    description: d\n    init_state: yes\n    available_tools: [FinishSession]\n"
+	res := LoadAgent([]byte(src))
+	if len(res.Errors) != 1 {
+		t.Fatalf("errors: %v", res.Errors)
+	}
+	e := res.Errors[0]
+	if e.Line != 10 || !strings.Contains(e.Message, `init_state must be true or false, got the string "yes" (YAML 1.2 reads yes as text: write true or false)`) {
+		t.Errorf("error: %v", e)
+	}
+}

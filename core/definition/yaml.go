@@ -260,7 +260,12 @@ func (r *reader) boolean(e entry, what string) (bool, bool) {
 			return b, true
 		}
 	}
-	r.errorf(n, "%s must be true or false, got %s", what, describe(n))
+	hint := ""
+	switch strings.ToLower(n.Value) {
+	case "yes", "no", "on", "off", "y", "n":
+		hint = " (YAML 1.2 reads " + n.Value + " as text: write true or false)"
+	}
+	r.errorf(n, "%s must be true or false, got %s%s", what, describe(n), hint)
 	return false, false
 }
 
@@ -331,3 +336,7 @@ func sortDiagnostics(ds []Diagnostic) {
 		return ds[i].Column < ds[j].Column
 	})
 }
+
+// SortDiagnostics orders diagnostics by position (and file), as every
+// report lists them.
+func SortDiagnostics(ds []Diagnostic) { sortDiagnostics(ds) }
