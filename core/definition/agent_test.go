@@ -61,7 +61,7 @@ func TestAgentErrors(t *testing.T) {
 		{"agent_type missing in a state", "kind: Agent\nname: A\ninstructions: i\nagent_type: Z\nstates:\n  - kind: StateConfig\n    name: S\n    init_state: true\n    available_tools: {X: [a]}\n",
 			[]diag{{9, 22, `has no list for agent_type "Z"`}}},
 		{"wrong kinds and keys", "kind: Agnet\nname: A\ninstructions: i\ntools: []\nstates:\n  - {kind: State, name: S, init_state: yes, available_tools: 5}\n",
-			[]diag{{1, 1, "no state has init_state: true"}, {1, 7, `did you mean "Agent"`}, {4, 1, `unknown key "tools" in the agent`},
+			[]diag{{1, 7, `did you mean "Agent"`}, {4, 1, `unknown key "tools" in the agent`},
 				{6, 12, `kind must be StateConfig`}, {6, 40, "init_state must be true or false"}, {6, 62, "available_tools must be a list"}}},
 		{"no states", "kind: Agent\nname: A\ninstructions: i\nstates: []\n", []diag{{4, 9, "at least one state"}}},
 		{"control characters in names", "kind: Agent\nname: \"A\\u0007\"\ninstructions: i\nstates:\n  - {kind: StateConfig, name: \"S\\n\", init_state: true, available_tools: []}\n",
