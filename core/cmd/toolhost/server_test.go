@@ -293,7 +293,7 @@ func TestServerEndToEnd(t *testing.T) {
 		`{"available_tools":["PostLeadToCMR"]}`:  `(did you mean "PostLeadToCRM"?)`,
 		`{"available_tools":["postleadtocrm"]}`:  `no tool "postleadtocrm"`,
 		`{"available_tools":["SessionInit"]}`:    "skills run by themselves",
-		`{"available_tools":["post_lead"]}`:      `no tool "post_lead"`, // object_names only
+		`{"available_tools":["post_lead"]}`:      `no tool with object_name "post_lead": that is the name of tool "PostLeadToCRM"; use its object_name`, // object_names only
 		`{"available_tools":[],"dialect":"bad"}`: `unknown dialect "bad"`,
 	} {
 		if code := s.do(tokA, "POST", "/v1/tools/schemas", strings.NewReader(body), &p); code != 422 || !strings.Contains(p.Detail, want) {
