@@ -12,6 +12,7 @@ import (
 
 	"toolhost/core/definition"
 	"toolhost/core/runner"
+	"toolhost/core/suggest"
 )
 
 func runValidate(env *Env, args []string) int {
@@ -35,7 +36,8 @@ func runValidate(env *Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "toolhost validate: %v\n", err)
 		return ExitUsage
 	}
-	if definition.Kind(src) == "Agent" {
+	// An agent is checked as an agent, its kind misspelt or not.
+	if kind := definition.Kind(src); kind == "Agent" || kind != "Plugin" && suggest.Closest(kind, []string{"Agent", "Plugin"}) == "Agent" {
 		return validateAgent(env, file, src, *files, *asJSON)
 	}
 	dir := *files

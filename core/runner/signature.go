@@ -100,7 +100,22 @@ func CheckSignature(what string, at definition.Pos, declared []Declared, sig plu
 func loadFailure(sig plugins.Signature) string {
 	msg := fmt.Sprintf("%s cannot be loaded: %s", sig.Callable, sig.Error.Error())
 	tb := strings.TrimSpace(sig.Error.Traceback)
-	if tb != "" && strings.Contains(tb, "File \"") {
+	// Frames of the import machinery say nothing to the author: the
+	// traceback is kept only when it shows the group's own files.
+	own := false
+	for _, line := range strings.Split(tb, "\n") {
+		if l := strings.TrimSpace(line); strings.HasPrefix(l, "File \"") && !strings.HasPrefix(l, "File \"<") {
+			own = true
+		}
+	}
+	if tb != "" && own {
+		var kept []string
+		for _, line := range strings.Split(tb, "\n") {
+			if !strings.HasPrefix(strings.TrimSpace(line), "File \"<") {
+				kept = append(kept, line)
+			}
+		}
+		tb = strings.Join(kept, "\n")
 		// The traceback ends with the error line itself: keep the frames.
 		if i := strings.LastIndex(tb, "\n"); i > 0 && strings.Contains(tb[i:], sig.Error.Message) {
 			tb = strings.TrimSpace(tb[:i])
