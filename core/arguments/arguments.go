@@ -219,6 +219,16 @@ func (c *checker) check(t *typeexpr.Type, v any, path string) (any, *mismatch) {
 		}
 		c.matched++
 		return v, nil
+	case typeexpr.Time:
+		s, ok := v.(string)
+		if !ok {
+			break
+		}
+		if err := CheckTime(s); err != nil {
+			return fail(err.Error())
+		}
+		c.matched++
+		return v, nil
 	case typeexpr.Literal:
 		for _, want := range t.Values {
 			if literalEqual(want, v) {
@@ -326,7 +336,7 @@ func sameKind(t *typeexpr.Type, v any) bool {
 	case nil:
 		return t.Nullable()
 	case string:
-		return t.Kind == typeexpr.String || t.Kind == typeexpr.Date || t.Kind == typeexpr.DateTime ||
+		return t.Kind == typeexpr.String || t.Kind == typeexpr.Date || t.Kind == typeexpr.DateTime || t.Kind == typeexpr.Time ||
 			t.Kind == typeexpr.Literal && hasLiteral(t, typeexpr.StrValue)
 	case json.Number:
 		return t.Kind == typeexpr.Integer || t.Kind == typeexpr.Number ||
@@ -367,6 +377,8 @@ func expected(t *typeexpr.Type) string {
 		return "a date (YYYY-MM-DD)"
 	case typeexpr.DateTime:
 		return "a date-time (RFC 3339, e.g. 2024-01-15T10:30:00Z)"
+	case typeexpr.Time:
+		return "a time (hh:mm or hh:mm:ss[.frac], with an optional Z or ±hh:mm)"
 	}
 	return t.String()
 }
@@ -455,6 +467,47 @@ func CheckDate(s string) error {
 	}
 	if _, err := time.Parse("2006-01-02", s); err != nil {
 		return fmt.Errorf("no such day")
+	}
+	return nil
+}
+
+// CheckTime reports whether s is a time of day as Python and Pydantic read
+// one: hh:mm, or hh:mm:ss with an optional fraction, then an optional "Z"
+// or offset ±hh:mm.
+func CheckTime(s string) error {
+	const form = "not in the form hh:mm[:ss[.frac]][Z|±hh:mm]"
+	if len(s) < 5 || s[2] != ':' || !digits(s[:2]) || !digits(s[3:5]) {
+		return errors.New(form)
+	}
+	h, _ := strconv.Atoi(s[:2])
+	m, _ := strconv.Atoi(s[3:5])
+	rest := s[5:]
+	sec := 0
+	if strings.HasPrefix(rest, ":") {
+		if len(rest) < 3 || !digits(rest[1:3]) {
+			return errors.New(form)
+		}
+		sec, _ = strconv.Atoi(rest[1:3])
+		rest = rest[3:]
+		if strings.HasPrefix(rest, ".") {
+			n := 1
+			for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
+				n++
+			}
+			if n == 1 {
+				return fmt.Errorf("no digits after the decimal point of the seconds")
+			}
+			rest = rest[n:]
+		}
+	}
+	if h > 23 || m > 59 || sec > 59 {
+		return fmt.Errorf("hour, minute or second out of range")
+	}
+	if rest == "" || rest == "Z" || rest == "z" {
+		return nil
+	}
+	if len(rest) != 6 || (rest[0] != '+' && rest[0] != '-') || rest[3] != ':' || !digits(rest[1:3]) || !digits(rest[4:]) {
+		return errors.New(form)
 	}
 	return nil
 }

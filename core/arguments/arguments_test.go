@@ -346,3 +346,20 @@ func TestUnionErrorMatchesBranchAlone(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckTime(t *testing.T) {
+	tests := []struct {
+		in string
+		ok bool
+	}{
+		{"10:30", true}, {"10:30:15", true}, {"10:30:15.123456", true}, {"10:30:15Z", true}, {"23:59:59+03:00", true},
+		{"00:00", true}, {"10:30z", true},
+		{"24:00", false}, {"10:60", false}, {"10:30:60", false}, {"1:30", false}, {"10:3", false}, {"10:30:15.", false},
+		{"10:30+0300", false}, {"10-30", false}, {"", false}, {"10:30:15 Z", false},
+	}
+	for _, tt := range tests {
+		if err := CheckTime(tt.in); (err == nil) != tt.ok {
+			t.Errorf("CheckTime(%q) = %v, want ok %v", tt.in, err, tt.ok)
+		}
+	}
+}

@@ -51,6 +51,8 @@ func datePlan(t *typeexpr.Type) any {
 		return "date"
 	case typeexpr.DateTime:
 		return "datetime"
+	case typeexpr.Time:
+		return "time"
 	case typeexpr.Array:
 		if p := datePlan(t.Elem); p != nil {
 			return map[string]any{"list": p}

@@ -11,6 +11,7 @@ func TestDatePlan(t *testing.T) {
 	tests := []struct{ typ, want string }{
 		{"datetime.date", `"date"`},
 		{"datetime.datetime", `"datetime"`},
+		{"datetime.time", `"time"`},
 		{"Optional[datetime.date]", `"date"`},
 		{"list[datetime.date]", `{"list":"date"}`},
 		{"dict[str, list[datetime.datetime]]", `{"dict":{"list":"datetime"}}`},

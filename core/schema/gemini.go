@@ -58,6 +58,8 @@ func geminiType(t *typeexpr.Type) (Object, error) {
 		return obj("type", "STRING"), nil // no "date" format in Gemini
 	case typeexpr.DateTime:
 		return obj("type", "STRING", "format", "date-time"), nil
+	case typeexpr.Time:
+		return obj("type", "STRING"), nil // no "time" format in Gemini
 	case typeexpr.Null:
 		return nil, refuse("Gemini has no type for a value that can only be null")
 	case typeexpr.Array:

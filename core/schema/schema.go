@@ -231,6 +231,8 @@ func JSONSchemaType(t *typeexpr.Type) Object {
 		return obj("type", "string", "format", "date")
 	case typeexpr.DateTime:
 		return obj("type", "string", "format", "date-time")
+	case typeexpr.Time:
+		return obj("type", "string", "format", "time")
 	case typeexpr.Array:
 		s := obj("type", "array")
 		if t.Elem != nil {

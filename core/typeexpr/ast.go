@@ -37,11 +37,12 @@ const (
 	Null                 // None, null
 	Date                 // datetime.date
 	DateTime             // datetime.datetime
+	Time                 // datetime.time
 	Literal              // Literal[v1, v2, ...]
 	Union                // T1 | T2 | ..., Optional[T], Union[...]
 )
 
-var kindNames = [...]string{"string", "integer", "number", "boolean", "array", "object", "null", "date", "date-time", "literal", "union"}
+var kindNames = [...]string{"string", "integer", "number", "boolean", "array", "object", "null", "date", "date-time", "time", "literal", "union"}
 
 // String returns a lower-case name of the kind, as used in error messages.
 func (k Kind) String() string {
@@ -183,6 +184,8 @@ func (t *Type) write(b *strings.Builder, python bool) {
 		b.WriteString("datetime.date")
 	case DateTime:
 		b.WriteString("datetime.datetime")
+	case Time:
+		b.WriteString("datetime.time")
 	case Array:
 		b.WriteString("list")
 		if t.Elem != nil {

@@ -45,7 +45,7 @@ var simple = map[string]Kind{
 	"float": Number, "number": Number,
 	"bool": Boolean, "boolean": Boolean,
 	"None": Null, "null": Null, "NoneType": Null,
-	"datetime.date": Date, "datetime.datetime": DateTime,
+	"datetime.date": Date, "datetime.datetime": DateTime, "datetime.time": Time,
 }
 
 // generic names the types that may take arguments in brackets.

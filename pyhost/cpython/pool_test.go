@@ -565,22 +565,23 @@ func TestCancelStopsTheWorker(t *testing.T) {
 // and dates a tool returns are written as ISO strings.
 func TestDatesArriveAsObjects(t *testing.T) {
 	p := newPool(t, `import datetime
-def kinds(day, at, days, by_name, plain):
+def kinds(day, at, days, by_name, plain, clock):
     return {"day": type(day).__name__, "at": type(at).__name__, "tz": str(at.tzinfo),
             "days": [type(d).__name__ for d in days], "by_name": {k: type(v).__name__ for k, v in by_name.items()},
-            "plain": type(plain).__name__, "next": day + datetime.timedelta(days=1), "stamp": at}
+            "plain": type(plain).__name__, "next": day + datetime.timedelta(days=1), "stamp": at,
+            "clock": type(clock).__name__, "hour": clock.hour}
 `, plugins.Limits{})
 	conv := map[string]json.RawMessage{"day": json.RawMessage(`"date"`), "at": json.RawMessage(`"datetime"`),
-		"days": json.RawMessage(`{"list":"date"}`), "by_name": json.RawMessage(`{"dict":"datetime"}`)}
+		"days": json.RawMessage(`{"list":"date"}`), "by_name": json.RawMessage(`{"dict":"datetime"}`), "clock": json.RawMessage(`"time"`)}
 	r := p.Call(context.Background(), &plugins.CallRequest{Callable: plugins.Callable{Module: "m", Func: "kinds"},
-		Args:    json.RawMessage(`{"day":"2024-02-29","at":"2024-03-01T10:30:00Z","days":["2024-01-01"],"by_name":{"a":"2024-01-01T00:00:00+02:00"},"plain":"2024-01-01"}`),
+		Args:    json.RawMessage(`{"day":"2024-02-29","at":"2024-03-01T10:30:00Z","days":["2024-01-01"],"by_name":{"a":"2024-01-01T00:00:00+02:00"},"plain":"2024-01-01","clock":"10:30:15Z"}`),
 		Convert: conv})
 	if !r.OK {
 		t.Fatalf("call: %+v", r.Error)
 	}
 	var got map[string]any
 	json.Unmarshal(r.Result, &got)
-	want := `map[at:datetime by_name:map[a:datetime] day:date days:[date] next:2024-03-01 plain:str stamp:2024-03-01T10:30:00+00:00 tz:UTC]`
+	want := `map[at:datetime by_name:map[a:datetime] clock:time day:date days:[date] hour:10 next:2024-03-01 plain:str stamp:2024-03-01T10:30:00+00:00 tz:UTC]`
 	if fmt.Sprint(got) != want {
 		t.Errorf("got  %v\nwant %s", got, want)
 	}

@@ -301,17 +301,19 @@ def convert(value, plan, where):
     """Turns the ISO strings of a date-holding argument into datetime.date
     and datetime.datetime objects, as the plan the host made from the
     parameter's type says; other values are left as they are."""
-    if plan == "date" or plan == "datetime":
+    if plan in ("date", "datetime", "time"):
         if not isinstance(value, str):
             return value
         import datetime
 
         text = value
-        if plan == "datetime" and text[-1:] in ("Z", "z"):
+        if plan != "date" and text[-1:] in ("Z", "z"):
             text = text[:-1] + "+00:00"  # before Python 3.11, fromisoformat takes no Z
         try:
             if plan == "date":
                 return datetime.date.fromisoformat(text)
+            if plan == "time":
+                return datetime.time.fromisoformat(text)
             return datetime.datetime.fromisoformat(text)
         except ValueError as e:
             raise ValueError("argument %s: this Python cannot read %r as a %s (%s)" % (where, value, plan, e)) from None
