@@ -152,6 +152,9 @@ func (c *cursor) markerValue(b *strings.Builder) *lineErr {
 			if ch >= 0x80 || ch < 0x20 && ch != '\t' || ch == '\\' {
 				return c.unexpected(fmt.Sprintf("ASCII text or the closing %c of the string", q))
 			}
+			if ch == '@' {
+				return &lineErr{c.i, `a marker string may not hold "@" (pip reads "@" in a requirement line as a reference to a URL or a file)`}
+			}
 			if (ch == ' ' || ch == '\t') && c.i+1 < len(c.s) && c.s[c.i+1] == '-' {
 				return &lineErr{c.i + 1, `a marker string may not hold a space followed by "-" (pip would read it as an option)`}
 			}

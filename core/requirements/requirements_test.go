@@ -179,6 +179,7 @@ func TestRefused(t *testing.T) {
 		{"dangling and", "pkg; os_name == 'nt' and", 1, 25, "a marker variable"},
 		{"and without space", "pkg; os_name == 'nt' andx", 1, 22, `expected "and", "or" or the end of the line`},
 		{"string with option", "pkg; platform_version == 'a --x'", 1, 29, `space followed by "-"`},
+		{"string with @", "pkg; python_version < \"@\"", 1, 24, `a marker string may not hold "@"`},
 		{"backslash in string", `pkg; os_name == 'a\b'`, 1, 19, "ASCII text or the closing '"},
 		{"non-ASCII string", "pkg; os_name == 'é'", 1, 18, "ASCII text"},
 		{"marker then junk", "pkg; os_name == 'nt' )", 1, 22, `expected "and", "or" or the end of the line`},
