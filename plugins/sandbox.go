@@ -8,6 +8,13 @@ import "fmt"
 // environment that the sandbox could read.
 const EnvSandbox = "TOOLHOST_SANDBOX"
 
+// EnvSandboxSecrets, set to "3" in the launcher's environment, says that
+// its descriptor 3 carries environment entries for the plugin process
+// (NUL-separated, KEY=VALUE) that must not be in any environment on the
+// host side: the plugin's TLS key. The launcher reads them before anything
+// else and hands them on to init with the rest of the configuration.
+const EnvSandboxSecrets = "TOOLHOST_SANDBOX_SECRETS"
+
 // EnvPreload holds, in the plugin process's environment, the load request
 // (JSON) the core is about to send: the plugin starts the group's first
 // worker from it at once, and Load adopts that worker when its request is

@@ -77,8 +77,27 @@ func (l *launch) clientConfig(stderr io.Writer) (*goplugin.ClientConfig, error) 
 // runner is go-plugin's RunnerFunc: spec carries go-plugin's environment
 // and socketDir the folder of the broker's sockets.
 func (l *launch) runner(_ hclog.Logger, spec *exec.Cmd, socketDir string) (runner.Runner, error) {
-	l.cmd.Env = append(append(l.cmd.Env, spec.Env...), service.EnvTLS+"="+l.tlsEnv)
+	l.cmd.Env = append(l.cmd.Env, spec.Env...)
 	r := &pluginRunner{cmd: l.cmd}
+	if l.cfg == nil {
+		// The plugin process itself: its environment is its own.
+		l.cmd.Env = append(l.cmd.Env, service.EnvTLS+"="+l.tlsEnv)
+	} else {
+		// The sandbox's launcher runs on the host: the plugin's key reaches
+		// it on a pipe, never in its environment (/proc/PID/environ).
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		_, err = pw.Write([]byte(service.EnvTLS + "=" + l.tlsEnv + "\x00"))
+		pw.Close()
+		if err != nil {
+			pr.Close()
+			return nil, err
+		}
+		l.cmd.ExtraFiles = []*os.File{pr}
+		l.cmd.Env = append(l.cmd.Env, plugins.EnvSandboxSecrets+"=3")
+	}
 	if l.cfg != nil && socketDir != "" {
 		// The host makes the sockets; the sandbox may only reach them.
 		if err := os.Chmod(socketDir, 0o750); err != nil {
@@ -119,7 +138,11 @@ func (r *pluginRunner) Start(context.Context) error {
 	if r.stderr, err = r.cmd.StderrPipe(); err != nil {
 		return err
 	}
-	return r.cmd.Start()
+	err = r.cmd.Start()
+	for _, f := range r.cmd.ExtraFiles {
+		f.Close() // the child has its own copies
+	}
+	return err
 }
 
 // Diagnose implements runner.Runner.

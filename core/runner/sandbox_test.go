@@ -488,3 +488,29 @@ func TestSandboxWithAndWithoutHelper(t *testing.T) {
 		})
 	}
 }
+
+// TestPluginKeyNotInTheLauncherEnvironment: the sandbox's launcher runs on
+// the host as the server's user; the plugin's TLS key reaches it on a
+// pipe, so that its /proc/PID/environ holds no key, and the plugin process
+// still gets it (the call works).
+func TestPluginKeyNotInTheLauncherEnvironment(t *testing.T) {
+	sb := sandbox(t, plugins.NetworkDeny)
+	needMechanisms(t, sb, plugins.MechUserNS, plugins.MechRoot)
+	g := open(t, attackYAML, Options{Sandbox: sb, Runtime: plugins.RuntimeCPython})
+	if r := attack(t, g, "out = 1"); !r.OK {
+		t.Fatalf("call: %+v", r.Error)
+	}
+	g.mu.Lock()
+	pid := g.proc.cmd.Process.Pid
+	g.mu.Unlock()
+	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(env), "PRIVATE KEY") || strings.Contains(string(env), "PLUGIN_TOOLHOST_TLS") {
+		t.Errorf("the launcher's environment holds the plugin's key")
+	}
+	if !strings.Contains(string(env), plugins.EnvSandbox+"=") {
+		t.Errorf("read the wrong process's environment (pid %d)", pid)
+	}
+}

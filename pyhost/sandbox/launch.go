@@ -40,6 +40,19 @@ func Launch() {
 	if err := json.Unmarshal([]byte(os.Getenv(plugins.EnvSandbox)), &cfg); err != nil {
 		fail("read the sandbox configuration: %v", err)
 	}
+	if os.Getenv(plugins.EnvSandboxSecrets) == "3" {
+		secrets := os.NewFile(3, "secrets")
+		data, err := io.ReadAll(io.LimitReader(secrets, 1<<20))
+		secrets.Close()
+		if err != nil {
+			fail("read the plugin's secrets: %v", err)
+		}
+		for _, kv := range strings.Split(string(data), "\x00") {
+			if kv != "" {
+				cfg.Env = append(cfg.Env, kv)
+			}
+		}
+	}
 	for _, cg := range cfg.Cgroups {
 		if err := os.WriteFile(filepath.Join(cg, "cgroup.procs"), []byte("0"), 0); err != nil {
 			fail("join the cgroup %s: %v", cg, err)
