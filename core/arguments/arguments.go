@@ -199,32 +199,12 @@ func (c *checker) check(t *typeexpr.Type, v any, path string) (any, *mismatch) {
 			c.matched++
 			return nil, nil
 		}
-	case typeexpr.Date:
+	case typeexpr.Date, typeexpr.DateTime, typeexpr.Time:
 		s, ok := v.(string)
 		if !ok {
 			break
 		}
-		if err := CheckDate(s); err != nil {
-			return fail(err.Error())
-		}
-		c.matched++
-		return v, nil
-	case typeexpr.DateTime:
-		s, ok := v.(string)
-		if !ok {
-			break
-		}
-		if err := CheckDateTime(s); err != nil {
-			return fail(err.Error())
-		}
-		c.matched++
-		return v, nil
-	case typeexpr.Time:
-		s, ok := v.(string)
-		if !ok {
-			break
-		}
-		if err := CheckTime(s); err != nil {
+		if err := timeChecks[t.Kind](s); err != nil {
 			return fail(err.Error())
 		}
 		c.matched++
@@ -469,6 +449,11 @@ func CheckDate(s string) error {
 		return fmt.Errorf("no such day")
 	}
 	return nil
+}
+
+// timeChecks check the strings of the date and time kinds.
+var timeChecks = map[typeexpr.Kind]func(string) error{
+	typeexpr.Date: CheckDate, typeexpr.DateTime: CheckDateTime, typeexpr.Time: CheckTime,
 }
 
 // CheckTime reports whether s is a time of day as Python and Pydantic read

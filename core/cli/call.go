@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"toolhost/core/definition"
@@ -102,19 +101,6 @@ func localPipeline(rf runFlags) (*pipeline.Pipeline, func()) {
 // callTimeout is the --timeout flag.
 func (rf runFlags) callTimeout() time.Duration {
 	return time.Duration(*rf.timeout * float64(time.Second))
-}
-
-// openedGroup is the Runner of `toolhost call`: the group once it is open
-// (the group's own toolhost.call_tool handler holds it before).
-type openedGroup struct{ g atomic.Pointer[runner.Group] }
-
-// Run implements pipeline.Runner.
-func (o *openedGroup) Run(ctx context.Context, inv *pipeline.Invocation) *plugins.CallResponse {
-	g := o.g.Load()
-	if g == nil {
-		return &plugins.CallResponse{Error: &plugins.ToolError{Kind: plugins.ErrLoad, Message: "the group is not open"}}
-	}
-	return g.CallTimeout(ctx, inv.Impl, inv.Args, inv.Context, inv.Timeout)
 }
 
 // runFlags are the flags of commands that run a group.
@@ -235,7 +221,7 @@ func runCall(env *Env, args []string) int {
 	}
 	p, closeP := localPipeline(rf)
 	defer closeP()
-	opened := &openedGroup{}
+	opened := &pipeline.GroupRunner{}
 	p.Runner = opened
 	var g *runner.Group
 	_, g, code = openGroup(env, "call", file, rf, func(o *runner.Options) {
@@ -247,7 +233,7 @@ func runCall(env *Env, args []string) int {
 		return code
 	}
 	defer g.Close()
-	opened.g.Store(g)
+	opened.Set(g)
 	var result any
 	ok = false
 	if target.tool == nil { // a skill: no pipeline keys

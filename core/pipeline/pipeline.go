@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"toolhost/core/arguments"
@@ -306,16 +307,19 @@ func (p *Pipeline) RunSkill(ctx context.Context, req *SkillRequest) (*plugins.Ca
 	return resp, clean, nil
 }
 
-// OneGroup is the Runner of one open group (the CLI's).
-type OneGroup struct{ Group *runner.Group }
+// GroupRunner is the Runner of one open group (the CLI's, tests'). The
+// group may be set after the runner is handed over: a group's
+// toolhost.call_tool handler holds its pipeline before the group is open.
+type GroupRunner struct{ g atomic.Pointer[runner.Group] }
+
+// Set gives the runner its group.
+func (o *GroupRunner) Set(g *runner.Group) { o.g.Store(g) }
 
 // Run implements Runner.
-func (o OneGroup) Run(ctx context.Context, inv *Invocation) *plugins.CallResponse {
-	return o.Group.CallTimeout(ctx, inv.Impl, inv.Args, inv.Context, inv.Timeout)
-}
-
-// NewAnswer is the answer of a call that did not go through Run (a
-// skill run by toolhost call, say).
-func NewAnswer(tool string, resp *plugins.CallResponse) *Answer {
-	return &Answer{Result: runner.NewResult(resp), Tool: tool, Attempts: 1, Worker: resp.Worker}
+func (o *GroupRunner) Run(ctx context.Context, inv *Invocation) *plugins.CallResponse {
+	g := o.g.Load()
+	if g == nil {
+		return &plugins.CallResponse{Error: &plugins.ToolError{Kind: plugins.ErrLoad, Message: "the group is not open"}}
+	}
+	return g.CallTimeout(ctx, inv.Impl, inv.Args, inv.Context, inv.Timeout)
 }

@@ -94,15 +94,15 @@ func (r *Registry) folder(ctx context.Context, tenant int64, key string, def *de
 // generation that serves a group listing it: the serving generation keeps
 // running its own files while the new one loads.
 func (r *Registry) keepFiles(ctx context.Context, tenant int64, path string) {
-	gs, err := r.db.Groups(ctx, tenant)
-	if err != nil {
-		return
-	}
-	for _, g := range gs {
-		s, ok := r.servingRow(tenant, g.Name)
-		if !ok {
-			continue
+	r.mu.Lock()
+	var serving []storage.Group
+	for k, g := range r.serving {
+		if k.tenant == tenant {
+			serving = append(serving, g)
 		}
+	}
+	r.mu.Unlock()
+	for _, s := range serving {
 		if v, err := viewOf(s); err != nil || !contains(v.Dependencies, path) {
 			continue
 		}

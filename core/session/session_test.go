@@ -40,10 +40,12 @@ func engine(t *testing.T, runtime string) (*Engine, *Memory) {
 	if !ar.OK() {
 		t.Fatal(ar.Errors)
 	}
+	run := &pipeline.GroupRunner{}
+	run.Set(g)
 	mem := NewMemory()
 	mem.Knowledge["faq"] = "Refunds take five days.\n\nWe open at nine."
 	return &Engine{Agent: ar.Agent, Groups: []*definition.Group{res.Group}, Store: mem,
-		Pipeline: &pipeline.Pipeline{Runner: pipeline.OneGroup{Group: g}, Log: mem}}, mem
+		Pipeline: &pipeline.Pipeline{Runner: run, Log: mem}}, mem
 }
 
 func TestSessionLifecycle(t *testing.T) {

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -177,5 +176,4 @@ func TestUpdateWithoutDowntime(t *testing.T) {
 	if !strings.Contains(errs.String(), `"msg":"group serving"`) && !strings.Contains(errs.String(), "msg=\"group serving\"") {
 		t.Errorf("the switch is not in the log:\n%.3000s", errs.String())
 	}
-	_ = http.StatusOK
 }
