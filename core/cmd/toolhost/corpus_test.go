@@ -127,9 +127,7 @@ func TestAuthoringCorpus(t *testing.T) {
 				}
 				c := s.do(token, "POST", "/v1/agents", strings.NewReader(files["agent"]), &p)
 				r := reported{}
-				for _, e := range p.Errors {
-					r.Errors = append(r.Errors, e)
-				}
+				r.Errors = append(r.Errors, p.Errors...)
 				if c != 422 || !has(r, m) {
 					t.Errorf("agent upload: %d %+v", c, p)
 				}
