@@ -59,7 +59,7 @@ func (s *Server) getAgent(w http.ResponseWriter, r *http.Request, name string) e
 
 // deleteAgent removes an agent definition.
 func (s *Server) deleteAgent(w http.ResponseWriter, r *http.Request, name string) error {
-	if err := s.DB.DeleteAgent(r.Context(), tenantOf(r).ID, name); err != nil {
+	if err := s.Calls.DeleteAgent(r.Context(), tenantOf(r).ID, name); err != nil {
 		return agentGone(err, name, nil)
 	}
 	w.WriteHeader(http.StatusNoContent)

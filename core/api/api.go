@@ -6,18 +6,21 @@
 // every error into the problem that answers it. The files are cut by
 // concept: routes.go (routing, methods, authentication), problems.go,
 // files.go, groups.go, tools.go, agents.go, sessions.go, knowledge.go,
-// body.go (request bodies), metrics.go and keyedlock.go.
+// body.go (request bodies), metrics.go and mcp.go.
 package api
 
 import (
 	_ "embed"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"toolhost/core/calls"
+	"toolhost/core/mcpserver"
 	"toolhost/core/registry"
 	"toolhost/storage"
 )
@@ -34,6 +37,8 @@ type Server struct {
 	Registry *registry.Registry
 	// Calls is the call path (made over Registry when nil).
 	Calls *calls.Service
+	// MCP serves /mcp and /mcp/agents/{agent} (made over Calls when nil).
+	MCP *mcpserver.Handler
 	// MaxFileSize bounds an uploaded file (413 past it).
 	MaxFileSize int64
 	Log         *slog.Logger
@@ -54,12 +59,29 @@ type Server struct {
 	// DefaultMaxUploads.
 	MaxUploads int
 
-	tokens       sync.Map   // token → cachedTenant
-	sessionLocks keyedLocks // serialises the requests of one session
-	uploadsMu    sync.Mutex
-	uploads      map[int64]int // tenant → request bodies in transfer
-	draining     atomic.Bool   // shutting down: /readyz answers 503
-	inflight     atomic.Int64  // requests under /v1/ being served
+	tokens    sync.Map // token → cachedTenant
+	uploadsMu sync.Mutex
+	uploads   map[int64]int // tenant → request bodies in transfer
+	draining  atomic.Bool   // shutting down: /readyz answers 503
+	inflight  atomic.Int64  // requests under /v1/ being served
+}
+
+// Version is toolhost's module version as the binary was built (its
+// pseudo-version names the commit), or "devel" when the build has none.
+func Version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "devel"
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return strings.TrimPrefix(v, "v")
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			return "devel+" + s.Value[:12]
+		}
+	}
+	return "devel"
 }
 
 // InFlight is how many requests under /v1/ (calls, uploads, ...) are being
@@ -84,6 +106,9 @@ func (s *Server) Handler() http.Handler {
 	}
 	if s.Calls == nil {
 		s.Calls = calls.New(calls.Config{DB: s.DB, Registry: s.Registry, Observer: s.Metrics})
+	}
+	if s.MCP == nil {
+		s.MCP = &mcpserver.Handler{Calls: s.Calls, Registry: s.Registry, Version: Version(), Logger: s.Log}
 	}
 	if s.BodyGrace <= 0 {
 		s.BodyGrace = DefaultBodyGrace

@@ -28,7 +28,9 @@ type tenantKey struct{}
 // route serves a request; the error of its handler, if any, is answered
 // as a problem.
 func (s *Server) route(w http.ResponseWriter, r *http.Request) {
-	if strings.HasPrefix(r.URL.Path, "/v1/") {
+	// An MCP GET is a stream of notifications that lasts as long as its
+	// session, not work: a shutdown closes the sessions instead.
+	if strings.HasPrefix(r.URL.Path, "/v1/") || isMCP(r.URL.Path) && r.Method != http.MethodGet {
 		// Work, as opposed to probes: counted, and refused once the server
 		// is shutting down.
 		s.inflight.Add(1)
@@ -75,6 +77,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) error {
 			w.Write(openAPI)
 			return nil
 		})
+	case isMCP(path):
+		tenant, err := s.authenticate(r)
+		if err != nil {
+			return err
+		}
+		s.MCP.ServeTenant(w, r, tenant.ID)
+		return nil
 	case strings.HasPrefix(path, "/v1/"):
 		tenant, err := s.authenticate(r)
 		if err != nil {
@@ -89,6 +98,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) error {
 		return noEndpoint(path)
 	}
 }
+
+// isMCP reports whether a path is one of MCP's: /mcp, /mcp/agents/AGENT.
+func isMCP(path string) bool { return path == "/mcp" || strings.HasPrefix(path, "/mcp/") }
 
 // routeTenant routes the endpoints of a tenant.
 func (s *Server) routeTenant(w http.ResponseWriter, r *http.Request, path string) error {

@@ -3,10 +3,11 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 
+	"toolhost/core/calls"
 	"toolhost/core/session"
 	"toolhost/storage"
 )
@@ -55,14 +56,12 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 // inSession runs f on the session id of the request's tenant, holding the
 // session's lock: the requests of one session are served one at a time.
 func (s *Server) inSession(r *http.Request, id string, f func(sess *storage.Session) error) error {
-	tenant := tenantOf(r).ID
-	unlock := s.sessionLocks.lock(strconv.FormatInt(tenant, 10) + "/" + id)
-	defer unlock()
-	sess, err := s.DB.Session(r.Context(), tenant, id)
-	if err != nil {
-		return noSuch(err, "no session %q", id)
+	err := s.Calls.InSession(r.Context(), tenantOf(r).ID, id, f)
+	var ns *calls.NoSessionError
+	if errors.As(err, &ns) {
+		return &notFoundError{ns.Error()}
 	}
-	return f(sess)
+	return err
 }
 
 // engine makes the session engine of an agent. A missing agent is a 404

@@ -3,6 +3,7 @@ package calls
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -86,7 +87,17 @@ func (s *Service) PutAgent(ctx context.Context, tenant int64, yaml []byte) (*Age
 	if err := s.db.PutAgent(ctx, tenant, res.Agent.Name, yaml); err != nil {
 		return nil, err
 	}
+	s.changed.Notify(agentKey(tenant, res.Agent.Name))
 	return agentView(res.Agent, res.Warnings), nil
+}
+
+// DeleteAgent deletes a stored agent.
+func (s *Service) DeleteAgent(ctx context.Context, tenant int64, name string) error {
+	if err := s.db.DeleteAgent(ctx, tenant, name); err != nil {
+		return err
+	}
+	s.changed.Notify(agentKey(tenant, name))
+	return nil
 }
 
 // Agent returns a stored agent, parsed.
@@ -178,25 +189,9 @@ func (s *Service) StateTools(ctx context.Context, tenant int64, agentName, state
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	st := eng.Agent.State(state)
-	if st == nil {
+	tools, groups, missing, ok := eng.StateTools(state)
+	if !ok {
 		return nil, nil, nil, fmt.Errorf("agent %q has no state %q: %w", agentName, state, storage.ErrNotFound)
-	}
-	var tools []*definition.Tool
-	var groups []string
-	missing := []string{}
-	for _, ref := range st.Tools {
-		g, t := eng.Resolve(ref.Name)
-		if t == nil {
-			missing = append(missing, ref.Name)
-			continue
-		}
-		tools = append(tools, t)
-		if g != nil {
-			groups = append(groups, g.Name)
-		} else {
-			groups = append(groups, "built-in")
-		}
 	}
 	return tools, groups, missing, nil
 }
@@ -224,8 +219,47 @@ func (s *Service) Engine(ctx context.Context, tenant int64, agentName string) (*
 		}
 		groups = append(groups, g)
 	}
-	return &session.Engine{Agent: a, Groups: groups, Store: &tenantStore{db: s.db, tenant: tenant}, Pipeline: s.Pipeline(tenant)}, nil
+	return &session.Engine{Agent: a, Groups: groups, Store: &tenantStore{db: s.db, tenant: tenant}, Pipeline: s.Pipeline(tenant),
+		OnChange: func(sess *storage.Session) { s.changed.Notify(sessionKey(tenant, sess.ID)) }}, nil
 }
+
+// InSession runs f on a tenant's session, read afresh, holding the
+// session's lock: the work on one session (a call, a change of state, its
+// finish) is done one at a time, whichever door it came through.
+func (s *Service) InSession(ctx context.Context, tenant int64, id string, f func(sess *storage.Session) error) error {
+	unlock := s.sessionLocks.lock(sessionKey(tenant, id))
+	defer unlock()
+	sess, err := s.db.Session(ctx, tenant, id)
+	if err != nil {
+		if errors.Is(err, storage.ErrNotFound) {
+			return &NoSessionError{ID: id}
+		}
+		return err
+	}
+	return f(sess)
+}
+
+// NoSessionError is a session id the tenant has no session of.
+type NoSessionError struct{ ID string }
+
+// Error implements error.
+func (e *NoSessionError) Error() string { return fmt.Sprintf("no session %q", e.ID) }
+
+// SessionChanged returns a channel closed at the next change of a
+// tenant's session (a move to another state, its finish), and the stop to
+// call when the caller no longer waits.
+func (s *Service) SessionChanged(tenant int64, id string) (<-chan struct{}, func()) {
+	return s.changed.Watch(sessionKey(tenant, id))
+}
+
+// AgentChanged returns a channel closed at the next change of a tenant's
+// agent definition, and the stop to call when the caller no longer waits.
+func (s *Service) AgentChanged(tenant int64, name string) (<-chan struct{}, func()) {
+	return s.changed.Watch(agentKey(tenant, name))
+}
+
+func sessionKey(tenant int64, id string) string { return fmt.Sprintf("s/%d/%s", tenant, id) }
+func agentKey(tenant int64, name string) string { return fmt.Sprintf("a/%d/%s", tenant, name) }
 
 // tenantStore is the session store of one tenant, in the database.
 type tenantStore struct {

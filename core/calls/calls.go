@@ -13,6 +13,7 @@ import (
 	"os"
 	"time"
 
+	"toolhost/core/internal/watch"
 	"toolhost/core/pipeline"
 	"toolhost/core/registry"
 	"toolhost/core/runner"
@@ -46,6 +47,12 @@ type Service struct {
 	timeout  time.Duration
 	renderer *templates.Renderer
 	agents   agentCache
+	// sessionLocks serialises the work on one session, whichever door
+	// (the API, MCP) it comes through.
+	sessionLocks keyedLocks
+	// changed wakes the watchers of a session (state, finish) or of an
+	// agent (a new definition).
+	changed watch.Hub
 }
 
 // New makes the call path over a registry and hands the registry its

@@ -53,6 +53,8 @@ func init() {
 			"toolhost tenant create|token NAME | revoke TOKEN|- | list [--data DIR]", runTenant},
 		"session": {"run a session locally: init skills, one call per stdin line, finish skills",
 			"toolhost session [--files DIR] [--var K=V ...] [--knowledge DIR] GROUP.yaml|AGENT.yaml", runSession},
+		"mcp": {"serve a group or an agent to an MCP client (Claude Desktop, Cursor, the MCP Inspector) over stdio",
+			"toolhost mcp [--files DIR] [--var K=V ...] [--knowledge DIR] [run flags] GROUP.yaml|AGENT.yaml", runMCP},
 		"logs": {"print a session's system and trace logs, one JSON object a line",
 			"toolhost logs [--data DIR] [--kind system|trace] SESSION", runLogs},
 		"help": {"show help for a command", "toolhost help [COMMAND]", runHelp},

@@ -147,6 +147,11 @@ func runServe(env *Env, args []string) int {
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	// MCP sessions end (their notification streams close, agents' finish
+	// skills run) before the server stops.
+	if err := apiServer.MCP.Close(sctx); err != nil {
+		log.Warn("shutdown: MCP sessions still finishing", "error", err)
+	}
 	if err := srv.Shutdown(sctx); err != nil {
 		log.Error("shutdown", "error", err)
 	}

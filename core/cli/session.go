@@ -69,17 +69,25 @@ func parseVar(kv string) (string, any, error) {
 	if !ok || k == "" {
 		return "", nil, fmt.Errorf("--var wants NAME=VALUE, got %q", kv)
 	}
-	var j any
-	dec := json.NewDecoder(strings.NewReader(v))
-	dec.UseNumber()
-	if err := dec.Decode(&j); err == nil && !dec.More() {
-		return k, j, nil
-	}
-	return k, v, nil
+	return k, session.ParseValue(v), nil
 }
 
-func runSession(env *Env, args []string) int {
-	fs := newFlags(env, "session")
+// localSession is what `toolhost session` and `toolhost mcp` run: an
+// agent (or a group alone) over its own plugin processes and a session
+// store in memory.
+type localSession struct {
+	eng   *session.Engine
+	store *session.Memory
+	vars  map[string]any
+	close func()
+}
+
+// openLocalSession parses the command line shared by `toolhost session`
+// and `toolhost mcp` and opens what it names; the events of the session
+// (start, skills, state changes, finish) go to stderr, one JSON object a
+// line.
+func openLocalSession(env *Env, name string, args []string) (*localSession, int) {
+	fs := newFlags(env, name)
 	rf := addRunFlags(fs)
 	groupsDir := fs.String("groups", "", "`DIR` to find the agent's groups in (default: the agent's folder and the folder above it)")
 	knowledge := fs.String("knowledge", "", "`DIR` of knowledge documents (FILE.txt or FILE.md is the document FILE)")
@@ -87,38 +95,38 @@ func runSession(env *Env, args []string) int {
 	fs.Var(&vars, "var", "a session variable `NAME=VALUE` (JSON or text); repeatable")
 	pos, code, ok := parse(fs, args)
 	if !ok {
-		return code
+		return nil, code
 	}
 	if len(pos) != 1 {
-		fmt.Fprintln(env.Stderr, "toolhost session: want one GROUP.yaml or AGENT.yaml")
+		fmt.Fprintf(env.Stderr, "toolhost %s: want one GROUP.yaml or AGENT.yaml\n", name)
 		fs.Usage()
-		return ExitUsage
+		return nil, ExitUsage
 	}
 	variables := map[string]any{}
 	for _, kv := range vars {
 		k, v, err := parseVar(kv)
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "toolhost session: %v\n", err)
-			return ExitUsage
+			fmt.Fprintf(env.Stderr, "toolhost %s: %v\n", name, err)
+			return nil, ExitUsage
 		}
 		variables[k] = v
 	}
 	file := pos[0]
 	src, err := os.ReadFile(file)
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "toolhost session: %v\n", err)
-		return ExitUsage
+		fmt.Fprintf(env.Stderr, "toolhost %s: %v\n", name, err)
+		return nil, ExitUsage
 	}
 	agent, groups, dirs, code := localAgent(env, file, src, *groupsDir)
 	if agent == nil {
-		return code
+		return nil, code
 	}
-	opts, code := runOptions(env, "session", rf)
+	opts, code := runOptions(env, name, rf)
 	if code != ExitOK {
-		return code
+		return nil, code
 	}
 	for _, w := range opts.Sandbox.Warnings() {
-		fmt.Fprintf(env.Stderr, "toolhost session: WARNING: %s\n", w)
+		fmt.Fprintf(env.Stderr, "toolhost %s: WARNING: %s\n", name, w)
 	}
 	store := session.NewMemory()
 	if *knowledge != "" {
@@ -130,17 +138,31 @@ func runSession(env *Env, args []string) int {
 		}
 	}
 	events := json.NewEncoder(env.Stderr)
+	var mu sync.Mutex
 	store.OnLog = func(kind, event string, data any) {
 		if event == "session_start" || event == "skill_call" || event == "state_change" || event == "session_finish" {
+			mu.Lock()
 			events.Encode(map[string]any{"event": event, "data": data})
+			mu.Unlock()
 		}
 	}
 	caller := &localCaller{opts: opts, files: *rf.files, dirs: dirs, open: map[string]*runner.Group{}}
-	defer caller.close()
 	pl, closeP := localPipeline(rf)
-	defer closeP()
 	pl.Runner, pl.Log = caller, store
 	eng := &session.Engine{Agent: agent, Groups: groups, Store: store, Pipeline: pl}
+	return &localSession{eng: eng, store: store, vars: variables, close: func() {
+		caller.close()
+		closeP()
+	}}, ExitOK
+}
+
+func runSession(env *Env, args []string) int {
+	ls, code := openLocalSession(env, "session", args)
+	if ls == nil {
+		return code
+	}
+	defer ls.close()
+	eng, variables := ls.eng, ls.vars
 	ctx := context.Background()
 	sess, _, err := eng.Start(ctx, variables)
 	if err != nil {

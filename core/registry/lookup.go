@@ -5,6 +5,7 @@ package registry
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"toolhost/core/definition"
@@ -24,6 +25,14 @@ func (r *Registry) invalidate(tenant int64) {
 	delete(r.index, tenant)
 	r.changes[tenant]++
 	r.mu.Unlock()
+	r.changed.Notify(strconv.FormatInt(tenant, 10))
+}
+
+// Changed returns a channel closed at the next change of a tenant's groups
+// (a group stored, deleted, or becoming Ready or Error, a generation
+// switched), and the stop to call when the caller no longer waits.
+func (r *Registry) Changed(tenant int64) (<-chan struct{}, func()) {
+	return r.changed.Watch(strconv.FormatInt(tenant, 10))
 }
 
 // tools returns a tenant's tool index, building it when needed.
@@ -226,6 +235,23 @@ func (r *Registry) FindTool(ctx context.Context, tenant int64, name string, byNa
 		}
 	}
 	return t, nil
+}
+
+// HasGroup answers an UnknownGroupError (with did-you-mean) when a
+// tenant has no group of that name, stored in any status.
+func (r *Registry) HasGroup(ctx context.Context, tenant int64, name string) error {
+	idx, err := r.tools(ctx, tenant)
+	if err != nil {
+		return err
+	}
+	names := make([]string, len(idx.groups))
+	for i, g := range idx.groups {
+		if g.Name == name {
+			return nil
+		}
+		names[i] = g.Name
+	}
+	return &UnknownGroupError{Name: name, Suggest: closest(name, names)}
 }
 
 // Definitions parses every stored group of a tenant, by name, with its

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"toolhost/core/definition"
+	"toolhost/core/internal/watch"
 	"toolhost/core/runner"
 	"toolhost/storage"
 )
@@ -50,6 +51,10 @@ type Registry struct {
 	wg     sync.WaitGroup
 	stop   chan struct{}
 	closed sync.Once
+
+	// changed wakes the watchers of a tenant's groups (MCP sessions) at
+	// every invalidation.
+	changed watch.Hub
 
 	// toolCalls serves toolhost.call_tool (set by the call path above).
 	toolCalls atomic.Pointer[ToolCallHandler]

@@ -38,6 +38,14 @@ func (m *Memory) SaveSession(_ context.Context, s *storage.Session) error {
 	return nil
 }
 
+// Session returns a stored session.
+func (m *Memory) Session(id string) (*storage.Session, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.Sessions[id]
+	return s, ok
+}
+
 // Log implements Store.
 func (m *Memory) Log(_ context.Context, _ string, kind, event string, data any) error {
 	b, _ := json.Marshal(data)

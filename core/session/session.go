@@ -43,6 +43,27 @@ type Engine struct {
 	// Pipeline takes every call: tools (built-ins too) and skills. Its
 	// Runner runs the groups' implementations.
 	Pipeline *pipeline.Pipeline
+	// Door labels the session's calls (pipeline.DoorSession when empty).
+	Door pipeline.Door
+	// OnChange, when set, is told after a session moved to another state
+	// or finished, so that whoever shows the session's tools (an MCP
+	// session) can tell its client.
+	OnChange func(s *storage.Session)
+}
+
+// door is the label of the session's calls.
+func (e *Engine) door() pipeline.Door {
+	if e.Door == "" {
+		return pipeline.DoorSession
+	}
+	return e.Door
+}
+
+// changed tells OnChange.
+func (e *Engine) changed(s *storage.Session) {
+	if e.OnChange != nil {
+		e.OnChange(s)
+	}
 }
 
 // Errors a caller tells apart.
@@ -105,6 +126,12 @@ func (e *Engine) Start(ctx context.Context, vars map[string]any) (*storage.Sessi
 
 // StartWith is Start with allowed_tool_tags for the whole session.
 func (e *Engine) StartWith(ctx context.Context, vars map[string]any, allowedTags []string) (*storage.Session, []SkillOutcome, error) {
+	return e.StartAs(ctx, NewID(), vars, allowedTags)
+}
+
+// StartAs is StartWith with the session's id chosen by the caller (an MCP
+// session's id is its toolhost session's); the id must be new, as NewID's.
+func (e *Engine) StartAs(ctx context.Context, id string, vars map[string]any, allowedTags []string) (*storage.Session, []SkillOutcome, error) {
 	init := e.Agent.InitState()
 	if init == nil {
 		return nil, nil, fmt.Errorf("agent %q has no initial state", e.Agent.Name)
@@ -112,7 +139,7 @@ func (e *Engine) StartWith(ctx context.Context, vars map[string]any, allowedTags
 	if vars == nil {
 		vars = map[string]any{}
 	}
-	s := &storage.Session{ID: NewID(), Agent: e.Agent.Name, State: init.Name, Variables: vars, AllowedTags: allowedTags,
+	s := &storage.Session{ID: id, Agent: e.Agent.Name, State: init.Name, Variables: vars, AllowedTags: allowedTags,
 		CreatedAt: time.Now().UTC().Format(time.RFC3339Nano)}
 	if err := e.Store.SaveSession(ctx, s); err != nil {
 		return nil, nil, err
@@ -237,6 +264,33 @@ func (e *Engine) available(s *storage.Session, name string) (*definition.Group, 
 		suggest.DidYouMean(name, candidates), strings.Join(names, ", "))}
 }
 
+// StateTools resolves the tools of one of the agent's states, in order,
+// with the name of the group each comes from ("built-in" for built-ins),
+// and the names the state lists that no attached group has now (a group
+// changed after the agent was stored): those are left out. A state the
+// agent does not have has no tools (ok is false).
+func (e *Engine) StateTools(state string) (tools []*definition.Tool, groups, missing []string, ok bool) {
+	st := e.Agent.State(state)
+	if st == nil {
+		return nil, nil, nil, false
+	}
+	missing = []string{}
+	for _, ref := range st.Tools {
+		g, t := e.Resolve(ref.Name)
+		if t == nil {
+			missing = append(missing, ref.Name)
+			continue
+		}
+		tools = append(tools, t)
+		if g != nil {
+			groups = append(groups, g.Name)
+		} else {
+			groups = append(groups, "built-in")
+		}
+	}
+	return tools, groups, missing, true
+}
+
 // Resolve finds an object_name among the attached groups, then the
 // built-in tools; the group is nil for a built-in, both are nil when
 // nothing has the name.
@@ -258,16 +312,16 @@ func (e *Engine) Resolve(objectName string) (*definition.Group, *definition.Tool
 // with its reason.
 func (e *Engine) Call(ctx context.Context, s *storage.Session, name string, args json.RawMessage) (*pipeline.Answer, error) {
 	if s.Closed {
-		e.Pipeline.Refused(ctx, pipeline.DoorSession, s.ID, name, &ToolError{Status: 409, Message: ErrClosed.Error()})
+		e.Pipeline.Refused(ctx, e.door(), s.ID, name, &ToolError{Status: 409, Message: ErrClosed.Error()})
 		return nil, ErrClosed
 	}
 	g, t, err := e.available(s, name)
 	if err != nil {
-		e.Pipeline.Refused(ctx, pipeline.DoorSession, s.ID, name, err)
+		e.Pipeline.Refused(ctx, e.door(), s.ID, name, err)
 		return nil, err
 	}
 	run := &sessionRunner{e: e, s: s}
-	a, err := e.Pipeline.Run(ctx, &pipeline.Request{Door: pipeline.DoorSession, Group: g, Tool: t, Args: args, Session: s.ID,
+	a, err := e.Pipeline.Run(ctx, &pipeline.Request{Door: e.door(), Group: g, Tool: t, Args: args, Session: s.ID,
 		Context: e.callContext(s), AllowedTags: s.AllowedTags, Runner: run})
 	if err != nil {
 		var ae *pipeline.ArgumentsError
@@ -283,6 +337,7 @@ func (e *Engine) Call(ctx context.Context, s *storage.Session, name string, args
 	// What the call caused comes after it in the log.
 	if run.finished != nil {
 		e.log(ctx, s, "system", "session_finish", run.finished)
+		e.changed(s)
 	}
 	return a, nil
 }
@@ -384,6 +439,7 @@ func (e *Engine) SetState(ctx context.Context, s *storage.Session, name string) 
 		return err
 	}
 	e.log(ctx, s, "system", "state_change", map[string]any{"from": from, "to": name})
+	e.changed(s)
 	return nil
 }
 
@@ -392,6 +448,7 @@ func (e *Engine) Finish(ctx context.Context, s *storage.Session) ([]SkillOutcome
 	outcomes, err := e.finish(ctx, s)
 	if err == nil {
 		e.log(ctx, s, "system", "session_finish", map[string]any{"variables": s.Variables, "skills": outcomes})
+		e.changed(s)
 	}
 	return outcomes, err
 }
@@ -405,6 +462,18 @@ func (e *Engine) finish(ctx context.Context, s *storage.Session) ([]SkillOutcome
 	s.Closed = true
 	s.FinishedAt = time.Now().UTC().Format(time.RFC3339Nano)
 	return outcomes, e.Store.SaveSession(ctx, s)
+}
+
+// ParseValue reads a session variable's value as a command line or a
+// query parameter gives it: JSON when it parses as JSON, else the text.
+func ParseValue(v string) any {
+	var j any
+	dec := json.NewDecoder(strings.NewReader(v))
+	dec.UseNumber()
+	if err := dec.Decode(&j); err == nil && !dec.More() {
+		return j
+	}
+	return v
 }
 
 var placeholder = regexp.MustCompile(`__([A-Za-z][A-Za-z0-9_]*?)__`)

@@ -1,0 +1,275 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"toolhost/core/calls"
+	"toolhost/core/internal/watch"
+	"toolhost/core/registry"
+	"toolhost/core/session"
+	"toolhost/storage"
+)
+
+// DefaultSessionTimeout is how long an MCP session may go without a
+// request before it is closed (and an agent's session finished).
+const DefaultSessionTimeout = 30 * time.Minute
+
+// Handler serves MCP over streamable HTTP for the server's tenants:
+//
+//	/mcp                  the tenant's Ready tools (?group=NAME: one group's)
+//	/mcp/agents/{agent}   an agent: each MCP session is a toolhost session
+//
+// The caller authenticates the request (the tenant's bearer token) and
+// hands over the tenant with ServeTenant. An MCP session belongs to the
+// tenant that opened it: its id used with another tenant's token is
+// refused (403).
+type Handler struct {
+	Calls    *calls.Service
+	Registry *registry.Registry
+	// Version is toolhost's version, for serverInfo.
+	Version string
+	// ProgressEvery is how often a long call reports (0: one second).
+	ProgressEvery time.Duration
+	// SessionTimeout closes sessions idle for that long (0:
+	// DefaultSessionTimeout).
+	SessionTimeout time.Duration
+	Logger         *slog.Logger
+
+	once    sync.Once
+	tools   http.Handler // /mcp
+	agents  http.Handler // /mcp/agents/
+	proto   *mcp.Server  // answers the SDK's protocol-version check
+	mu      sync.Mutex
+	servers map[*mcp.ServerSession]struct{} // live sessions
+	ended   sync.WaitGroup
+}
+
+type (
+	serverKey struct{}
+	tenantKey struct{}
+)
+
+func (h *Handler) init() {
+	h.once.Do(func() {
+		if h.Logger == nil {
+			h.Logger = slog.New(slog.DiscardHandler)
+		}
+		if h.SessionTimeout <= 0 {
+			h.SessionTimeout = DefaultSessionTimeout
+		}
+		h.servers = map[*mcp.ServerSession]struct{}{}
+		h.proto = mcp.NewServer(&mcp.Implementation{Name: "toolhost", Version: h.Version},
+			&mcp.ServerOptions{SupportedProtocolVersions: ProtocolVersions})
+		// Each new session gets the server made for it (see newServer);
+		// the others only have their protocol version checked.
+		getServer := func(r *http.Request) *mcp.Server {
+			if s, ok := r.Context().Value(serverKey{}).(*mcp.Server); ok {
+				return s
+			}
+			return h.proto
+		}
+		opts := &mcp.StreamableHTTPOptions{
+			SessionTimeout: h.SessionTimeout,
+			Logger:         h.Logger,
+			// Every request carries the tenant's bearer token, which a DNS
+			// rebinding page cannot have; and behind a reverse proxy on the
+			// same host, the Host header is the public name.
+			DisableLocalhostProtection: true,
+		}
+		// The SDK binds a session to the user of the request that opened
+		// it: here, the tenant.
+		bind := auth.RequireBearerToken(func(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
+			tenant, ok := ctx.Value(tenantKey{}).(int64)
+			if !ok {
+				return nil, auth.ErrInvalidToken
+			}
+			return &auth.TokenInfo{UserID: "tenant/" + strconv.FormatInt(tenant, 10), Expiration: time.Now().Add(time.Hour)}, nil
+		}, nil)
+		h.tools = bind(mcp.NewStreamableHTTPHandler(getServer, opts))
+		h.agents = bind(mcp.NewStreamableHTTPHandler(getServer, opts))
+	})
+}
+
+// ServeTenant serves one MCP request of an authenticated tenant.
+func (h *Handler) ServeTenant(w http.ResponseWriter, r *http.Request, tenant int64) {
+	h.init()
+	ctx := context.WithValue(r.Context(), tenantKey{}, tenant)
+	path := r.URL.EscapedPath()
+	var next http.Handler
+	var cat Catalog
+	opts := Options{Version: h.Version, ProgressEvery: h.ProgressEvery, Logger: h.Logger}
+	newSession := r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == ""
+	q := r.URL.Query()
+	switch {
+	case path == "/mcp":
+		next = h.tools
+		if newSession {
+			group := q.Get("group")
+			if group != "" {
+				if err := h.Registry.HasGroup(ctx, tenant, group); err != nil {
+					writeError(w, http.StatusNotFound, err.Error())
+					return
+				}
+			}
+			cat = &TenantCatalog{Calls: h.Calls, Registry: h.Registry, Tenant: tenant, Group: group}
+		}
+	case strings.HasPrefix(path, "/mcp/agents/"):
+		next = h.agents
+		if newSession {
+			name, err := url.PathUnescape(strings.TrimPrefix(path, "/mcp/agents/"))
+			if err == nil && (name == "" || strings.Contains(name, "/")) {
+				err = errors.New("the path is /mcp/agents/AGENT")
+			}
+			if err != nil {
+				writeError(w, http.StatusNotFound, err.Error())
+				return
+			}
+			if _, err := h.Calls.Agent(ctx, tenant, name); err != nil {
+				if errors.Is(err, storage.ErrNotFound) {
+					writeError(w, http.StatusNotFound, fmt.Sprintf("no agent %q", name))
+					return
+				}
+				writeError(w, http.StatusInternalServerError, "reading the agent failed")
+				return
+			}
+			vars, err := QueryVars(q)
+			if err != nil {
+				writeError(w, http.StatusBadRequest, err.Error())
+				return
+			}
+			opts.Vars = vars
+			opts.SessionID = session.NewID()
+			cat = h.agentCatalog(tenant, name, opts.SessionID, splitTags(q.Get("allowed_tool_tags")))
+		}
+	default:
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no MCP endpoint %s: MCP is served at /mcp and /mcp/agents/AGENT", path))
+		return
+	}
+	if cat != nil {
+		opts.OnStart = h.started
+		opts.OnEnd = h.endedSession
+		ctx = context.WithValue(ctx, serverKey{}, NewServer(cat, opts))
+	}
+	next.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// agentCatalog is the catalog of an agent's session on the server.
+func (h *Handler) agentCatalog(tenant int64, agent, id string, tags []string) *SessionCatalog {
+	return &SessionCatalog{
+		ID:          id,
+		AllowedTags: tags,
+		Engine: func(ctx context.Context) (*session.Engine, error) {
+			return h.Calls.Engine(ctx, tenant, agent)
+		},
+		In: func(ctx context.Context, id string, f func(*storage.Session) error) error {
+			return h.Calls.InSession(ctx, tenant, id, f)
+		},
+		Changed: func() (<-chan struct{}, func()) {
+			return watch.Any(
+				func() (<-chan struct{}, func()) { return h.Calls.SessionChanged(tenant, id) },
+				func() (<-chan struct{}, func()) { return h.Calls.AgentChanged(tenant, agent) },
+				func() (<-chan struct{}, func()) { return h.Registry.Changed(tenant) },
+			)
+		},
+	}
+}
+
+// started and endedSession keep the live sessions, for Close.
+func (h *Handler) started(ss *mcp.ServerSession) {
+	h.mu.Lock()
+	h.servers[ss] = struct{}{}
+	h.ended.Add(1)
+	h.mu.Unlock()
+}
+
+func (h *Handler) endedSession(ss *mcp.ServerSession) {
+	h.mu.Lock()
+	if _, ok := h.servers[ss]; ok {
+		delete(h.servers, ss)
+		h.ended.Done()
+	}
+	h.mu.Unlock()
+}
+
+// Sessions is the number of live MCP sessions.
+func (h *Handler) Sessions() int {
+	h.init()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.servers)
+}
+
+// Close closes every MCP session (their streams end, agents' sessions
+// run their finish skills) and waits for them, or for ctx.
+func (h *Handler) Close(ctx context.Context) error {
+	h.init()
+	h.mu.Lock()
+	live := make([]*mcp.ServerSession, 0, len(h.servers))
+	for ss := range h.servers {
+		live = append(live, ss)
+	}
+	h.mu.Unlock()
+	for _, ss := range live {
+		ss.Close()
+	}
+	done := make(chan struct{})
+	go func() {
+		h.ended.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// QueryVars reads session variables from query parameters var.NAME=VALUE;
+// VALUE is JSON when it parses as JSON, else text.
+func QueryVars(q url.Values) (map[string]any, error) {
+	vars := map[string]any{}
+	for k, vs := range q {
+		name, ok := strings.CutPrefix(k, "var.")
+		if !ok {
+			continue
+		}
+		if name == "" {
+			return nil, errors.New("a variable's query parameter is var.NAME=VALUE; the name is missing")
+		}
+		vars[name] = session.ParseValue(vs[len(vs)-1])
+	}
+	return vars, nil
+}
+
+// splitTags reads a comma-separated list.
+func splitTags(s string) []string {
+	var out []string
+	for _, t := range strings.Split(s, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// writeError answers an HTTP error before any MCP exchange, as a JSON
+// object.
+func writeError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(map[string]string{"error": msg})
+}
