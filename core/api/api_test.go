@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"toolhost/core/calls"
 	"toolhost/core/definition"
 	"toolhost/core/internal/testbin"
 	"toolhost/core/registry"
@@ -53,7 +54,12 @@ func newServerWith(t testing.TB, set func(*Server)) (*httptest.Server, string, *
 	}
 	t.Cleanup(reg.Close)
 	_, token, _ := db.CreateTenant(context.Background(), "t")
-	api := &Server{DB: db, Registry: reg, Log: quiet}
+	// Templates render in workers that are the toolhost binary re-run, not
+	// the test binary.
+	metrics := NewMetrics()
+	cs := calls.New(calls.Config{DB: db, Registry: reg, Observer: metrics, Executable: toolhostBin})
+	t.Cleanup(cs.Close)
+	api := &Server{DB: db, Registry: reg, Log: quiet, Calls: cs, Metrics: metrics}
 	if set != nil {
 		set(api)
 	}
