@@ -17,7 +17,7 @@ SAMPLES  := $(sort $(wildcard sample_groups/*/*.yaml))
 FUZZTIME ?= 1m
 
 # Fuzz targets: package and function, one per parser of outside input.
-FUZZ_TARGETS := ./core/typeexpr:FuzzParse ./core/definition:FuzzLoad ./core/arguments:FuzzCheck ./core/schema:FuzzAppendString ./plugins/frame:FuzzRead ./core/definition:FuzzLoadAgent ./core/templates:FuzzRender ./core/blocks:FuzzParseMarkdown ./core/relpath:FuzzCheck ./core/cli:FuzzParseSessionLine ./core/requirements:FuzzParse ./core/strictjson:FuzzDecode
+FUZZ_TARGETS := ./core/typeexpr:FuzzParse ./core/definition:FuzzLoad ./core/arguments:FuzzCheck ./core/schema:FuzzAppendString ./plugins/frame:FuzzRead ./core/definition:FuzzLoadAgent ./core/templates:FuzzRender ./core/blocks:FuzzParseMarkdown ./core/relpath:FuzzCheck ./core/cli:FuzzParseSessionLine ./core/requirements:FuzzParse ./core/strictjson:FuzzDecode ./core/mcpserver:FuzzQueryVars
 
 .PHONY: all build run schemas test lint unit fuzz fuzz-short race bench tools tools-run clean
 
@@ -54,13 +54,17 @@ test: tools lint unit fuzz-short
 
 # What the tests need besides Go: python3 with Pydantic v2 (the oracle of
 # the schema test). The machine image ships it; PyPI is not reachable, so
-# it cannot be installed here.
+# it cannot be installed here. And node with npm, for the MCP client on the
+# TypeScript SDK (its packages come from npm, pinned by its lock).
 tools:
 	@command -v python3 >/dev/null || { echo "make: python3 is needed; installing it"; apt-get update && apt-get install -y python3; }
 	@command -v slirp4netns >/dev/null || { echo "make: slirp4netns gives sandboxes their network under --network allow; installing it"; \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slirp4netns) >/dev/null || { echo "make: could not install slirp4netns"; exit 1; }; }
 	@python3 -c 'import pydantic, sys; sys.exit(0 if pydantic.VERSION.startswith("2.") else 1)' || \
 		{ echo "make: the schema tests need Pydantic v2 for python3 (found none)"; exit 1; }
+	@test -d core/mcpserver/testdata/tsclient/node_modules || { command -v npm >/dev/null || { echo "make: the TypeScript MCP client test (TestMCPTypeScriptClient) needs node and npm"; exit 1; }; \
+		echo "make: installing the TypeScript MCP client's npm packages (core/mcpserver/testdata/tsclient)"; \
+		npm ci --prefix core/mcpserver/testdata/tsclient --no-audit --no-fund >/dev/null || { echo "make: npm ci in core/mcpserver/testdata/tsclient failed"; exit 1; }; }
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -27,6 +27,9 @@ import (
 // request before it is closed (and an agent's session finished).
 const DefaultSessionTimeout = 30 * time.Minute
 
+// DefaultMaxSessions is how many live MCP sessions a tenant may have.
+const DefaultMaxSessions = 200
+
 // Handler serves MCP over streamable HTTP for the server's tenants:
 //
 //	/mcp                  the tenant's Ready tools (?group=NAME: one group's)
@@ -46,14 +49,19 @@ type Handler struct {
 	// SessionTimeout closes sessions idle for that long (0:
 	// DefaultSessionTimeout).
 	SessionTimeout time.Duration
-	Logger         *slog.Logger
+	// MaxSessions bounds the live MCP sessions of one tenant (0:
+	// DefaultMaxSessions); past it, a new session is refused with 429.
+	MaxSessions int
+	Logger      *slog.Logger
 
 	once    sync.Once
 	tools   http.Handler // /mcp
 	agents  http.Handler // /mcp/agents/
 	proto   *mcp.Server  // answers the SDK's protocol-version check
 	mu      sync.Mutex
-	servers map[*mcp.ServerSession]struct{} // live sessions
+	servers map[*mcp.ServerSession]int64 // live sessions and their tenants
+	live    map[int64]int                // live sessions per tenant
+	closing bool                         // Close was called: sessions end at once
 	ended   sync.WaitGroup
 }
 
@@ -70,7 +78,11 @@ func (h *Handler) init() {
 		if h.SessionTimeout <= 0 {
 			h.SessionTimeout = DefaultSessionTimeout
 		}
-		h.servers = map[*mcp.ServerSession]struct{}{}
+		if h.MaxSessions <= 0 {
+			h.MaxSessions = DefaultMaxSessions
+		}
+		h.servers = map[*mcp.ServerSession]int64{}
+		h.live = map[int64]int{}
 		h.proto = mcp.NewServer(&mcp.Implementation{Name: "toolhost", Version: h.Version},
 			&mcp.ServerOptions{SupportedProtocolVersions: ProtocolVersions})
 		// Each new session gets the server made for it (see newServer);
@@ -113,6 +125,16 @@ func (h *Handler) ServeTenant(w http.ResponseWriter, r *http.Request, tenant int
 	opts := Options{Version: h.Version, ProgressEvery: h.ProgressEvery, Logger: h.Logger}
 	newSession := r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == ""
 	q := r.URL.Query()
+	if newSession {
+		h.mu.Lock()
+		n := h.live[tenant]
+		h.mu.Unlock()
+		if n >= h.MaxSessions {
+			w.Header().Set("Retry-After", "60")
+			writeError(w, http.StatusTooManyRequests, fmt.Sprintf("the tenant has %d live MCP sessions, the most it may have; close one (DELETE with its Mcp-Session-Id) or wait for an idle one to time out", n))
+			return
+		}
+	}
 	switch {
 	case path == "/mcp":
 		next = h.tools
@@ -159,7 +181,7 @@ func (h *Handler) ServeTenant(w http.ResponseWriter, r *http.Request, tenant int
 		return
 	}
 	if cat != nil {
-		opts.OnStart = h.started
+		opts.OnStart = func(ss *mcp.ServerSession) { h.started(ss, tenant) }
 		opts.OnEnd = h.endedSession
 		ctx = context.WithValue(ctx, serverKey{}, NewServer(cat, opts))
 	}
@@ -188,17 +210,26 @@ func (h *Handler) agentCatalog(tenant int64, agent, id string, tags []string) *S
 }
 
 // started and endedSession keep the live sessions, for Close.
-func (h *Handler) started(ss *mcp.ServerSession) {
+func (h *Handler) started(ss *mcp.ServerSession, tenant int64) {
 	h.mu.Lock()
-	h.servers[ss] = struct{}{}
+	if h.closing {
+		h.mu.Unlock()
+		go ss.Close()
+		return
+	}
+	h.servers[ss] = tenant
+	h.live[tenant]++
 	h.ended.Add(1)
 	h.mu.Unlock()
 }
 
 func (h *Handler) endedSession(ss *mcp.ServerSession) {
 	h.mu.Lock()
-	if _, ok := h.servers[ss]; ok {
+	if tenant, ok := h.servers[ss]; ok {
 		delete(h.servers, ss)
+		if h.live[tenant]--; h.live[tenant] <= 0 {
+			delete(h.live, tenant)
+		}
 		h.ended.Done()
 	}
 	h.mu.Unlock()
@@ -217,6 +248,7 @@ func (h *Handler) Sessions() int {
 func (h *Handler) Close(ctx context.Context) error {
 	h.init()
 	h.mu.Lock()
+	h.closing = true
 	live := make([]*mcp.ServerSession, 0, len(h.servers))
 	for ss := range h.servers {
 		live = append(live, ss)
