@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -495,5 +496,57 @@ func TestMCPTenantsAndTokens(t *testing.T) {
 	// The other tenant's session log has nothing of the first's.
 	if resp, _ := request(t, srv, other, "GET", "/v1/sessions/"+a.cs.ID(), ""); resp.StatusCode != 404 {
 		t.Errorf("the other tenant reads the first one's session: %d", resp.StatusCode)
+	}
+}
+
+// BenchmarkMCPCall is an MCP tools/call round trip (go-sdk client,
+// streamable HTTP on loopback) of the trivial tool, next to POST
+// /v1/calls of the same tool in the same run: the two alternate call by
+// call, so that the machine's noise falls on both. It reports each one's
+// p50 and p99.
+func BenchmarkMCPCall(b *testing.B) {
+	srv, token, _ := newServer(b)
+	dir := "../../sample_groups/bench"
+	src, _ := os.ReadFile(filepath.Join(dir, "trivial.py"))
+	request(b, srv, token, "PUT", "/v1/files/trivial.py", string(src))
+	yaml, _ := os.ReadFile(filepath.Join(dir, "bench.yaml"))
+	request(b, srv, token, "POST", "/v1/groups", string(yaml))
+	waitReady(b, srv, token, "Bench")
+	c, err := connectMCP(b, srv, token, "/mcp?group=Bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	args := map[string]any{"x": 1}
+	viaMCP := func() time.Duration {
+		t0 := time.Now()
+		if res := c.call(b, "noop", args); res.IsError {
+			b.Fatalf("mcp: %s", text(res))
+		}
+		return time.Since(t0)
+	}
+	viaAPI := func() time.Duration {
+		t0 := time.Now()
+		resp, body := request(b, srv, token, "POST", "/v1/calls", `{"tool":"noop","arguments":{"x":1}}`)
+		if resp.StatusCode != 200 || !strings.Contains(string(body), `"success":true`) {
+			b.Fatalf("api: %d %s", resp.StatusCode, body)
+		}
+		return time.Since(t0)
+	}
+	viaMCP()
+	viaAPI()
+	var mcpLat, apiLat []time.Duration
+	b.ResetTimer()
+	for b.Loop() {
+		mcpLat = append(mcpLat, viaMCP())
+		apiLat = append(apiLat, viaAPI())
+	}
+	b.StopTimer()
+	for _, s := range []struct {
+		name string
+		lat  []time.Duration
+	}{{"mcp", mcpLat}, {"api", apiLat}} {
+		sort.Slice(s.lat, func(i, j int) bool { return s.lat[i] < s.lat[j] })
+		b.ReportMetric(float64(s.lat[len(s.lat)/2].Microseconds()), s.name+"-p50-us")
+		b.ReportMetric(float64(s.lat[len(s.lat)*99/100].Microseconds()), s.name+"-p99-us")
 	}
 }
