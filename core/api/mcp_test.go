@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"toolhost/core/mcpserver"
 )
 
 // The MCP tests drive the server with the go-sdk's own client over real
@@ -548,5 +550,83 @@ func BenchmarkMCPCall(b *testing.B) {
 		sort.Slice(s.lat, func(i, j int) bool { return s.lat[i] < s.lat[j] })
 		b.ReportMetric(float64(s.lat[len(s.lat)/2].Microseconds()), s.name+"-p50-us")
 		b.ReportMetric(float64(s.lat[len(s.lat)*99/100].Microseconds()), s.name+"-p99-us")
+	}
+}
+
+// Two groups that define one name: each is listed under its qualified
+// name, and both are called by it.
+func TestMCPSharedNames(t *testing.T) {
+	srv, token, _, _ := newServerWith(t, nil)
+	putMCPGroup(t, srv, token)
+	request(t, srv, token, "PUT", "/v1/files/dup.py", "def echo(text):\n    return {'dup': text}\n")
+	request(t, srv, token, "POST", "/v1/groups", `kind: Plugin
+name: Dup Group
+description: a second echo
+dependencies: [dup.py]
+tools:
+  - {kind: Tool, object_name: DupEcho, name: echo, description: Echoes too., implementation: dup.echo,
+     parameters: [{name: text, type: str, description: t}]}
+`)
+	waitReady(t, srv, token, "Dup%20Group")
+	c, err := connectMCP(t, srv, token, "/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(c.names(t), ","); got != "Dup_Group.echo,MCP_Tools.echo,boom,nap,report" {
+		t.Fatalf("tools/list = %s", got)
+	}
+	tests := []struct{ name, want string }{
+		{"Dup_Group.echo", `{"dup":"x"}`},
+		{"MCP_Tools.echo", `{"echo":"x"}`},
+		{"DupEcho", `{"dup":"x"}`},
+	}
+	for _, tt := range tests {
+		if res := c.call(t, tt.name, map[string]any{"text": "x"}); res.IsError || text(res) != tt.want {
+			t.Errorf("%s: %v %q, want %s", tt.name, res.IsError, text(res), tt.want)
+		}
+	}
+	if res := c.call(t, "echo", map[string]any{"text": "x"}); !res.IsError || !strings.Contains(text(res), "more than one group") {
+		t.Errorf("the shared bare name: %v %q", res.IsError, text(res))
+	}
+}
+
+// A tenant's live sessions are bounded; an idle session is closed (an
+// agent's finish skills run) and frees its place.
+func TestMCPSessionLimitAndIdleTimeout(t *testing.T) {
+	srv, token, _, db := newServerWith(t, func(s *Server) {
+		s.MCP = &mcpserver.Handler{Calls: s.Calls, Registry: s.Registry, MaxSessions: 2, SessionTimeout: 1500 * time.Millisecond}
+	})
+	putMCPGroup(t, srv, token)
+	first, err := connectMCP(t, srv, token, "/mcp/agents/Helper?var.Name=Ann")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := connectMCP(t, srv, token, "/mcp"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := connectMCP(t, srv, token, "/mcp"); err == nil || !strings.Contains(err.Error(), "Too Many Requests") {
+		t.Fatalf("a third session of a tenant limited to two: %v", err)
+	}
+	// Nobody uses the sessions: they are closed, and the agent's finishes.
+	id := first.cs.ID()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		s, err := db.Session(context.Background(), 1, id)
+		if err == nil && s.Closed && s.Variables["Farewell"] == "Bye Ann" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the idle session was not finished: %+v %v", s, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for {
+		if _, err := connectMCP(t, srv, token, "/mcp"); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no place freed by the idle sessions")
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
