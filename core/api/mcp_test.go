@@ -630,3 +630,37 @@ func TestMCPSessionLimitAndIdleTimeout(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// An agent's client hears of a change of one of its groups: the tools
+// it lists are the new generation's once that is Ready.
+func TestMCPAgentHearsGroupChange(t *testing.T) {
+	srv, token, _, _ := newServerWith(t, nil)
+	putMCPGroup(t, srv, token)
+	c, err := connectMCP(t, srv, token, "/mcp/agents/Helper?var.Name=Ann")
+	if err != nil {
+		t.Fatal(err)
+	}
+	describe := func() string {
+		res, err := c.cs.ListTools(context.Background(), nil)
+		if err != nil || len(res.Tools) == 0 {
+			t.Fatalf("tools/list: %v", err)
+		}
+		return res.Tools[0].Description
+	}
+	if got := describe(); got != "Echoes a text." {
+		t.Fatalf("echo's description: %q", got)
+	}
+	yaml, _ := os.ReadFile(filepath.Join(mcpTestdata, "mcptools.yaml"))
+	changed := strings.Replace(string(yaml), "Echoes a text.", "Echoes a text back.", 1)
+	if resp, body := request(t, srv, token, "POST", "/v1/groups", changed); resp.StatusCode >= 300 {
+		t.Fatalf("group: %d %s", resp.StatusCode, body)
+	}
+	c.waitChanged(t, "the group changed")
+	deadline := time.Now().Add(30 * time.Second)
+	for describe() != "Echoes a text back." {
+		if time.Now().After(deadline) {
+			t.Fatalf("echo's description after the change: %q", describe())
+		}
+		c.waitChanged(t, "the new generation became Ready")
+	}
+}
