@@ -1495,9 +1495,15 @@ func TestMCPAttackAbortedInitialize(t *testing.T) {
 // cut like a /v1/calls one, not run on to its end.
 func TestMCPAttackShutdownCutReachesMCPCalls(t *testing.T) {
 	var api *Server
-	srv0, token, _, _ := newServerWith(t, func(s *Server) { api = s })
 	base, cut := context.WithCancelCause(context.Background())
 	defer cut(nil)
+	// As toolhost serve wires it: the HTTP server's base context is the
+	// MCP handler's too (the SDK detaches a session's calls from their
+	// requests' contexts).
+	srv0, token, _, _ := newServerWith(t, func(s *Server) {
+		api = s
+		s.MCP = &mcpserver.Handler{Calls: s.Calls, Registry: s.Registry, BaseContext: base}
+	})
 	srv := httptest.NewUnstartedServer(srv0.Config.Handler)
 	srv.Config.BaseContext = func(net.Listener) context.Context { return base }
 	srv.Start()

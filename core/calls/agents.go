@@ -245,6 +245,16 @@ type NoSessionError struct{ ID string }
 // Error implements error.
 func (e *NoSessionError) Error() string { return fmt.Sprintf("no session %q", e.ID) }
 
+// Abandon closes a tenant's session that its agent can no longer run
+// (session.Abandon): no finish skills, the reason logged.
+func (s *Service) Abandon(ctx context.Context, tenant int64, sess *storage.Session, reason string) error {
+	if err := session.Abandon(ctx, &tenantStore{db: s.db, tenant: tenant}, sess, reason); err != nil {
+		return err
+	}
+	s.changed.Notify(sessionKey(tenant, sess.ID))
+	return nil
+}
+
 // SessionChanged returns a channel closed at the next change of a
 // tenant's session (a move to another state, its finish), and the stop to
 // call when the caller no longer waits.

@@ -37,6 +37,7 @@ func runMCP(env *Env, args []string) int {
 	ls.eng.OnChange = func(s *storage.Session) { hub.Notify(s.ID) }
 	cat := &mcpserver.SessionCatalog{
 		ID:     id,
+		Agent:  ls.eng.Agent.Name,
 		Engine: func(context.Context) (*session.Engine, error) { return ls.eng, nil },
 		In: func(_ context.Context, id string, f func(*storage.Session) error) error {
 			mu.Lock()

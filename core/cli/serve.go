@@ -21,6 +21,7 @@ import (
 	"toolhost/core/api"
 	"toolhost/core/calls"
 	"toolhost/core/definition"
+	"toolhost/core/mcpserver"
 	"toolhost/core/registry"
 	"toolhost/core/relpath"
 	"toolhost/core/runner"
@@ -104,13 +105,15 @@ func runServe(env *Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "toolhost serve: %v\n", err)
 		return ExitFailure
 	}
-	apiServer := &api.Server{DB: db, Registry: reg, Calls: cs, Metrics: metrics, MaxFileSize: int64(*maxFileMB) << 20, Log: log, TokenCache: cacheTime(*tokenCache),
-		BodyGrace: *bodyGrace, BodyMinRate: int64(*bodyRate) << 10, MaxUploads: *maxUploads}
-	// Every request's context derives from base: at the end of the
-	// shutdown grace it is cancelled with runner.ErrShuttingDown, and the
-	// calls still running answer unavailable.
+	// Every request's context derives from base (an MCP call's too): at
+	// the end of the shutdown grace it is cancelled with
+	// runner.ErrShuttingDown, and the calls still running answer
+	// unavailable.
 	base, cutCalls := context.WithCancelCause(context.Background())
 	defer cutCalls(nil)
+	apiServer := &api.Server{DB: db, Registry: reg, Calls: cs, Metrics: metrics, MaxFileSize: int64(*maxFileMB) << 20, Log: log, TokenCache: cacheTime(*tokenCache),
+		BodyGrace: *bodyGrace, BodyMinRate: int64(*bodyRate) << 10, MaxUploads: *maxUploads,
+		MCP: &mcpserver.Handler{Calls: cs, Registry: reg, Version: api.Version(), Logger: log, BaseContext: base}}
 	srv := &http.Server{
 		Handler:     apiServer.Handler(),
 		BaseContext: func(net.Listener) context.Context { return base },

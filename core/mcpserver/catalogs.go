@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -98,8 +99,9 @@ func (c *TenantCatalog) Call(ctx context.Context, name string, args json.RawMess
 // built-ins included, called inside the session. It works over the
 // server's sessions and over `toolhost mcp`'s one in memory alike.
 type SessionCatalog struct {
-	// ID is the session's id (the MCP session's too).
-	ID string
+	// ID is the session's id (the MCP session's too); Agent the agent's
+	// name.
+	ID, Agent string
 	// AllowedTags, when set, are the session's allowed_tool_tags.
 	AllowedTags []string
 	// Engine returns the agent's session engine, afresh for each use (the
@@ -110,6 +112,10 @@ type SessionCatalog struct {
 	// Changed returns a channel closed at the next change of the session,
 	// its agent or its groups, and its stop.
 	Changed func() (<-chan struct{}, func())
+	// Abandon, when set, closes the session without its finish skills
+	// when the MCP session ends and the agent can no longer run them (it
+	// was deleted).
+	Abandon func(ctx context.Context, s *storage.Session, reason string) error
 
 	mu      sync.Mutex
 	started bool
@@ -118,6 +124,9 @@ type SessionCatalog struct {
 // engine is the session's engine, its calls labelled as MCP's.
 func (c *SessionCatalog) engine(ctx context.Context) (*session.Engine, error) {
 	eng, err := c.Engine(ctx)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, fmt.Errorf("the session's agent %q was deleted; the session cannot go on: %w", c.Agent, err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -131,6 +140,11 @@ func (c *SessionCatalog) engine(ctx context.Context) (*session.Engine, error) {
 // session still starts, as through the API); the instructions are the
 // agent's, with __NAME__ filled from the variables.
 func (c *SessionCatalog) Start(ctx context.Context, vars map[string]any) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.started {
+		return "", fmt.Errorf("session %s has started already", c.ID)
+	}
 	eng, err := c.engine(ctx)
 	if err != nil {
 		return "", err
@@ -139,9 +153,7 @@ func (c *SessionCatalog) Start(ctx context.Context, vars map[string]any) (string
 	if err != nil {
 		return "", err
 	}
-	c.mu.Lock()
 	c.started = true
-	c.mu.Unlock()
 	return session.Instructions(eng.Agent, sess.Variables), nil
 }
 
@@ -204,6 +216,9 @@ func (c *SessionCatalog) Finish(ctx context.Context) error {
 		}
 		eng, err := c.engine(ctx)
 		if err != nil {
+			if c.Abandon != nil && errors.Is(err, storage.ErrNotFound) {
+				return c.Abandon(ctx, s, err.Error())
+			}
 			return err
 		}
 		_, err = eng.Finish(ctx, s)

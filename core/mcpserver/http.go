@@ -1,10 +1,12 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -30,6 +32,11 @@ const DefaultSessionTimeout = 30 * time.Minute
 // DefaultMaxSessions is how many live MCP sessions a tenant may have.
 const DefaultMaxSessions = 200
 
+// MaxBatch is the most messages one JSON-RPC batch may hold (batches are
+// of the 2025-03-26 revision): each message is handled at once, so a
+// bigger batch is refused before any is.
+const MaxBatch = 64
+
 // Handler serves MCP over streamable HTTP for the server's tenants:
 //
 //	/mcp                  the tenant's Ready tools (?group=NAME: one group's)
@@ -49,6 +56,10 @@ type Handler struct {
 	// SessionTimeout closes sessions idle for that long (0:
 	// DefaultSessionTimeout).
 	SessionTimeout time.Duration
+	// BaseContext, when set, bounds every call: when it is cancelled (the
+	// end of a shutdown's grace), the calls still running are cut with its
+	// cause, as the API's are.
+	BaseContext context.Context
 	// MaxSessions bounds the live MCP sessions of one tenant (0:
 	// DefaultMaxSessions); past it, a new session is refused with 429.
 	MaxSessions int
@@ -122,18 +133,31 @@ func (h *Handler) ServeTenant(w http.ResponseWriter, r *http.Request, tenant int
 	path := r.URL.EscapedPath()
 	var next http.Handler
 	var cat Catalog
-	opts := Options{Version: h.Version, ProgressEvery: h.ProgressEvery, Logger: h.Logger}
+	opts := Options{Version: h.Version, ProgressEvery: h.ProgressEvery, Logger: h.Logger, Base: h.BaseContext}
 	newSession := r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == ""
 	q := r.URL.Query()
-	if newSession {
-		h.mu.Lock()
-		n := h.live[tenant]
-		h.mu.Unlock()
-		if n >= h.MaxSessions {
-			w.Header().Set("Retry-After", "60")
-			writeError(w, http.StatusTooManyRequests, fmt.Sprintf("the tenant has %d live MCP sessions, the most it may have; close one (DELETE with its Mcp-Session-Id) or wait for an idle one to time out", n))
+	if r.Method == http.MethodPost {
+		if code, msg := checkBatch(w, r); code != 0 {
+			if code == http.StatusRequestEntityTooLarge {
+				// The rest of the body is unread: the connection cannot
+				// carry another request.
+				w.Header().Set("Connection", "close")
+			}
+			writeError(w, code, msg)
 			return
 		}
+	}
+	var sl *slot
+	if newSession {
+		// The place is taken now, before the handshake: concurrent
+		// initializes cannot pass the bound together.
+		if sl = h.reserve(tenant); sl == nil {
+			w.Header().Set("Retry-After", "60")
+			writeError(w, http.StatusTooManyRequests, fmt.Sprintf("the tenant has %d live MCP sessions, the most it may have; close one (DELETE with its Mcp-Session-Id) or wait for an idle one to time out", h.MaxSessions))
+			return
+		}
+		// A request that did not start a session gives its place back.
+		defer h.unreserve(tenant, sl)
 	}
 	switch {
 	case path == "/mcp":
@@ -181,7 +205,7 @@ func (h *Handler) ServeTenant(w http.ResponseWriter, r *http.Request, tenant int
 		return
 	}
 	if cat != nil {
-		opts.OnStart = func(ss *mcp.ServerSession) { h.started(ss, tenant) }
+		opts.OnStart = func(ss *mcp.ServerSession) { h.started(ss, tenant, sl) }
 		opts.OnEnd = h.endedSession
 		ctx = context.WithValue(ctx, serverKey{}, NewServer(cat, opts))
 	}
@@ -192,12 +216,16 @@ func (h *Handler) ServeTenant(w http.ResponseWriter, r *http.Request, tenant int
 func (h *Handler) agentCatalog(tenant int64, agent, id string, tags []string) *SessionCatalog {
 	return &SessionCatalog{
 		ID:          id,
+		Agent:       agent,
 		AllowedTags: tags,
 		Engine: func(ctx context.Context) (*session.Engine, error) {
 			return h.Calls.Engine(ctx, tenant, agent)
 		},
 		In: func(ctx context.Context, id string, f func(*storage.Session) error) error {
 			return h.Calls.InSession(ctx, tenant, id, f)
+		},
+		Abandon: func(ctx context.Context, s *storage.Session, reason string) error {
+			return h.Calls.Abandon(ctx, tenant, s, reason)
 		},
 		Changed: func() (<-chan struct{}, func()) {
 			return watch.Any(
@@ -209,27 +237,64 @@ func (h *Handler) agentCatalog(tenant int64, agent, id string, tags []string) *S
 	}
 }
 
-// started and endedSession keep the live sessions, for Close.
-func (h *Handler) started(ss *mcp.ServerSession, tenant int64) {
+// slot is a place among a tenant's live sessions, reserved by a request
+// that may start a session; guarded by Handler.mu.
+type slot struct {
+	taken    bool // a session started in it
+	released bool // the request ended without one
+}
+
+// reserve takes a place for a new session of a tenant (nil: none left).
+func (h *Handler) reserve(tenant int64) *slot {
 	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.live[tenant] >= h.MaxSessions {
+		return nil
+	}
+	h.live[tenant]++
+	return &slot{}
+}
+
+// unreserve gives back the place of a request that started no session.
+func (h *Handler) unreserve(tenant int64, sl *slot) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !sl.taken && !sl.released {
+		sl.released = true
+		h.release(tenant)
+	}
+}
+
+// release frees one place of a tenant; h.mu is held.
+func (h *Handler) release(tenant int64) {
+	if h.live[tenant]--; h.live[tenant] <= 0 {
+		delete(h.live, tenant)
+	}
+}
+
+// started and endedSession keep the live sessions, for Close.
+func (h *Handler) started(ss *mcp.ServerSession, tenant int64, sl *slot) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	if h.closing {
-		h.mu.Unlock()
 		go ss.Close()
 		return
 	}
+	if sl.released {
+		// The request ended before its session started (the client went
+		// away): the session takes a place again.
+		h.live[tenant]++
+	}
+	sl.taken = true
 	h.servers[ss] = tenant
-	h.live[tenant]++
 	h.ended.Add(1)
-	h.mu.Unlock()
 }
 
 func (h *Handler) endedSession(ss *mcp.ServerSession) {
 	h.mu.Lock()
 	if tenant, ok := h.servers[ss]; ok {
 		delete(h.servers, ss)
-		if h.live[tenant]--; h.live[tenant] <= 0 {
-			delete(h.live, tenant)
-		}
+		h.release(tenant)
 		h.ended.Done()
 	}
 	h.mu.Unlock()
@@ -254,8 +319,10 @@ func (h *Handler) Close(ctx context.Context) error {
 		live = append(live, ss)
 	}
 	h.mu.Unlock()
+	// Each closes as soon as its requests are answered; ctx bounds the
+	// wait for all of them.
 	for _, ss := range live {
-		ss.Close()
+		go ss.Close()
 	}
 	done := make(chan struct{})
 	go func() {
@@ -285,6 +352,38 @@ func QueryVars(q url.Values) (map[string]any, error) {
 		vars[name] = session.ParseValue(vs[len(vs)-1])
 	}
 	return vars, nil
+}
+
+// checkBatch refuses a POST body that is a JSON-RPC batch of more than
+// MaxBatch messages (a status and a message; 0 when it passes). The body
+// is read (at most mcp.DefaultMaxRequestBodyBytes: past it, the server
+// closes the connection, whose rest is unread) and put back.
+func checkBatch(w http.ResponseWriter, r *http.Request) (int, string) {
+	if r.Body == nil {
+		return 0, ""
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, mcp.DefaultMaxRequestBodyBytes))
+	r.Body.Close()
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is over %d bytes", tooBig.Limit)
+	}
+	if err != nil {
+		return http.StatusBadRequest, "reading the request body: " + err.Error()
+	}
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	if len(trimmed) == 0 || trimmed[0] != '[' {
+		return 0, ""
+	}
+	var batch []json.RawMessage
+	if err := json.Unmarshal(trimmed, &batch); err != nil {
+		return 0, "" // the SDK answers the parse error
+	}
+	if len(batch) > MaxBatch {
+		return http.StatusBadRequest, fmt.Sprintf("a batch of %d messages; at most %d are taken in one request", len(batch), MaxBatch)
+	}
+	return 0, ""
 }
 
 // splitTags reads a comma-separated list.

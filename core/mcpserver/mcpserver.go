@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -94,10 +95,20 @@ type Options struct {
 	// token reports; 0 means one second.
 	ProgressEvery time.Duration
 	Logger        *slog.Logger
+	// Base, when set, bounds every call: its cancellation cuts the calls
+	// running, with its cause. (The SDK never cancels a session's request
+	// contexts but for the client's notifications/cancelled.)
+	Base context.Context
+	// MaxCalls bounds the calls one session runs at once (0:
+	// DefaultMaxCalls); a call past it is refused with isError.
+	MaxCalls int
 	// OnStart, when set, is called once the session is initialized; OnEnd
 	// once it ended and its catalog finished.
 	OnStart, OnEnd func(ss *mcp.ServerSession)
 }
+
+// DefaultMaxCalls is how many calls one session runs at once.
+const DefaultMaxCalls = 32
 
 // sentinel is the tool that triggers list_changed: see notify.
 const sentinel = "toolhost.list_changed"
@@ -110,6 +121,9 @@ func NewServer(cat Catalog, opts Options) *mcp.Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.MaxCalls <= 0 {
+		opts.MaxCalls = DefaultMaxCalls
+	}
 	so := &mcp.ServerOptions{
 		Logger:                    opts.Logger,
 		Capabilities:              &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
@@ -119,7 +133,7 @@ func NewServer(cat Catalog, opts Options) *mcp.Server {
 		id := opts.SessionID
 		so.GetSessionID = func() string { return id }
 	}
-	s := &served{cat: cat, opts: opts}
+	s := &served{cat: cat, opts: opts, calls: make(chan struct{}, opts.MaxCalls)}
 	s.server = mcp.NewServer(&mcp.Implementation{Name: "toolhost", Title: "toolhost", Version: opts.Version}, so)
 	s.server.AddReceivingMiddleware(s.middleware)
 	return s.server
@@ -130,6 +144,12 @@ type served struct {
 	cat    Catalog
 	opts   Options
 	server *mcp.Server
+	// mu guards started: a session's catalog starts once, whatever the
+	// client sends (a second initialize is the SDK's protocol error).
+	mu      sync.Mutex
+	started bool
+	// calls holds a token per call running.
+	calls chan struct{}
 }
 
 // middleware answers initialize (after the catalog started), tools/list
@@ -157,6 +177,12 @@ func (s *served) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 // answer the handshake, with the catalog's instructions; from then on the
 // session watches its catalog, and finishes it when it ends.
 func (s *served) initialize(ctx context.Context, next mcp.MethodHandler, req mcp.Request) (mcp.Result, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		// The SDK refuses it; the session and its catalog stay as they are.
+		return next(ctx, "initialize", req)
+	}
 	p, _ := req.GetParams().(*mcp.InitializeParams)
 	vars := map[string]any{}
 	for k, v := range s.opts.Vars {
@@ -178,6 +204,7 @@ func (s *served) initialize(ctx context.Context, next mcp.MethodHandler, req mcp
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the session could not start: " + err.Error()}
 	}
+	s.started = true
 	res, err := next(ctx, "initialize", req)
 	if err != nil {
 		s.cat.Finish(context.WithoutCancel(ctx))
@@ -190,6 +217,10 @@ func (s *served) initialize(ctx context.Context, next mcp.MethodHandler, req mcp
 		if s.opts.OnStart != nil {
 			s.opts.OnStart(ss)
 		}
+		// The first listing is taken before the client has the answer: a
+		// change from now on is announced.
+		ch, stop := s.cat.Watch()
+		first := fingerprint(s.cat.Tools(ctx))
 		done := make(chan struct{})
 		go func() {
 			ss.Wait()
@@ -201,30 +232,22 @@ func (s *served) initialize(ctx context.Context, next mcp.MethodHandler, req mcp
 				s.opts.OnEnd(ss)
 			}
 		}()
-		go s.watch(done)
+		go s.watch(done, first, ch, stop)
 	}
 	return res, nil
 }
 
 // watch tells the client each time the catalog's tools change, until
-// done.
-func (s *served) watch(done <-chan struct{}) {
+// done: last is the listing the client has, ch and stop the watch taken
+// before it was read.
+func (s *served) watch(done <-chan struct{}, last string, ch <-chan struct{}, stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
 		<-done
 		cancel()
 	}()
-	last, first := "", true
 	for {
-		// The watch is taken before the tools are read: a change between
-		// the two wakes the next wait.
-		ch, stop := s.cat.Watch()
-		fp := fingerprint(s.cat.Tools(ctx))
-		if !first && fp != last {
-			s.notify()
-		}
-		last, first = fp, false
 		select {
 		case <-ch:
 		case <-done:
@@ -232,6 +255,13 @@ func (s *served) watch(done <-chan struct{}) {
 			return
 		}
 		stop()
+		// The next watch is taken before the tools are read: a change
+		// between the two wakes the next wait.
+		ch, stop = s.cat.Watch()
+		if fp := fingerprint(s.cat.Tools(ctx)); fp != last {
+			last = fp
+			s.notify()
+		}
 	}
 }
 
@@ -276,6 +306,19 @@ func (s *served) list(ctx context.Context) (mcp.Result, error) {
 // the client hears of the call every ProgressEvery while it runs; a
 // cancelled request cancels ctx, which stops the call's worker.
 func (s *served) call(ctx context.Context, ss *mcp.ServerSession, p *mcp.CallToolParamsRaw) *mcp.CallToolResult {
+	select {
+	case s.calls <- struct{}{}:
+		defer func() { <-s.calls }()
+	default:
+		return refusal(p.Name, fmt.Errorf("this MCP session runs %d calls already, the most it may run at once; wait for one to finish", cap(s.calls)))
+	}
+	if base := s.opts.Base; base != nil {
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		stop := context.AfterFunc(base, func() { cancel(context.Cause(base)) })
+		defer stop()
+	}
 	if token := p.GetProgressToken(); token != nil && ss != nil {
 		stop := s.progress(ctx, ss, token, p.Name)
 		defer stop()

@@ -453,6 +453,22 @@ func (e *Engine) Finish(ctx context.Context, s *storage.Session) ([]SkillOutcome
 	return outcomes, err
 }
 
+// Abandon closes a session whose agent (or one of whose groups) can no
+// longer run it, without its finish skills: it is logged as finished with
+// the reason, so that it does not stay open for good.
+func Abandon(ctx context.Context, store Store, s *storage.Session, reason string) error {
+	if s.Closed {
+		return nil
+	}
+	s.Closed = true
+	s.FinishedAt = time.Now().UTC().Format(time.RFC3339Nano)
+	if err := store.SaveSession(ctx, s); err != nil {
+		return err
+	}
+	return store.Log(ctx, s.ID, "system", "session_finish", map[string]any{"variables": s.Variables, "skills": []SkillOutcome{},
+		"abandoned": reason})
+}
+
 // finish is Finish without its log entry.
 func (e *Engine) finish(ctx context.Context, s *storage.Session) ([]SkillOutcome, error) {
 	if s.Closed {
