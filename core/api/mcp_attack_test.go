@@ -689,9 +689,29 @@ func TestMCPAttackBatches(t *testing.T) {
 	big := batch(60000, func(i int) string {
 		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"%s"}}}`, i, strings.Repeat("a", 64))
 	})
-	if r := mcpPost(t, srv, token, id, "/mcp", "2025-03-26", big); r.code != http.StatusRequestEntityTooLarge {
-		t.Errorf("a %d-byte batch: %d %.300s", len(big), r.code, r.body)
+	// The server answers 413 and closes the connection once it has read
+	// 4 MiB; a client still writing may see the reset before the answer.
+	postBig := func() {
+		req, _ := http.NewRequest("POST", srv.URL+"/mcp", strings.NewReader(big))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2025-03-26")
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Mcp-Session-Id", id)
+		req.Close = true
+		resp, err := http.DefaultClient.Do(req)
+		// The server closed that connection: no request below may take it.
+		http.DefaultClient.CloseIdleConnections()
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusRequestEntityTooLarge {
+				t.Errorf("a %d-byte batch: %d", len(big), resp.StatusCode)
+			}
+		} else if !strings.Contains(err.Error(), "reset by peer") && !strings.Contains(err.Error(), "broken pipe") {
+			t.Errorf("a %d-byte batch: %v", len(big), err)
+		}
 	}
+	postBig()
 	// The refused body must not spill into the next request on the same
 	// keep-alive connection (a leftover read as headers answers 431).
 	for i, body := range []string{batch(2000, ping), `{"jsonrpc":"2.0","id":9,"method":"ping"}`, batch(2000, ping)} {
@@ -700,7 +720,7 @@ func TestMCPAttackBatches(t *testing.T) {
 		}
 	}
 	// Oversized again, then a normal call on the session.
-	mcpPost(t, srv, token, id, "/mcp", "2025-03-26", big)
+	postBig()
 	if res := c.call(t, "echo", map[string]any{"text": "after 413"}); res.IsError {
 		t.Errorf("a call after an oversized body: %s", text(res))
 	}
@@ -1202,7 +1222,7 @@ skills:
 	cmd := exec.Command(toolhostBin, "mcp", "--var", "Name=Ann", filepath.Join(dir, "loud.yaml"))
 	cmd.Dir = dir
 	stdin, _ := cmd.StdinPipe()
-	var stdout, stderr strings.Builder
+	var stdout, stderr lockedBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -1215,13 +1235,19 @@ skills:
 		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"toolhost.list_changed","arguments":{}}}`,
 		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"loud","arguments":{"text":"b"},"_meta":{"progressToken":"p"}}}`,
 		`{"jsonrpc":"2.0","id":6,"method":"nope"}`,
-		`this is not json`,
 	}
 	for _, m := range msgs {
 		io.WriteString(stdin, m+"\n")
 		time.Sleep(150 * time.Millisecond)
 	}
-	time.Sleep(500 * time.Millisecond)
+	// A line that is not JSON ends the SDK's stdio connection: it comes
+	// once the others are answered (however slow the machine), and must
+	// still leave nothing but protocol on stdout.
+	for deadline := time.Now().Add(30 * time.Second); strings.Count(stdout.String(), `"id":`) < 6 && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	io.WriteString(stdin, "this is not json\n")
+	time.Sleep(300 * time.Millisecond)
 	stdin.Close()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -1548,4 +1574,22 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// lockedBuffer is a buffer a process writes while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
