@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"toolhost/core/calls"
+	"toolhost/core/console"
 	"toolhost/core/mcpserver"
 	"toolhost/core/registry"
 	"toolhost/storage"
@@ -39,6 +40,9 @@ type Server struct {
 	Calls *calls.Service
 	// MCP serves /mcp and /mcp/agents/{agent} (made over Calls when nil).
 	MCP *mcpserver.Handler
+	// Console, when set, serves the web console at / (its pages, its
+	// static files).
+	Console *console.Console
 	// MaxFileSize bounds an uploaded file (413 past it).
 	MaxFileSize int64
 	Log         *slog.Logger

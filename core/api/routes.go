@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"toolhost/core/console"
 	"toolhost/core/relpath"
 	"toolhost/storage"
 )
@@ -94,6 +95,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) error {
 		}
 		ctx := context.WithValue(r.Context(), tenantKey{}, tenant)
 		return s.routeTenant(w, r.WithContext(ctx), path)
+	case s.Console != nil && console.Handles(path):
+		s.Console.ServeHTTP(w, r)
+		return nil
 	default:
 		return noEndpoint(path)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"toolhost/core/api"
 	"toolhost/core/calls"
+	"toolhost/core/console"
 	"toolhost/core/definition"
 	"toolhost/core/mcpserver"
 	"toolhost/core/registry"
@@ -113,7 +114,8 @@ func runServe(env *Env, args []string) int {
 	defer cutCalls(nil)
 	apiServer := &api.Server{DB: db, Registry: reg, Calls: cs, Metrics: metrics, MaxFileSize: int64(*maxFileMB) << 20, Log: log, TokenCache: cacheTime(*tokenCache),
 		BodyGrace: *bodyGrace, BodyMinRate: int64(*bodyRate) << 10, MaxUploads: *maxUploads,
-		MCP: &mcpserver.Handler{Calls: cs, Registry: reg, Version: api.Version(), Logger: log, BaseContext: base}}
+		MCP:     &mcpserver.Handler{Calls: cs, Registry: reg, Version: api.Version(), Logger: log, BaseContext: base},
+		Console: &console.Console{DB: db, Registry: reg, Calls: cs, MaxFileSize: int64(*maxFileMB) << 20, Log: log}}
 	srv := &http.Server{
 		Handler:     apiServer.Handler(),
 		BaseContext: func(net.Listener) context.Context { return base },

@@ -1,0 +1,281 @@
+package console
+
+// The console's server side: sign-in, routing, pages.
+
+import (
+	"context"
+	"crypto/rand"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"toolhost/core/calls"
+	"toolhost/core/registry"
+	"toolhost/storage"
+)
+
+//go:embed templates
+var templateFiles embed.FS
+
+// CookieName is the console's session cookie: an opaque id (never the
+// token), without an expiry, so that the browser forgets it when its
+// session ends.
+const CookieName = "toolhost_console"
+
+// IdleTimeout is how long a console sign-in lasts without a request.
+const IdleTimeout = 12 * time.Hour
+
+// Console serves the web console: server-rendered pages (html/template)
+// with small scripts, over the same registry and call path as the API.
+type Console struct {
+	DB       *storage.DB
+	Registry *registry.Registry
+	Calls    *calls.Service
+	// MaxFileSize bounds an uploaded file.
+	MaxFileSize int64
+	Log         *slog.Logger
+
+	once    sync.Once
+	pages   map[string]*template.Template
+	static  http.Handler
+	mu      sync.Mutex
+	signIns map[string]*signIn // cookie id → tenant
+}
+
+// signIn is one browser's sign-in.
+type signIn struct {
+	tenant storage.Tenant
+	seen   time.Time
+}
+
+type tenantKey struct{}
+
+func (c *Console) init() {
+	c.once.Do(func() {
+		if c.Log == nil {
+			c.Log = slog.New(slog.DiscardHandler)
+		}
+		c.signIns = map[string]*signIn{}
+		c.pages = map[string]*template.Template{}
+		layout := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/partials.html"))
+		pages, _ := fs.Glob(templateFiles, "templates/*.html")
+		for _, p := range pages {
+			name := strings.TrimSuffix(strings.TrimPrefix(p, "templates/"), ".html")
+			if name == "layout" || name == "partials" {
+				continue
+			}
+			c.pages[name] = template.Must(template.Must(layout.Clone()).ParseFS(templateFiles, p))
+		}
+		sub, _ := fs.Sub(Static, "static")
+		c.static = http.StripPrefix("/static/", http.FileServer(http.FS(sub)))
+	})
+}
+
+// Handles reports whether a path is the console's (everything but the
+// API, MCP and the probes).
+func Handles(path string) bool {
+	return path == "/" || path == "/login" || path == "/logout" || strings.HasPrefix(path, "/static/") ||
+		path == "/tools" || strings.HasPrefix(path, "/tools/") || path == "/resources" || strings.HasPrefix(path, "/resources/")
+}
+
+// ServeHTTP routes the console's requests.
+func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c.init()
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	path := r.URL.Path
+	switch {
+	case strings.HasPrefix(path, "/static/"):
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		c.static.ServeHTTP(w, r)
+		return
+	case path == "/login":
+		c.login(w, r)
+		return
+	case path == "/logout":
+		c.logout(w, r)
+		return
+	}
+	// Pages send a strict content security policy: scripts and styles only
+	// from the console itself.
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data: blob: https:; style-src 'self' 'unsafe-inline'; connect-src 'self'; frame-ancestors 'none'")
+	w.Header().Set("X-Frame-Options", "DENY")
+	tenant, ok := c.signedIn(r)
+	if !ok {
+		if r.Method == http.MethodGet {
+			http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			return
+		}
+		http.Error(w, "sign in first", http.StatusUnauthorized)
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead && !sameOrigin(r) {
+		http.Error(w, "a change must come from the console's own pages", http.StatusForbidden)
+		return
+	}
+	r = r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant))
+	var err error
+	switch {
+	case path == "/":
+		http.Redirect(w, r, "/tools", http.StatusSeeOther)
+		return
+	case path == "/tools":
+		err = c.tools(w, r)
+	case strings.HasPrefix(path, "/tools/"):
+		err = c.group(w, r, strings.TrimPrefix(path, "/tools/"))
+	case path == "/resources":
+		err = c.resources(w, r)
+	case strings.HasPrefix(path, "/resources/"):
+		err = c.resource(w, r, strings.TrimPrefix(r.URL.EscapedPath(), "/resources/"))
+	default:
+		http.NotFound(w, r)
+		return
+	}
+	if err != nil {
+		c.fail(w, r, err)
+	}
+}
+
+// tenantOf is the signed-in tenant of a request.
+func tenantOf(r *http.Request) storage.Tenant { return r.Context().Value(tenantKey{}).(storage.Tenant) }
+
+// sameOrigin reports whether a request that changes something comes from
+// the console's own pages (the cookie is SameSite=Strict as well).
+func sameOrigin(r *http.Request) bool {
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" {
+		return site == "same-origin"
+	}
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return false
+	}
+	u, err := url.Parse(origin)
+	return err == nil && u.Host == r.Host
+}
+
+// signedIn finds the tenant of a request's cookie.
+func (c *Console) signedIn(r *http.Request) (storage.Tenant, bool) {
+	ck, err := r.Cookie(CookieName)
+	if err != nil {
+		return storage.Tenant{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.signIns[ck.Value]
+	if s == nil || time.Since(s.seen) > IdleTimeout {
+		delete(c.signIns, ck.Value)
+		return storage.Tenant{}, false
+	}
+	s.seen = time.Now()
+	return s.tenant, true
+}
+
+// login shows the sign-in form, and signs in with a tenant's token.
+func (c *Console) login(w http.ResponseWriter, r *http.Request) {
+	next := r.URL.Query().Get("next")
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") {
+		next = "/tools"
+	}
+	data := map[string]any{"Next": next}
+	if r.Method == http.MethodPost {
+		if !sameOrigin(r) {
+			http.Error(w, "sign in from the console's own page", http.StatusForbidden)
+			return
+		}
+		token := strings.TrimSpace(r.PostFormValue("token"))
+		t, err := c.DB.TenantByToken(r.Context(), token)
+		if err == nil && token != "" {
+			id := newID()
+			c.mu.Lock()
+			c.sweep()
+			c.signIns[id] = &signIn{tenant: t, seen: time.Now()}
+			c.mu.Unlock()
+			http.SetCookie(w, &http.Cookie{Name: CookieName, Value: id, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+			http.Redirect(w, r, next, http.StatusSeeOther)
+			return
+		}
+		w.WriteHeader(http.StatusUnauthorized)
+		data["Error"] = "That token is not valid."
+	}
+	c.render(w, r, "login", "Sign in", data)
+}
+
+// logout forgets the sign-in.
+func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
+	if ck, err := r.Cookie(CookieName); err == nil {
+		c.mu.Lock()
+		delete(c.signIns, ck.Value)
+		c.mu.Unlock()
+	}
+	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
+
+// sweep forgets idle sign-ins; c.mu is held.
+func (c *Console) sweep() {
+	for id, s := range c.signIns {
+		if time.Since(s.seen) > IdleTimeout {
+			delete(c.signIns, id)
+		}
+	}
+}
+
+func newID() string {
+	b := make([]byte, 24)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// render writes a page: the layout around the named template.
+func (c *Console) render(w http.ResponseWriter, r *http.Request, page, title string, data map[string]any) {
+	t := c.pages[page]
+	if t == nil {
+		http.Error(w, "no page "+page, http.StatusInternalServerError)
+		return
+	}
+	if data == nil {
+		data = map[string]any{}
+	}
+	data["Title"] = title
+	data["Page"] = page
+	if v := r.Context().Value(tenantKey{}); v != nil {
+		data["Tenant"] = v.(storage.Tenant).Name
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if err := t.ExecuteTemplate(w, "layout.html", data); err != nil {
+		c.Log.Error("console: rendering a page", "page", page, "error", err)
+	}
+}
+
+// fail answers an error as a page.
+func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
+	code := http.StatusInternalServerError
+	msg := "something went wrong; the server log has the details"
+	var ce *consoleError
+	switch {
+	case errors.As(err, &ce):
+		code, msg = ce.code, ce.msg
+	case errors.Is(err, storage.ErrNotFound):
+		code, msg = http.StatusNotFound, "not found"
+	default:
+		c.Log.Error("console", "path", r.URL.Path, "error", err)
+	}
+	w.WriteHeader(code)
+	c.render(w, r, "error", "Error", map[string]any{"Message": msg, "Code": code})
+}
+
+// consoleError is an error a page shows as it is.
+type consoleError struct {
+	code int
+	msg  string
+}
+
+func (e *consoleError) Error() string { return e.msg }
