@@ -82,8 +82,15 @@ func (c *Console) init() {
 // Handles reports whether a path is the console's (everything but the
 // API, MCP and the probes).
 func Handles(path string) bool {
-	return path == "/" || path == "/login" || path == "/logout" || strings.HasPrefix(path, "/static/") ||
-		path == "/tools" || strings.HasPrefix(path, "/tools/") || path == "/resources" || strings.HasPrefix(path, "/resources/")
+	if path == "/" || path == "/login" || path == "/logout" || strings.HasPrefix(path, "/static/") {
+		return true
+	}
+	for _, screen := range []string{"/tools", "/resources", "/playground", "/sessions", "/knowledge", "/unanswered"} {
+		if path == screen || strings.HasPrefix(path, screen+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // ServeHTTP routes the console's requests.
@@ -135,6 +142,18 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		err = c.resources(w, r)
 	case strings.HasPrefix(path, "/resources/"):
 		err = c.resource(w, r, strings.TrimPrefix(r.URL.EscapedPath(), "/resources/"))
+	case path == "/playground" || strings.HasPrefix(path, "/playground/"):
+		err = c.playground(w, r, strings.TrimPrefix(strings.TrimPrefix(path, "/playground"), "/"))
+	case path == "/sessions":
+		err = c.sessions(w, r)
+	case strings.HasPrefix(path, "/sessions/"):
+		err = c.session(w, r, strings.TrimPrefix(path, "/sessions/"))
+	case path == "/knowledge":
+		err = c.knowledge(w, r)
+	case strings.HasPrefix(path, "/knowledge/"):
+		err = c.knowledgeDoc(w, r, strings.TrimPrefix(r.URL.EscapedPath(), "/knowledge/"))
+	case strings.HasPrefix(path, "/unanswered/"):
+		err = c.unanswered(w, r, strings.TrimPrefix(path, "/unanswered/"))
 	default:
 		http.NotFound(w, r)
 		return
