@@ -2,6 +2,8 @@ package api
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -200,5 +202,98 @@ func TestConsoleToolsAndResources(t *testing.T) {
 	r = page(t, c, srv, "POST", "/resources/mcptools.py", url.Values{"action": {"delete"}})
 	if !strings.Contains(r.body, "Incomplete") || strings.Contains(r.body, `data-path="mcptools.py"`) {
 		t.Errorf("after the delete: %.600s", r.body)
+	}
+}
+
+// postJSON sends one of the Playground's requests as its script does.
+func postJSON(t *testing.T, c *http.Client, srv *httptest.Server, path, body string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", srv.URL+path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out
+}
+
+// The Playground's page and actions: a tool's form description, its call
+// text, a call with its answer, refusals, and an agent's session through
+// two states to its finish.
+func TestConsolePlayground(t *testing.T) {
+	srv, token, c, db := consoleServer(t)
+	putMCPGroup(t, srv, token)
+	r := page(t, c, srv, "GET", "/playground?group=MCP%20Tools&tool=Echo", nil)
+	for _, want := range []string{`data-form="{`, `&#34;name&#34;:&#34;text&#34;`, `&#34;kind&#34;:&#34;integer&#34;`, `&#34;optional&#34;:true`, "/playground?agent=Helper"} {
+		if !strings.Contains(r.body, want) {
+			t.Errorf("the tool's page lacks %s", want)
+		}
+	}
+	tests := []struct {
+		name, action, body string
+		code               int
+		want               string // JSON of one key's value, as "key=value"
+	}{
+		{"call text", "calltext", `{"group":"MCP Tools","tool":"Report","arguments":{"n":2}}`, 200, "call_text=Filing 2 items..."},
+		{"a call", "call", `{"group":"MCP Tools","tool":"Echo","arguments":{"text":"hi","times":2}}`, 200, `content=map[echo:hihi]`},
+		{"a failing call", "call", `{"group":"MCP Tools","tool":"Boom","arguments":{}}`, 200, `success=false`},
+		{"invalid arguments", "call", `{"group":"MCP Tools","tool":"Echo","arguments":{"txt":"x"}}`, 422, `error=invalid arguments for tool "echo": unknown parameter "txt" (did you mean "text"?); parameters: text, times; missing required parameter "text" (str)`},
+		{"an unknown tool", "call", `{"group":"MCP Tools","tool":"Ecko","arguments":{}}`, 422, `error=no tool "Ecko" (did you mean "Echo"?)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out := postJSON(t, c, srv, "/playground/"+tt.action, tt.body)
+			k, v, _ := strings.Cut(tt.want, "=")
+			if code != tt.code || fmt.Sprint(out[k]) != v {
+				t.Errorf("%s: %d %v, want %d with %s", tt.action, code, out, tt.code, tt.want)
+			}
+		})
+	}
+	// An agent's session.
+	code, out := postJSON(t, c, srv, "/playground/start", `{"agent":"Helper","variables":{"Name":"Ann"}}`)
+	if code != 200 {
+		t.Fatalf("start: %d %v", code, out)
+	}
+	id := out["session"].(map[string]any)["id"].(string)
+	view := func() map[string]any {
+		_, v := postJSON(t, c, srv, "/playground/session", `{"session":"`+id+`"}`)
+		return v
+	}
+	names := func(v map[string]any) string {
+		var ns []string
+		for _, x := range v["tools"].([]any) {
+			ns = append(ns, x.(map[string]any)["object_name"].(string))
+		}
+		return strings.Join(ns, ",")
+	}
+	if v := view(); names(v) != "Echo,Nap,Boom,SendChatMessage" || v["instructions"] != "Help Ann politely. Hello Ann!" {
+		t.Fatalf("the session's view: %v", v)
+	}
+	if code, out := postJSON(t, c, srv, "/playground/session-call", `{"session":"`+id+`","tool":"SendChatMessage","arguments":{"message":"hello there"}}`); code != 200 || out["success"] != true {
+		t.Errorf("SendChatMessage: %d %v", code, out)
+	}
+	if code, out := postJSON(t, c, srv, "/playground/session-call", `{"session":"`+id+`","tool":"Report","arguments":{"n":1}}`); code != 422 || !strings.Contains(fmt.Sprint(out["error"]), "not available in state") {
+		t.Errorf("a tool of another state: %d %v", code, out)
+	}
+	postJSON(t, c, srv, "/playground/state", `{"session":"`+id+`","state":"Reporting"}`)
+	v := view()
+	if names(v) != "Report,FinishSession" || !strings.Contains(fmt.Sprint(v["messages"]), "hello there") {
+		t.Errorf("after the move: %v", v)
+	}
+	if code, out := postJSON(t, c, srv, "/playground/finish", `{"session":"`+id+`"}`); code != 200 || !strings.Contains(fmt.Sprint(out["skills"]), "Bye") {
+		t.Errorf("finish: %d %v", code, out)
+	}
+	if v := view(); v["session"].(map[string]any)["closed"] != true {
+		t.Errorf("after the finish: %v", v)
+	}
+	// Another tenant cannot reach the session.
+	_, other, _ := db.CreateTenant(context.Background(), "other")
+	o := signIn(t, srv, other)
+	if code, _ := postJSON(t, o, srv, "/playground/session", `{"session":"`+id+`"}`); code != 404 {
+		t.Errorf("another tenant reads the session: %d", code)
 	}
 }

@@ -15,7 +15,7 @@ import (
 
 // doors are the doors of the server's calls, in the order /metrics lists
 // them.
-var doors = []pipeline.Door{pipeline.DoorAPI, pipeline.DoorSession, pipeline.DoorCallTool, pipeline.DoorContinuation, pipeline.DoorMCP}
+var doors = []pipeline.Door{pipeline.DoorAPI, pipeline.DoorSession, pipeline.DoorCallTool, pipeline.DoorContinuation, pipeline.DoorMCP, pipeline.DoorConsole}
 
 // callBuckets are the upper bounds (seconds) of the call duration
 // histogram.
@@ -104,7 +104,7 @@ func (m *Metrics) Write(w http.ResponseWriter, warm, workers int) {
 	for _, c := range codes {
 		fmt.Fprintf(w, "toolhost_http_requests_total{code=\"%d\"} %d\n", c, m.requests[c])
 	}
-	fmt.Fprintln(w, "# HELP toolhost_calls_total Tool calls that ran, by door (api, session, call_tool, continuation, mcp) and outcome.")
+	fmt.Fprintln(w, "# HELP toolhost_calls_total Tool calls that ran, by door (api, session, call_tool, continuation, mcp, console) and outcome.")
 	fmt.Fprintln(w, "# TYPE toolhost_calls_total counter")
 	for _, door := range doors {
 		for _, ok := range []bool{true, false} {

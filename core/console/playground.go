@@ -1,8 +1,341 @@
 package console
 
-import "net/http"
+// The Playground: run a group's tool, or an agent's session through its
+// states, from forms generated from the tools' parameter types, and see
+// each answer as spec 000's widget shows it (the page's script renders the
+// blocks). Calls take the pipeline like every other door.
 
-// playground serves the Playground (see playground.go's full version).
-func (c *Console) playground(w http.ResponseWriter, r *http.Request, rest string) error {
-	return &consoleError{http.StatusNotImplemented, "the Playground is not built yet"}
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+
+	"toolhost/core/calls"
+	"toolhost/core/definition"
+	"toolhost/core/pipeline"
+	"toolhost/core/registry"
+	"toolhost/core/session"
+	"toolhost/core/typeexpr"
+	"toolhost/storage"
+)
+
+// playground routes the Playground: the page (GET), and its actions
+// (POST, JSON in and out, from the page's script).
+func (c *Console) playground(w http.ResponseWriter, r *http.Request, action string) error {
+	if action == "" {
+		return c.playgroundPage(w, r)
+	}
+	if r.Method != http.MethodPost {
+		return &consoleError{http.StatusMethodNotAllowed, "POST"}
+	}
+	var req struct {
+		Group, Tool, Agent, Session, State, ID string
+		Arguments                              json.RawMessage
+		Variables                              map[string]any
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, 8<<20))
+	if err := dec.Decode(&req); err != nil {
+		return jsonError(w, http.StatusBadRequest, "the request is not the JSON the page sends: "+err.Error())
+	}
+	tenant := tenantOf(r).ID
+	ctx := r.Context()
+	switch action {
+	case "call":
+		t, err := c.Registry.FindTool(ctx, tenant, req.Tool, false, req.Group)
+		if err != nil {
+			return jsonError(w, http.StatusUnprocessableEntity, err.Error())
+		}
+		if t.Def == nil {
+			return jsonError(w, http.StatusUnprocessableEntity, req.Tool+" is a built-in tool: it runs inside an agent's session")
+		}
+		a, err := c.Calls.Pipeline(tenant).Run(ctx, &pipeline.Request{Door: pipeline.DoorConsole, Group: t.Def, Tool: t.Tool, Args: req.Arguments})
+		return answer(w, a, err)
+	case "calltext":
+		t, err := c.Registry.FindTool(ctx, tenant, req.Tool, false, req.Group)
+		if err != nil || t.Def == nil {
+			return writeJSON(w, map[string]string{"call_text": ""})
+		}
+		text, _ := c.Calls.Pipeline(tenant).CallText(ctx, t.Tool, req.Arguments)
+		return writeJSON(w, map[string]string{"call_text": text})
+	case "continue":
+		a, err := c.Calls.Resume(ctx, tenant, req.ID)
+		return answer(w, a, err)
+	case "start":
+		eng, err := c.Calls.Engine(ctx, tenant, req.Agent)
+		if err != nil {
+			return jsonError(w, http.StatusConflict, err.Error())
+		}
+		sess, skills, err := eng.StartWith(ctx, req.Variables, nil)
+		if err != nil {
+			return jsonError(w, http.StatusConflict, err.Error())
+		}
+		return writeJSON(w, map[string]any{"session": sess, "skills": skills})
+	case "session":
+		return c.inSession(w, r, req.Session, func(eng *session.Engine, s *storage.Session) (any, error) {
+			return c.sessionView(r, eng, s)
+		})
+	case "session-call":
+		return c.inSession(w, r, req.Session, func(eng *session.Engine, s *storage.Session) (any, error) {
+			e := *eng
+			e.Door = pipeline.DoorConsole
+			return e.Call(ctx, s, req.Tool, req.Arguments)
+		})
+	case "state":
+		return c.inSession(w, r, req.Session, func(eng *session.Engine, s *storage.Session) (any, error) {
+			return nil, eng.SetState(ctx, s, req.State)
+		})
+	case "finish":
+		return c.inSession(w, r, req.Session, func(eng *session.Engine, s *storage.Session) (any, error) {
+			skills, err := eng.Finish(ctx, s)
+			return map[string]any{"skills": skills}, err
+		})
+	}
+	return jsonError(w, http.StatusNotFound, "no playground action "+action)
+}
+
+// inSession runs f on a session of the tenant, under its lock, and
+// answers what f returns (a refusal as 422 with its message).
+func (c *Console) inSession(w http.ResponseWriter, r *http.Request, id string, f func(*session.Engine, *storage.Session) (any, error)) error {
+	tenant := tenantOf(r).ID
+	var out any
+	err := c.Calls.InSession(r.Context(), tenant, id, func(s *storage.Session) error {
+		eng, err := c.Calls.Engine(r.Context(), tenant, s.Agent)
+		if err != nil {
+			return err
+		}
+		out, err = f(eng, s)
+		return err
+	})
+	var ns *calls.NoSessionError
+	var te *session.ToolError
+	switch {
+	case errors.As(err, &ns):
+		return jsonError(w, http.StatusNotFound, err.Error())
+	case errors.As(err, &te):
+		return writeJSONStatus(w, http.StatusUnprocessableEntity, map[string]any{"error": te.Message, "errors": te.Errors})
+	case err != nil:
+		return jsonError(w, http.StatusConflict, err.Error())
+	}
+	if a, ok := out.(*pipeline.Answer); ok {
+		return answer(w, a, nil)
+	}
+	if out == nil {
+		out = map[string]any{"ok": true}
+	}
+	return writeJSON(w, out)
+}
+
+// sessionView is what the page shows of a session: its state, the state's
+// tools with their forms, the agent's states, its messages.
+func (c *Console) sessionView(r *http.Request, eng *session.Engine, s *storage.Session) (any, error) {
+	tools, groups, _, _ := eng.StateTools(s.State)
+	forms := make([]toolForm, len(tools))
+	for i, t := range tools {
+		forms[i] = formOf(groups[i], t)
+	}
+	states := make([]string, len(eng.Agent.States))
+	for i, st := range eng.Agent.States {
+		states[i] = st.Name
+	}
+	msgs, err := c.DB.Messages(r.Context(), s.ID)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"session": s, "tools": forms, "states": states, "messages": msgs,
+		"instructions": session.Instructions(eng.Agent, s.Variables)}, nil
+}
+
+// answer writes a call's answer, or its refusal.
+func answer(w http.ResponseWriter, a *pipeline.Answer, err error) error {
+	if err != nil {
+		var ae *pipeline.ArgumentsError
+		if errors.As(err, &ae) {
+			return writeJSONStatus(w, http.StatusUnprocessableEntity, map[string]any{"error": err.Error(), "errors": ae.Errors})
+		}
+		var ut *registry.UnknownToolError
+		if errors.As(err, &ut) || errors.Is(err, storage.ErrNotFound) {
+			return jsonError(w, http.StatusUnprocessableEntity, err.Error())
+		}
+		return jsonError(w, http.StatusConflict, err.Error())
+	}
+	return writeJSON(w, a)
+}
+
+func writeJSON(w http.ResponseWriter, v any) error { return writeJSONStatus(w, http.StatusOK, v) }
+
+func writeJSONStatus(w http.ResponseWriter, code int, v any) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+func jsonError(w http.ResponseWriter, code int, msg string) error {
+	return writeJSONStatus(w, code, map[string]any{"error": msg})
+}
+
+// toolForm is what the page's script needs to build a tool's form.
+type toolForm struct {
+	Group       string  `json:"group"`
+	ObjectName  string  `json:"object_name"`
+	Name        string  `json:"name"`
+	Description string  `json:"description"`
+	Params      []field `json:"params"`
+}
+
+// field describes one input of a form, from a parameter's type: the
+// script turns kinds into controls (text, number, checkbox, date, select
+// for a Literal, a list with add and remove, key and value rows, a choice
+// of alternative for a union).
+type field struct {
+	Name        string  `json:"name,omitempty"`
+	Description string  `json:"description,omitempty"`
+	Type        string  `json:"type"` // the type expression, as written
+	Kind        string  `json:"kind"`
+	Optional    bool    `json:"optional,omitempty"`
+	Values      []any   `json:"values,omitempty"` // Literal
+	Elem        *field  `json:"elem,omitempty"`   // list
+	Key         *field  `json:"key,omitempty"`    // dict
+	Value       *field  `json:"value,omitempty"`  // dict
+	Options     []field `json:"options,omitempty"`
+}
+
+// formOf describes a tool's form.
+func formOf(group string, t *definition.Tool) toolForm {
+	f := toolForm{Group: group, ObjectName: t.ObjectName, Name: t.Name, Description: t.Description, Params: []field{}}
+	if t.Builtin {
+		f.Group = ""
+	}
+	for _, p := range t.Parameters {
+		fd := fieldOf(p.Type)
+		fd.Name, fd.Description, fd.Optional = p.Name, p.Description, p.Optional
+		f.Params = append(f.Params, fd)
+	}
+	return f
+}
+
+// fieldOf describes a type.
+func fieldOf(t *typeexpr.Type) field {
+	if t == nil {
+		return field{Kind: "any", Type: "any"}
+	}
+	f := field{Kind: t.Kind.String(), Type: t.String()}
+	switch t.Kind {
+	case typeexpr.Array:
+		if t.Elem != nil {
+			e := fieldOf(t.Elem)
+			f.Elem = &e
+		}
+	case typeexpr.Object:
+		if t.Value != nil {
+			k, v := fieldOf(t.Key), fieldOf(t.Value)
+			f.Key, f.Value = &k, &v
+		}
+	case typeexpr.Literal:
+		for _, v := range t.Values {
+			f.Values = append(f.Values, v.JSON())
+		}
+	case typeexpr.Union:
+		for _, o := range t.Options {
+			f.Options = append(f.Options, fieldOf(o))
+		}
+	}
+	return f
+}
+
+// playgroundPage is the Playground: a tool of a Ready group, an agent to
+// start a session of, or a session to carry on.
+func (c *Console) playgroundPage(w http.ResponseWriter, r *http.Request) error {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return &consoleError{http.StatusMethodNotAllowed, "GET"}
+	}
+	tenant := tenantOf(r).ID
+	q := r.URL.Query()
+	defs, rows, err := c.Registry.Definitions(r.Context(), tenant)
+	if err != nil {
+		return err
+	}
+	var groups []map[string]any
+	names := make([]string, 0, len(defs))
+	for n := range defs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if definition.Status(rows[n].Status) != definition.Ready {
+			continue
+		}
+		var tools []map[string]string
+		for _, t := range defs[n].Tools {
+			tools = append(tools, map[string]string{"ObjectName": t.ObjectName, "Name": t.Name,
+				"URL": "/playground?group=" + url.QueryEscape(n) + "&tool=" + url.QueryEscape(t.ObjectName)})
+		}
+		groups = append(groups, map[string]any{"Name": n, "Tools": tools})
+	}
+	agents, err := c.DB.Agents(r.Context(), tenant)
+	if err != nil {
+		return err
+	}
+	data := map[string]any{"Groups": groups, "Agents": agents}
+	switch {
+	case q.Get("tool") != "":
+		t, err := c.Registry.FindTool(r.Context(), tenant, q.Get("tool"), false, q.Get("group"))
+		if err != nil || t.Def == nil {
+			return &consoleError{http.StatusNotFound, fmt.Sprintf("no Ready tool %q in group %q", q.Get("tool"), q.Get("group"))}
+		}
+		b, _ := json.Marshal(formOf(t.Def.Name, t.Tool))
+		data["Form"] = string(b)
+		data["Tool"] = t.Tool
+		data["Group"] = t.Def.Name
+	case q.Get("agent") != "":
+		a, err := c.Calls.Agent(r.Context(), tenant, q.Get("agent"))
+		if err != nil {
+			return &consoleError{http.StatusNotFound, fmt.Sprintf("no agent %q", q.Get("agent"))}
+		}
+		data["Agent"] = a.Name
+		data["Inputs"] = c.initInputs(r, a)
+	case q.Get("session") != "":
+		data["Session"] = q.Get("session")
+	}
+	c.render(w, r, "playground", "Playground", data)
+	return nil
+}
+
+// initInputs are the variables an agent's init skills take, to ask for
+// before a session starts.
+func (c *Console) initInputs(r *http.Request, a *definition.Agent) []map[string]string {
+	defs, _, err := c.Registry.Definitions(r.Context(), tenantOf(r).ID)
+	if err != nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []map[string]string
+	for _, ref := range a.ToolGroups {
+		g := defs[ref.Name]
+		if g == nil {
+			continue
+		}
+		for _, sk := range g.Skills {
+			if !sk.SessionInit {
+				continue
+			}
+			for _, in := range sk.Inputs {
+				if seen[in.Name] {
+					continue
+				}
+				seen[in.Name] = true
+				typ := ""
+				if in.DType != nil {
+					typ = in.DType.String()
+				}
+				out = append(out, map[string]string{"Name": in.Name, "Type": typ, "Description": strings.TrimSpace(in.Description), "Skill": sk.Name})
+			}
+		}
+	}
+	return out
 }

@@ -1,6 +1,6 @@
 // Package pipeline is the one path every tool call takes, whichever door
 // it came through (/v1/calls, a session, toolhost.call_tool from tool code,
-// a continuation, the CLI, an MCP client): a door finds the tool and hands over a Request
+// a continuation, the CLI, an MCP client, the console's Playground): a door finds the tool and hands over a Request
 // with the arguments as they came; Run checks them, applies the tool's
 // policy (tags, idempotency, timeout, retries, fallback), runs the
 // implementation through a Runner, shapes the answer (warnings, templates,
@@ -41,6 +41,8 @@ const (
 	// DoorMCP is tools/call of an MCP session (the server's /mcp or
 	// `toolhost mcp`).
 	DoorMCP Door = "mcp"
+	// DoorConsole is the web console's Playground.
+	DoorConsole Door = "console"
 )
 
 // Runner runs one implementation: the one way a call reaches a plugin

@@ -332,3 +332,25 @@ func pythonJSON(compact string) string {
 	}
 	return b.String()
 }
+
+// CallText renders a tool's call_template with a call's arguments: the
+// text a UI shows while the call runs ("" for a tool without one). The
+// arguments are checked first, as Run checks them.
+func (p *Pipeline) CallText(ctx context.Context, t *definition.Tool, raw json.RawMessage) (string, error) {
+	ui := t.Pipeline.UI
+	if ui == nil || ui.CallTemplate == nil {
+		return "", nil
+	}
+	args, err := CheckArguments(fmt.Sprintf("tool %q", t.Name), t.Parameters, raw)
+	if err != nil {
+		return "", err
+	}
+	var bt batch
+	i := bt.add(ui.CallTemplate.Source, false, "call_template")
+	results, err := p.renderBatch(ctx, &bt, map[string]any{"input": args})
+	if err != nil {
+		return "", err
+	}
+	text, _ := results[i].(string)
+	return text, nil
+}
