@@ -54,12 +54,17 @@ test: tools lint unit fuzz-short
 
 # What the tests need besides Go: python3 with Pydantic v2 (the oracle of
 # the schema test). The machine image ships it; PyPI is not reachable, so
-# it cannot be installed here. And node with npm, for the MCP client on the
-# TypeScript SDK (its packages come from npm, pinned by its lock).
+# it cannot be installed here. Chromium, for the console's browser tests
+# (Debian's chromium package, installed when missing). And node with npm,
+# for the MCP client on the TypeScript SDK (its packages come from npm,
+# pinned by its lock).
 tools:
 	@command -v python3 >/dev/null || { echo "make: python3 is needed; installing it"; apt-get update && apt-get install -y python3; }
 	@command -v slirp4netns >/dev/null || { echo "make: slirp4netns gives sandboxes their network under --network allow; installing it"; \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slirp4netns) >/dev/null || { echo "make: could not install slirp4netns"; exit 1; }; }
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || command -v google-chrome >/dev/null || { \
+		echo "make: the console's browser tests (core/console) need Chromium; installing Debian's chromium package"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null || { echo "make: could not install chromium"; exit 1; }; }
 	@python3 -c 'import pydantic, sys; sys.exit(0 if pydantic.VERSION.startswith("2.") else 1)' || \
 		{ echo "make: the schema tests need Pydantic v2 for python3 (found none)"; exit 1; }
 	@test -d core/mcpserver/testdata/tsclient/node_modules || { command -v npm >/dev/null || { echo "make: the TypeScript MCP client test (TestMCPTypeScriptClient) needs node and npm"; exit 1; }; \
