@@ -53,13 +53,15 @@ func TestBlocksBrowser(t *testing.T) {
 	defer srv.Close()
 
 	ctx := browser.New(t)
-	browserDo(t, ctx, chromedp.Navigate(srv.URL+"/blocks.html"))
+	// Tall enough for the first tables' buttons to be in view from the
+	// start (they are clicked; the one below the spacer loads on scroll).
+	browserDo(t, ctx, chromedp.EmulateViewport(1280, 1400), chromedp.Navigate(srv.URL+"/blocks.html"))
 	browserPoll(t, ctx, `document.body.dataset.ready === '1'`)
 	if errs := browserEval[[]string](t, ctx, `window.__errors`); len(errs) > 0 {
 		t.Fatalf("script errors on the page: %q", errs)
 	}
 	types := browserEval[[]string](t, ctx, `[...document.querySelectorAll('#blocks > [data-block-type]')].map(e => e.dataset.blockType)`)
-	if want := "text table chart chart chart chart chart file map"; strings.Join(types, " ") != want {
+	if want := "text table table table chart chart chart chart chart file map"; strings.Join(types, " ") != want {
 		t.Fatalf("block wrappers: %q, want %q", types, want)
 	}
 
@@ -153,7 +155,7 @@ func TestBlocksBrowser(t *testing.T) {
 		}
 	})
 
-	const table = `#blocks > [data-block-type=table]`
+	const table = `#blocks > [data-block-type=table]:nth-child(2)`
 	column := func(t *testing.T, key string) []string {
 		t.Helper()
 		idx := map[string]int{"model": 1, "price": 2, "stock": 3}[key]
@@ -207,6 +209,52 @@ func TestBlocksBrowser(t *testing.T) {
 		}
 		if got := browserEval[[]string](t, ctx, `window.__resumed`); strings.Join(got, ",") != "models-2" {
 			t.Errorf("resume calls %q, want one for models-2", got)
+		}
+	})
+
+	t.Run("table search", func(t *testing.T) {
+		if got := browserEval[string](t, ctx, `document.querySelector('label[for="' + document.querySelector('`+table+` input[type=search]').id + '"]')?.textContent ?? ''`); got != "Search" {
+			t.Errorf("the search field's label is %q", got)
+		}
+		browserDo(t, ctx, chromedp.SendKeys(chromedp.CSS(table+` input[type=search]`), "AN"))
+		if got := column(t, "model"); strings.Join(got, ",") != "Banana" {
+			t.Errorf("rows matching AN: %q", got)
+		}
+		browserDo(t, ctx, chromedp.Evaluate[chromedp.Void](`(() => {
+			const s = document.querySelector('`+table+` input[type=search]');
+			s.value = '';
+			s.dispatchEvent(new Event('input'));
+		})()`))
+		if got := column(t, "model"); len(got) != 5 {
+			t.Errorf("rows after clearing the search: %q", got)
+		}
+	})
+
+	t.Run("table continuation errors", func(t *testing.T) {
+		// A dead continuation ends the loading, with its reason; the first
+		// page stays.
+		const expired = `#blocks > [data-block-type=table]:nth-child(3)`
+		browserDo(t, ctx, chromedp.Click(chromedp.CSS(expired+` button.tb-next`)))
+		browserPoll(t, ctx, `!document.querySelector('`+expired+` button.tb-next')`)
+		if got := text(t, expired+` .tb-table-status`); !strings.Contains(got, "the continuation expired") {
+			t.Errorf("status %q, want the reason", got)
+		}
+		if n := browserEval[int](t, ctx, `document.querySelectorAll('`+expired+` tbody tr').length`); n != 1 {
+			t.Errorf("%d rows, want the first page's 1", n)
+		}
+		// A failed call (a lost connection) keeps the button, which tries
+		// again.
+		const retried = `#blocks > [data-block-type=table]:nth-child(4)`
+		browserDo(t, ctx, chromedp.Click(chromedp.CSS(retried+` button.tb-next`)))
+		browserPoll(t, ctx, `document.querySelector('`+retried+` .tb-table-status').textContent.includes('network down')`)
+		browserPoll(t, ctx, `!document.querySelector('`+retried+` button.tb-next').disabled`)
+		browserDo(t, ctx, chromedp.Click(chromedp.CSS(retried+` button.tb-next`)))
+		browserPoll(t, ctx, `document.querySelectorAll('`+retried+` tbody tr').length === 2 && !document.querySelector('`+retried+` button.tb-next')`)
+		if got := text(t, retried+` .tb-table-status`); got != "" {
+			t.Errorf("status %q after the retry, want none", got)
+		}
+		if got := browserEval[[]string](t, ctx, `window.__resumed`); strings.Join(got, ",") != "models-2,expired-2,flaky-2,flaky-2" {
+			t.Errorf("resume calls %q", got)
 		}
 	})
 
