@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"toolhost/core/console"
 	"toolhost/storage"
 )
 
@@ -454,5 +455,24 @@ func TestConsoleTimelineEntries(t *testing.T) {
 	}
 	if strings.Contains(r.body, "<x>") || strings.Contains(r.body, "<z>") {
 		t.Error("unescaped text on the page")
+	}
+}
+
+// A document over the console's file size is refused with the limit, as a
+// file or pasted.
+func TestConsoleKnowledgeTooLarge(t *testing.T) {
+	srv, token, _, _ := newServerWith(t, func(s *Server) {
+		s.Console = &console.Console{DB: s.DB, Registry: s.Registry, Calls: s.Calls, MaxFileSize: 100}
+	})
+	c := signIn(t, srv, token)
+	big := strings.Repeat("word ", 40)
+	if r := postFile(t, c, srv, "/knowledge", map[string]string{"name": "big"}, "big.txt", big); r.code != 413 || !strings.Contains(r.body, "a document is at most 100 bytes") {
+		t.Errorf("a large file: %d %.1000s", r.code, r.body)
+	}
+	if r := page(t, c, srv, "POST", "/knowledge", url.Values{"name": {"big"}, "text": {big}}); r.code != 413 || !strings.Contains(r.body, "at most 100 bytes") {
+		t.Errorf("a large text: %d %.1000s", r.code, r.body)
+	}
+	if r := page(t, c, srv, "POST", "/knowledge", url.Values{"name": {"small"}, "text": {"ok"}}); r.code != 200 || !strings.Contains(r.body, `data-doc="small"`) || strings.Contains(r.body, `data-doc="big"`) {
+		t.Errorf("a small text: %d %.1000s", r.code, r.body)
 	}
 }

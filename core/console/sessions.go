@@ -554,7 +554,11 @@ func (c *Console) knowledge(w http.ResponseWriter, r *http.Request) error {
 // none is given) and its text, from a file or pasted.
 func (c *Console) knowledgeUpload(r *http.Request) (name, text string, err error) {
 	limit := c.maxFileSize()
-	tooLarge := &consoleError{http.StatusRequestEntityTooLarge, fmt.Sprintf("a document is at most %d MiB", limit>>20)}
+	most := fmt.Sprintf("%d MiB", limit>>20)
+	if limit%(1<<20) != 0 {
+		most = fmt.Sprintf("%d bytes", limit)
+	}
+	tooLarge := &consoleError{http.StatusRequestEntityTooLarge, "a document is at most " + most}
 	r.Body = http.MaxBytesReader(nil, r.Body, limit+64<<10)
 	if strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/") {
 		if err := r.ParseMultipartForm(1 << 20); err != nil {
