@@ -113,7 +113,7 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// Pages send a strict content security policy: scripts and styles only
 	// from the console itself.
-	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data: blob: https:; style-src 'self' 'unsafe-inline'; connect-src 'self'; frame-ancestors 'none'")
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data: blob: https:; style-src 'self' 'unsafe-inline'; connect-src 'self' blob:; frame-ancestors 'none'")
 	w.Header().Set("X-Frame-Options", "DENY")
 	tenant, ok := c.signedIn(r)
 	if !ok {

@@ -1,0 +1,205 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"toolhost/core/console"
+	"toolhost/core/internal/browser"
+)
+
+// The console in a real headless Chromium, against the real server on
+// loopback: what a person does on each screen. With
+// TOOLHOST_CONSOLE_SHOTS=DIR set (make screenshots), each screen is saved
+// there as a PNG (docs/console holds the ones README shows); a failed
+// test leaves a screenshot (see core/internal/browser).
+
+// do runs browser actions, failing the test on an error.
+func do(t *testing.T, ctx context.Context, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		t.Fatalf("browser: %v", err)
+	}
+}
+
+// js runs a statement in the page.
+func js(t *testing.T, ctx context.Context, code string) {
+	t.Helper()
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[any](code)); err != nil {
+		t.Fatalf("running %s: %v", code, err)
+	}
+}
+
+// eval evaluates an expression in the page.
+func eval[T any](t *testing.T, ctx context.Context, js string) T {
+	t.Helper()
+	out, err := chromedp.Run(ctx, chromedp.Evaluate[T](js, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("evaluating %s: %v", js, err)
+	}
+	return out
+}
+
+// until waits until an expression is true in the page.
+func until(t *testing.T, ctx context.Context, what, js string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js)); err == nil && ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			body, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`))
+			t.Fatalf("waiting for %s: still not so after a minute; the page says:\n%.1500s", what, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// shot saves the screen as docs' screenshot NAME.png when asked to.
+func shot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	dir := os.Getenv("TOOLHOST_CONSOLE_SHOTS")
+	if dir == "" {
+		return
+	}
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	os.MkdirAll(dir, 0o755)
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestConsoleInBrowser(t *testing.T) {
+	srv, token, _, _ := newServerWith(t, func(s *Server) {
+		s.Console = &console.Console{DB: s.DB, Registry: s.Registry, Calls: s.Calls}
+	})
+	ctx := browser.NewTimeout(t, 4*time.Minute)
+	cars, _ := filepath.Abs("../../sample_groups/car_search")
+	do(t, ctx, chromedp.EmulateViewport(1280, 900))
+
+	// Sign in.
+	do(t, ctx, chromedp.Navigate(srv.URL+"/tools"))
+	until(t, ctx, "the sign-in page", `location.pathname === '/login' && !!document.querySelector('#token')`)
+	shot(t, ctx, "sign-in")
+	do(t, ctx, chromedp.SendKeys(chromedp.CSS("#token"), token), chromedp.Submit(chromedp.CSS("#token")))
+	until(t, ctx, "the Tools screen", `location.pathname === '/tools' && document.querySelector('h1').textContent === 'Tools'`)
+
+	// A group before its files: Incomplete, with the files named.
+	do(t, ctx, chromedp.SetUploadFiles(chromedp.CSS("#def-file"), []string{filepath.Join(cars, "car_search.yaml")}),
+		chromedp.Click(chromedp.CSS(`form[action="/tools"] button[type=submit]`)))
+	until(t, ctx, "the check's report", `document.body.innerText.includes('Store it')`)
+	if txt := eval[string](t, ctx, `document.querySelector('main').innerText`); !strings.Contains(txt, "Incomplete") || !strings.Contains(txt, "cars.py") {
+		t.Fatalf("the check does not name the missing file:\n%.800s", txt)
+	}
+	do(t, ctx, chromedp.Click(chromedp.CSS(`input[name=action][value=store] ~ button`)))
+	until(t, ctx, "the group's page", `decodeURIComponent(location.pathname) === '/tools/Car Search' && !!document.querySelector('.status')`)
+	if txt := eval[string](t, ctx, `document.querySelector('.status').textContent`); txt != "Incomplete" {
+		t.Errorf("the stored group is %q, want Incomplete", txt)
+	}
+
+	// Its file, by the upload control: Ready.
+	do(t, ctx, chromedp.Navigate(srv.URL+"/resources"))
+	until(t, ctx, "the Resources screen", `!!document.querySelector('#pick-files')`)
+	do(t, ctx, chromedp.SetUploadFiles(chromedp.CSS("#pick-files"), []string{filepath.Join(cars, "cars.py")}))
+	until(t, ctx, "the file listed and the group Ready", `!!document.querySelector('tr[data-path="cars.py"]') &&
+		[...document.querySelectorAll('tr[data-group="Car Search"] .status')].some(s => s.textContent === 'Ready')`)
+	shot(t, ctx, "resources")
+	do(t, ctx, chromedp.Navigate(srv.URL+"/tools"))
+	until(t, ctx, "the Tools screen with the group", `!!document.querySelector('tr[data-group="Car Search"]')`)
+	shot(t, ctx, "tools")
+
+	// A broken definition: its error at its line.
+	src, _ := os.ReadFile(filepath.Join(cars, "car_search.yaml"))
+	broken := strings.Replace(string(src), "type: int", "type: itn", 1)
+	line := 0
+	for i, l := range strings.Split(broken, "\n") {
+		if strings.Contains(l, "type: itn") {
+			line = i + 1
+			break
+		}
+	}
+	yamlJS, _ := json.Marshal(broken)
+	js(t, ctx, `document.querySelector('#def-text').value = `+string(yamlJS))
+	do(t, ctx, chromedp.Click(chromedp.CSS(`form[action="/tools"] button[type=submit]`)))
+	until(t, ctx, "the broken definition's report", `!!document.querySelector('ol.source')`)
+	if txt := eval[string](t, ctx, fmt.Sprintf(`(document.querySelector('li#L%d.has-error .diag.error') || {}).textContent || ''`, line)); !strings.Contains(txt, "itn") {
+		t.Errorf("line %d does not carry the error: %q", line, txt)
+	}
+	shot(t, ctx, "check")
+	do(t, ctx, chromedp.Navigate(srv.URL+"/tools/Car%20Search"))
+	until(t, ctx, "the group's page", `!!document.querySelector('.tool-card')`)
+	shot(t, ctx, "group")
+
+	// The Playground: a table whose second page comes through a
+	// continuation.
+	do(t, ctx, chromedp.Navigate(srv.URL+"/playground?group=Car%20Search&tool=SearchCars"))
+	until(t, ctx, "the tool's form", `!!document.querySelector('#pg-tool .fields input')`)
+	do(t, ctx, chromedp.SendKeys(chromedp.CSS(`#pg-tool .fields input[type=text]`), "a"), chromedp.Click(chromedp.CSS(`#pg-tool button[type=submit]`)))
+	until(t, ctx, "the answer's table", `!!document.querySelector('#pg-answer [data-block-type=table] tbody tr')`)
+	if txt := eval[string](t, ctx, `document.querySelector('#pg-answer .result-text').textContent`); !strings.Contains(txt, "найдено") {
+		t.Errorf("the result text: %q", txt)
+	}
+	rows := eval[int](t, ctx, `document.querySelectorAll('#pg-answer [data-block-type=table] tbody tr').length`)
+	js(t, ctx, `[...document.querySelectorAll('#pg-answer button')].find(b => /next page/i.test(b.textContent)).click()`)
+	until(t, ctx, "the second page", fmt.Sprintf(`document.querySelectorAll('#pg-answer [data-block-type=table] tbody tr').length > %d`, rows))
+	shot(t, ctx, "playground-table")
+
+	// A chart drawn.
+	do(t, ctx, chromedp.Navigate(srv.URL+"/playground?group=Car%20Search&tool=PriceReport"), chromedp.Click(chromedp.CSS(`#pg-tool button[type=submit]`)))
+	until(t, ctx, "the chart's canvas", `!!document.querySelector('#pg-answer [data-block-type=chart] canvas')`)
+	until(t, ctx, "the chart drawn", `(() => {
+		const c = document.querySelector('#pg-answer [data-block-type=chart] canvas');
+		const blank = document.createElement('canvas'); blank.width = c.width; blank.height = c.height;
+		return c.width > 0 && c.toDataURL() !== blank.toDataURL();
+	})()`)
+	shot(t, ctx, "playground-chart")
+
+	// A map with its markers (no tiles: no network), and a file download.
+	do(t, ctx, chromedp.Navigate(srv.URL+"/playground?group=Car%20Search&tool=DealerMap"), chromedp.Click(chromedp.CSS(`#pg-tool button[type=submit]`)))
+	until(t, ctx, "the map's markers", `document.querySelectorAll('#pg-answer [data-block-type=map] path.leaflet-interactive').length > 0`)
+	link := eval[map[string]string](t, ctx, `(() => { const a = document.querySelector('#pg-answer [data-block-type=file] a[download]'); return a ? {href: a.href, name: a.getAttribute('download')} : {}; })()`)
+	if !strings.HasPrefix(link["href"], "blob:") || link["name"] == "" {
+		t.Errorf("the file block's link: %v", link)
+	}
+	size := eval[float64](t, ctx, `(async () => (await (await fetch(document.querySelector('#pg-answer [data-block-type=file] a[download]').href)).blob()).size)()`)
+	if size <= 0 {
+		t.Errorf("the downloaded file is empty")
+	}
+	shot(t, ctx, "playground-map")
+
+	// An agent's session through two states, then its System Logs.
+	putMCPGroup(t, srv, token)
+	do(t, ctx, chromedp.Navigate(srv.URL+"/playground?agent=Helper"))
+	until(t, ctx, "the session's start form", `!!document.querySelector('#var-Name')`)
+	do(t, ctx, chromedp.SendKeys(chromedp.CSS("#var-Name"), "Ann"), chromedp.Click(chromedp.CSS(`#pg-start button[type=submit]`)))
+	until(t, ctx, "the session", `!!document.querySelector('.s-tools button')`)
+	if st := eval[string](t, ctx, `document.querySelector('.s-state').textContent`); st != "Greeting" {
+		t.Errorf("the first state: %q", st)
+	}
+	js(t, ctx, `[...document.querySelectorAll('.s-tools button')].find(b => b.textContent === 'echo').click()`)
+	until(t, ctx, "echo's form", `!document.querySelector('#pg-tool').hidden && !!document.querySelector('#pg-tool .fields input[type=text]')`)
+	do(t, ctx, chromedp.SendKeys(chromedp.CSS(`#pg-tool .fields input[type=text]`), "hi"), chromedp.Click(chromedp.CSS(`#pg-tool button[type=submit]`)))
+	until(t, ctx, "echo's answer", `document.querySelector('#pg-answer details.content pre')?.textContent.includes('"echo": "hi"')`)
+	do(t, ctx, chromedp.SetValue(chromedp.CSS("#s-state-pick"), "Reporting"), chromedp.Click(chromedp.CSS(`.s-move button`)))
+	until(t, ctx, "the second state", `document.querySelector('.s-state').textContent === 'Reporting' &&
+		[...document.querySelectorAll('.s-tools button')].map(b => b.textContent).join(',') === 'report,finish_session'`)
+	shot(t, ctx, "playground-session")
+	do(t, ctx, chromedp.Click(chromedp.CSS(`.s-finish`)))
+	until(t, ctx, "the finish", `document.querySelector('.s-open').textContent === 'finished'`)
+	id := eval[string](t, ctx, `document.querySelector('#pg-session').dataset.session`)
+	do(t, ctx, chromedp.Navigate(srv.URL+"/sessions/"+id))
+	until(t, ctx, "the session's logs", `document.body.innerText.includes('Hello') && document.body.innerText.includes('Bye')`)
+	shot(t, ctx, "session-logs")
+}
