@@ -19,7 +19,7 @@ FUZZTIME ?= 1m
 # Fuzz targets: package and function, one per parser of outside input.
 FUZZ_TARGETS := ./core/typeexpr:FuzzParse ./core/definition:FuzzLoad ./core/arguments:FuzzCheck ./core/schema:FuzzAppendString ./plugins/frame:FuzzRead ./core/definition:FuzzLoadAgent ./core/templates:FuzzRender ./core/blocks:FuzzParseMarkdown ./core/relpath:FuzzCheck ./core/cli:FuzzParseSessionLine ./core/requirements:FuzzParse ./core/strictjson:FuzzDecode ./core/mcpserver:FuzzQueryVars
 
-.PHONY: all build run schemas test lint unit fuzz fuzz-short race bench tools tools-run clean
+.PHONY: all build run schemas test lint unit fuzz fuzz-short race bench tools tools-run screenshots clean
 
 all: build
 
@@ -121,6 +121,11 @@ fuzz:
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./core/...
 	$(BIN) bench --runtime both --baselines --n 3000 --concurrency 4 sample_groups/bench/bench.yaml noop '{"x": 1}'
+
+# The console's screenshots in docs/console (README shows them), made by
+# its browser tests in a real Chromium.
+screenshots: tools
+	TOOLHOST_CONSOLE_SHOTS=$(CURDIR)/docs/console $(GO) test -count=1 -run 'TestConsoleInBrowser|TestConsoleFormsInBrowser' ./core/api
 
 clean:
 	rm -rf bin

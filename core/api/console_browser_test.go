@@ -19,7 +19,7 @@ import (
 // The console in a real headless Chromium, against the real server on
 // loopback: what a person does on each screen. With
 // TOOLHOST_CONSOLE_SHOTS=DIR set (make screenshots), each screen is saved
-// there as a PNG (docs/console holds the ones README shows); a failed
+// there as a JPEG (docs/console holds the ones README shows); a failed
 // test leaves a screenshot (see core/internal/browser).
 
 // do runs browser actions, failing the test on an error.
@@ -76,7 +76,7 @@ func shot(t *testing.T, ctx context.Context, name string) {
 		t.Fatalf("screenshot: %v", err)
 	}
 	os.MkdirAll(dir, 0o755)
-	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, name+".jpg"), png, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -202,4 +202,74 @@ func TestConsoleInBrowser(t *testing.T) {
 	do(t, ctx, chromedp.Navigate(srv.URL+"/sessions/"+id))
 	until(t, ctx, "the session's logs", `document.body.innerText.includes('Hello') && document.body.innerText.includes('Bye')`)
 	shot(t, ctx, "session-logs")
+	do(t, ctx, chromedp.Navigate(srv.URL+"/sessions"))
+	until(t, ctx, "the Sessions screen", `!!document.querySelector('[data-session="`+id+`"]') || document.body.innerText.includes('`+id+`')`)
+	shot(t, ctx, "sessions")
+	do(t, ctx, chromedp.Navigate(srv.URL+"/knowledge"))
+	until(t, ctx, "the knowledge screen", `document.querySelector('h1')?.textContent.length > 0`)
+	shot(t, ctx, "knowledge")
+}
+
+// The Playground's forms for every type form of spec 004: the controls
+// they get, and the arguments they send.
+func TestConsoleFormsInBrowser(t *testing.T) {
+	srv, token, _, _ := newServerWith(t, func(s *Server) {
+		s.Console = &console.Console{DB: s.DB, Registry: s.Registry, Calls: s.Calls}
+	})
+	dir := "../../sample_groups/type_showcase"
+	src, _ := os.ReadFile(filepath.Join(dir, "showcase.py"))
+	request(t, srv, token, "PUT", "/v1/files/showcase.py", string(src))
+	yaml, _ := os.ReadFile(filepath.Join(dir, "type_showcase.yaml"))
+	request(t, srv, token, "POST", "/v1/groups", string(yaml))
+	waitReady(t, srv, token, "Type%20Showcase")
+	ctx := browser.NewTimeout(t, 2*time.Minute)
+	do(t, ctx, chromedp.EmulateViewport(1280, 900), chromedp.Navigate(srv.URL+"/login"))
+	until(t, ctx, "the sign-in page", `!!document.querySelector('#token')`)
+	do(t, ctx, chromedp.SendKeys(chromedp.CSS("#token"), token), chromedp.Submit(chromedp.CSS("#token")))
+	until(t, ctx, "the Tools screen", `location.pathname === '/tools'`)
+	do(t, ctx, chromedp.Navigate(srv.URL+"/playground?group=Type%20Showcase&tool=EchoEveryType"))
+	until(t, ctx, "the form", `document.querySelectorAll('#pg-tool .field').length > 10`)
+	// field finds a parameter's control by its label.
+	const field = `const field = n => [...document.querySelectorAll('#pg-tool .fields > .field, #pg-tool .fields > .optional > .field')]
+		.find(d => (d.querySelector(':scope > label, :scope > legend')?.textContent || '').startsWith(n + ' ('));`
+	controls := eval[map[string]string](t, ctx, `(() => { `+field+`
+		const kind = n => { const f = field(n); if (!f) return 'missing';
+			const c = f.querySelector(':scope > input, :scope > select, :scope > textarea, :scope > span, :scope > ol, :scope > div.items');
+			return c ? (c.tagName.toLowerCase() + (c.type ? ':' + c.type : '')) : 'none'; };
+		return Object.fromEntries(['a_string','an_int','a_float','a_bool','a_date','a_datetime','a_choice','tags','scores','nickname','a_list','a_none']
+			.map(n => [n, kind(n)]));
+	})()`)
+	want := map[string]string{"a_string": "input:text", "an_int": "input:number", "a_float": "input:number", "a_bool": "input:checkbox",
+		"a_date": "input:date", "a_datetime": "input:datetime-local", "a_choice": "select:select-one", "tags": "ol",
+		"scores": "div", "nickname": "select:select-one", "a_list": "textarea:textarea", "a_none": "span"}
+	for n, w := range want {
+		if controls[n] != w {
+			t.Errorf("%s's control: %s, want %s", n, controls[n], w)
+		}
+	}
+	// Fill the required ones, an item of the list, the union's None.
+	js(t, ctx, `(() => { `+field+`
+		const set = (n, v) => { field(n).querySelector(':scope > input').value = v; };
+		['a_string','a_str'].forEach(n => set(n, 'text'));
+		['an_integer','an_int'].forEach(n => set(n, '7'));
+		['a_number','a_float'].forEach(n => set(n, '2.5'));
+		field('a_bool').querySelector('input').checked = true;
+		set('a_date', '2026-12-01');
+		set('a_datetime', '2026-12-01T10:30:00');
+		const choice = field('a_choice').querySelector('select'); choice.value = '2';
+		field('tags').querySelector(':scope > button').click();
+		field('tags').querySelector('ol input').value = 'x';
+		const nick = field('nickname').querySelector('select'); nick.value = '1'; nick.dispatchEvent(new Event('change'));
+		field('email').querySelector(':scope > .alt input').value = 'a@b.c';
+	})()`)
+	do(t, ctx, chromedp.Click(chromedp.CSS(`#pg-tool button[type=submit]`)))
+	until(t, ctx, "the answer", `!!document.querySelector('#pg-answer details.content pre, #pg-answer .refused')`)
+	got := eval[map[string]any](t, ctx, `JSON.parse(document.querySelector('#pg-answer details.content pre').textContent)`)
+	b, _ := json.Marshal(got)
+	for _, w := range []string{`"a_choice":`, `"high"`, `"2026-12-01"`, `"tags":`, `"x"`, `"nickname":`, `"an_int":`, `"a_bool":`} {
+		if !strings.Contains(string(b), w) {
+			t.Errorf("the answer lacks %s: %s", w, b)
+		}
+	}
+	shot(t, ctx, "playground-form")
 }

@@ -300,7 +300,27 @@ func (c *Console) playgroundPage(w http.ResponseWriter, r *http.Request) error {
 		data["Agent"] = a.Name
 		data["Inputs"] = c.initInputs(r, a)
 	case q.Get("session") != "":
-		data["Session"] = q.Get("session")
+		// The session's view comes with the page: its first content needs
+		// no second round trip.
+		id := q.Get("session")
+		var view any
+		err := c.Calls.InSession(r.Context(), tenant, id, func(s *storage.Session) error {
+			eng, err := c.Calls.Engine(r.Context(), tenant, s.Agent)
+			if err != nil {
+				return err
+			}
+			view, err = c.sessionView(r, eng, s)
+			return err
+		})
+		var ns *calls.NoSessionError
+		if errors.As(err, &ns) {
+			return &consoleError{http.StatusNotFound, err.Error()}
+		}
+		if err == nil {
+			b, _ := json.Marshal(view)
+			data["View"] = string(b)
+		}
+		data["Session"] = id
 	}
 	c.render(w, r, "playground", "Playground", data)
 	return nil

@@ -52,7 +52,9 @@
         break;
       case "date-time":
         input = el("input", { id: id, type: "datetime-local", step: "1" });
-        get = function () { return input.value ? (input.value.length === 16 ? input.value + ":00" : input.value) : undefined; };
+        // The control gives a local time without a zone; the tool gets it
+        // in UTC (RFC 3339 wants a zone).
+        get = function () { return input.value ? new Date(input.value).toISOString().replace(/\.\d{3}Z$/, "Z") : undefined; };
         break;
       case "time":
         input = el("input", { id: id, type: "time", step: "1" });
@@ -262,7 +264,11 @@
   function refresh() {
     return post("session", { session: sid }).then(function (r) {
       if (!r.ok) { showAnswer(answerBox, r); return; }
-      var v = r.body, s = v.session;
+      show(r.body);
+    });
+  }
+  function show(v) {
+      var s = v.session;
       panel.querySelector(".s-agent").textContent = s.agent;
       panel.querySelector(".s-state").textContent = s.state;
       panel.querySelector(".s-open").textContent = s.closed ? "finished" : "open";
@@ -286,7 +292,6 @@
       msgs.innerHTML = "";
       (v.messages || []).forEach(function (m) { msgs.appendChild(el("li", { text: m.text })); });
       panel.querySelector(".s-finish").disabled = !!s.closed;
-    });
   }
   form.addEventListener("submit", function (e) {
     e.preventDefault();
@@ -308,5 +313,6 @@
       refresh();
     });
   });
-  refresh();
+  // The page brings the session's view; later ones are asked for.
+  if (panel.dataset.view) show(JSON.parse(panel.dataset.view)); else refresh();
 })();
