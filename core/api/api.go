@@ -111,6 +111,10 @@ func (s *Server) Handler() http.Handler {
 	if s.Calls == nil {
 		s.Calls = calls.New(calls.Config{DB: s.DB, Registry: s.Registry, Observer: s.Metrics})
 	}
+	if s.Console != nil && s.Console.TokenCache == 0 {
+		// The console trusts a token as long as the API does.
+		s.Console.TokenCache = s.TokenCache
+	}
 	if s.MCP == nil {
 		s.MCP = &mcpserver.Handler{Calls: s.Calls, Registry: s.Registry, Version: Version(), Logger: s.Log}
 	}

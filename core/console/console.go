@@ -33,6 +33,27 @@ const CookieName = "toolhost_console"
 // IdleTimeout is how long a console sign-in lasts without a request.
 const IdleTimeout = 12 * time.Hour
 
+// recheck is how long a sign-in trusts its token by default.
+const recheck = time.Minute
+
+// csp is the console's content security policy.
+const csp = "default-src 'self'; script-src 'self'; img-src 'self' data: blob: https:; style-src 'self' 'unsafe-inline'; " +
+	"connect-src 'self' blob:; form-action 'self'; base-uri 'none'; object-src 'none'; frame-ancestors 'none'"
+
+// bodyLimit is the most of a request's body the console reads: a file
+// for an upload, a definition or a call's arguments for the forms and the
+// Playground, little for the rest.
+func (c *Console) bodyLimit(r *http.Request) int64 {
+	p := r.URL.Path
+	switch {
+	case r.Method == http.MethodPut && strings.HasPrefix(p, "/resources/"), r.Method == http.MethodPost && p == "/knowledge":
+		return c.maxFileSize() + 64<<10
+	case p == "/tools" || strings.HasPrefix(p, "/playground/"):
+		return 8 << 20
+	}
+	return 64 << 10
+}
+
 // Console serves the web console: server-rendered pages (html/template)
 // with small scripts, over the same registry and call path as the API.
 type Console struct {
@@ -41,6 +62,10 @@ type Console struct {
 	Calls    *calls.Service
 	// MaxFileSize bounds an uploaded file.
 	MaxFileSize int64
+	// TokenCache is how long a sign-in trusts its token before asking the
+	// database again, as the API's TokenCache: 0 means a minute, a negative
+	// value every request. A revoked token ends its sign-ins within it.
+	TokenCache time.Duration
 	Log         *slog.Logger
 
 	once    sync.Once
@@ -50,10 +75,13 @@ type Console struct {
 	signIns map[string]*signIn // cookie id → tenant
 }
 
-// signIn is one browser's sign-in.
+// signIn is one browser's sign-in. The token stays in the server's
+// memory, to be checked again.
 type signIn struct {
-	tenant storage.Tenant
-	seen   time.Time
+	tenant  storage.Tenant
+	token   string
+	seen    time.Time
+	checked time.Time
 }
 
 type tenantKey struct{}
@@ -96,9 +124,19 @@ func Handles(path string) bool {
 // ServeHTTP routes the console's requests.
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.init()
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Referrer-Policy", "no-referrer")
+	h := w.Header()
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	// Every answer, the sign-in page's too, has a strict content security
+	// policy (scripts and styles only from the console itself, forms only
+	// to it) and may not be framed.
+	h.Set("Content-Security-Policy", csp)
+	h.Set("X-Frame-Options", "DENY")
 	path := r.URL.Path
+	// A body is read only as far as what it may be needs.
+	if r.Body != nil && r.Method != http.MethodGet && r.Method != http.MethodHead {
+		r.Body = http.MaxBytesReader(w, r.Body, c.bodyLimit(r))
+	}
 	switch {
 	case strings.HasPrefix(path, "/static/"):
 		w.Header().Set("Cache-Control", "public, max-age=3600")
@@ -111,10 +149,6 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.logout(w, r)
 		return
 	}
-	// Pages send a strict content security policy: scripts and styles only
-	// from the console itself.
-	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data: blob: https:; style-src 'self' 'unsafe-inline'; connect-src 'self' blob:; frame-ancestors 'none'")
-	w.Header().Set("X-Frame-Options", "DENY")
 	tenant, ok := c.signedIn(r)
 	if !ok {
 		if r.Method == http.MethodGet {
@@ -137,7 +171,7 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case path == "/tools":
 		err = c.tools(w, r)
 	case strings.HasPrefix(path, "/tools/"):
-		err = c.group(w, r, strings.TrimPrefix(path, "/tools/"))
+		err = c.group(w, r, strings.TrimPrefix(r.URL.EscapedPath(), "/tools/"))
 	case path == "/resources":
 		err = c.resources(w, r)
 	case strings.HasPrefix(path, "/resources/"):
@@ -187,20 +221,38 @@ func (c *Console) signedIn(r *http.Request) (storage.Tenant, bool) {
 		return storage.Tenant{}, false
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	s := c.signIns[ck.Value]
 	if s == nil || time.Since(s.seen) > IdleTimeout {
 		delete(c.signIns, ck.Value)
+		c.mu.Unlock()
 		return storage.Tenant{}, false
 	}
 	s.seen = time.Now()
-	return s.tenant, true
+	trust := c.TokenCache
+	if trust == 0 {
+		trust = recheck
+	}
+	stale, token := trust < 0 || time.Since(s.checked) > trust, s.token
+	tenant := s.tenant
+	c.mu.Unlock()
+	if stale {
+		// The token may have been revoked since.
+		t, err := c.DB.TenantByToken(r.Context(), token)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if err != nil || t.ID != tenant.ID {
+			delete(c.signIns, ck.Value)
+			return storage.Tenant{}, false
+		}
+		s.checked = time.Now()
+	}
+	return tenant, true
 }
 
 // login shows the sign-in form, and signs in with a tenant's token.
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	next := r.URL.Query().Get("next")
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") {
+	if !localPath(next) {
 		next = "/tools"
 	}
 	data := map[string]any{"Next": next}
@@ -215,9 +267,9 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 			id := newID()
 			c.mu.Lock()
 			c.sweep()
-			c.signIns[id] = &signIn{tenant: t, seen: time.Now()}
+			c.signIns[id] = &signIn{tenant: t, token: token, seen: time.Now(), checked: time.Now()}
 			c.mu.Unlock()
-			http.SetCookie(w, &http.Cookie{Name: CookieName, Value: id, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+			http.SetCookie(w, &http.Cookie{Name: CookieName, Value: id, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https"})
 			http.Redirect(w, r, next, http.StatusSeeOther)
 			return
 		}
@@ -227,8 +279,30 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, "login", "Sign in", data)
 }
 
-// logout forgets the sign-in.
+// localPath reports whether a sign-in may send the browser on to p: a
+// path of the console itself ("/" and a letter, then no backslash, no
+// control character and no second slash at its start; browsers read
+// "/\\host" and "/\t/host" as another site).
+func localPath(p string) bool {
+	if len(p) < 2 || p[0] != '/' || !(p[1] >= 'a' && p[1] <= 'z' || p[1] >= 'A' && p[1] <= 'Z') {
+		return false
+	}
+	for _, r := range p {
+		if r == '\\' || r < 0x20 || r == 0x7f {
+			return false
+		}
+	}
+	u, err := url.Parse(p)
+	return err == nil && u.Scheme == "" && u.Host == "" && u.User == nil
+}
+
+// logout forgets the sign-in: a POST from the console's own pages only
+// (a link, an image or another site cannot sign the user out).
 func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || !sameOrigin(r) {
+		http.Error(w, "sign out with the console's Sign out button", http.StatusForbidden)
+		return
+	}
 	if ck, err := r.Cookie(CookieName); err == nil {
 		c.mu.Lock()
 		delete(c.signIns, ck.Value)

@@ -32,12 +32,17 @@ func (c *Console) playground(w http.ResponseWriter, r *http.Request, action stri
 	if r.Method != http.MethodPost {
 		return &consoleError{http.StatusMethodNotAllowed, "POST"}
 	}
+	// Only the page's script sends JSON (a form, even of the same origin,
+	// cannot).
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		return jsonError(w, http.StatusUnsupportedMediaType, "the Playground takes application/json")
+	}
 	var req struct {
 		Group, Tool, Agent, Session, State, ID string
 		Arguments                              json.RawMessage
 		Variables                              map[string]any
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, 8<<20))
+	dec := json.NewDecoder(r.Body)
 	if err := dec.Decode(&req); err != nil {
 		return jsonError(w, http.StatusBadRequest, "the request is not the JSON the page sends: "+err.Error())
 	}

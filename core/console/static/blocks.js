@@ -87,7 +87,16 @@
     var body = h('div', { className: 'tb-markdown' });
     if (window.marked && window.DOMPurify && window.DOMPurify.isSupported !== false) {
       var html = window.marked.parse(md, { gfm: true, async: false });
-      var frag = window.DOMPurify.sanitize(html, { RETURN_DOM_FRAGMENT: true });
+      // Tool output is text with formatting, never part of the console:
+      // no styles (a tool could cover or restyle the page), no forms or
+      // controls (a tool could pose as the console and take what the user
+      // types), no frames or media.
+      var frag = window.DOMPurify.sanitize(html, {
+        RETURN_DOM_FRAGMENT: true,
+        FORBID_TAGS: ['style', 'form', 'input', 'button', 'textarea', 'select', 'option', 'label', 'fieldset',
+          'iframe', 'frame', 'object', 'embed', 'video', 'audio', 'source', 'dialog', 'details', 'summary', 'svg', 'math'],
+        FORBID_ATTR: ['style', 'class', 'id', 'name', 'form', 'formaction', 'tabindex', 'accesskey', 'autofocus', 'popover']
+      });
       // Links a tool wrote open outside the console.
       Array.prototype.forEach.call(frag.querySelectorAll('a[href]'), function (a) {
         a.setAttribute('target', '_blank');
@@ -413,7 +422,10 @@
       failure(wrapper, 'The file ' + name + ' cannot be offered: its data is not base64.');
       return;
     }
-    var url = URL.createObjectURL(new Blob([bytes], { type: mime }));
+    // The blob is opaque bytes whatever the tool calls it: a text/html or
+    // SVG "file" opened from a blob: URL would be a document of the
+    // console's own origin.
+    var url = URL.createObjectURL(new Blob([bytes], { type: 'application/octet-stream' }));
     state.urls.push(url);
     var size = humanSize(bytes.length);
     var a = h('a', {
