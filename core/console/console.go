@@ -66,7 +66,7 @@ type Console struct {
 	// database again, as the API's TokenCache: 0 means a minute, a negative
 	// value every request. A revoked token ends its sign-ins within it.
 	TokenCache time.Duration
-	Log         *slog.Logger
+	Log        *slog.Logger
 
 	once    sync.Once
 	pages   map[string]*template.Template
