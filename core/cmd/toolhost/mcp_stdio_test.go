@@ -171,12 +171,16 @@ func TestMCPStdioAgent(t *testing.T) {
 		if ir.Capabilities == nil || ir.Capabilities.Tools == nil || !ir.Capabilities.Tools.ListChanged {
 			t.Errorf("capabilities = %s, want tools.listChanged", dump(ir.Capabilities))
 		}
-		// The init skill Hello ran, with --var Name.
+		// The init skill Hello ran, with --var Name. Its event is on stderr,
+		// which the test reads through a pipe of its own: it may come a
+		// little after the answer on stdout.
 		var hello bool
-		for _, ev := range sessionEvents(p.stderr.String()) {
-			d := asObject(ev["data"])
-			if ev["event"] == "skill_call" && d["skill"] == "Hello" && d["success"] == true {
-				hello = true
+		for deadline := time.Now().Add(5 * time.Second); !hello && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			for _, ev := range sessionEvents(p.stderr.String()) {
+				d := asObject(ev["data"])
+				if ev["event"] == "skill_call" && d["skill"] == "Hello" && d["success"] == true {
+					hello = true
+				}
 			}
 		}
 		if !hello {
