@@ -116,11 +116,14 @@ fuzz:
 	done
 
 # Go benchmarks of the parsers and schemas, then the end-to-end table: a
-# trivial tool on both runtimes, beside the two baselines (one python3
-# process per call, and the bare call inside one python3).
+# trivial tool on both runtimes, beside the baselines over the same
+# function (one python3 process per call, a Python standard-library HTTP
+# tool server, a Go-python3 pipe round trip as the floor, the bare call
+# inside python3), each with its ratio to toolhost; the table is also
+# written as JSON to bench.json, to compare versions.
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./core/...
-	$(BIN) bench --runtime both --baselines --n 3000 --concurrency 4 sample_groups/bench/bench.yaml noop '{"x": 1}'
+	$(BIN) bench --runtime both --baselines --n 3000 --concurrency 4 --out bench.json sample_groups/bench/bench.yaml noop '{"x": 1}'
 
 # The console's screenshots in docs/console (README shows them), made by
 # its browser tests in a real Chromium.

@@ -5,14 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os/exec"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"sync"
 	"time"
 
-	"toolhost/core/definition"
 	"toolhost/core/runner"
 	"toolhost/plugins"
 )
@@ -27,6 +26,11 @@ type BenchResult struct {
 	CallsPerS   float64 `json:"calls_per_s"`
 	N           int     `json:"n"`
 	Concurrency int     `json:"concurrency,omitempty"`
+	// P50Ratio and ThroughputRatio compare a figure with the first one's
+	// (toolhost's CPython when both runtimes run): 2 means twice its p50,
+	// or twice its calls per second.
+	P50Ratio        float64 `json:"p50_ratio,omitempty"`
+	ThroughputRatio float64 `json:"throughput_ratio,omitempty"`
 }
 
 func runBench(env *Env, args []string) int {
@@ -35,7 +39,8 @@ func runBench(env *Env, args []string) int {
 	asJSON := fs.Bool("json", false, "print the figures as JSON")
 	n := fs.Int("n", 2000, "how many warm calls")
 	conc := fs.Int("concurrency", 4, "concurrent callers for the throughput figure")
-	baselines := fs.Bool("baselines", false, "also measure the baselines: one python3 process per call, and the bare function call inside one python3")
+	baselines := fs.Bool("baselines", false, "also measure the baselines over the same function: one python3 process per call, a Python standard-library HTTP tool server, a Go↔python3 pipe round trip (the floor) and the bare call inside python3, each with its ratio to toolhost")
+	outFile := fs.String("out", "", "also write the figures as JSON to `FILE` (to compare versions)")
 	pos, code, ok := parse(fs, args)
 	if !ok {
 		return code
@@ -77,25 +82,44 @@ func runBench(env *Env, args []string) int {
 		if dir == "" {
 			dir = filepath.Dir(file)
 		}
-		bl, err := measureBaselines(dir, target.impl, argJSON, *n)
+		bl, err := measureBaselines(dir, target.impl, argJSON, *n, *conc)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "toolhost bench: baselines: %v\n", err)
 			return ExitFailure
 		}
 		results = append(results, bl...)
 	}
+	// Each figure's ratio to toolhost's first runtime (CPython with both).
+	if base := results[0]; base.P50Us > 0 {
+		for i := range results[1:] {
+			r := &results[i+1]
+			r.P50Ratio = sig3(r.P50Us / base.P50Us)
+			if base.CallsPerS > 0 {
+				r.ThroughputRatio = sig3(r.CallsPerS / base.CallsPerS)
+			}
+		}
+	}
+	out, _ := json.MarshalIndent(results, "", "  ")
+	if *outFile != "" {
+		if err := os.WriteFile(*outFile, append(out, '\n'), 0o644); err != nil {
+			fmt.Fprintf(env.Stderr, "toolhost bench: %v\n", err)
+			return ExitFailure
+		}
+	}
 	if *asJSON {
-		out, _ := json.MarshalIndent(results, "", "  ")
 		fmt.Fprintf(env.Stdout, "%s\n", out)
 		return ExitOK
 	}
-	fmt.Fprintf(env.Stdout, "%-28s %14s %10s %10s %12s\n", "", "cold_start_ms", "p50_us", "p99_us", "calls_per_s")
-	for _, r := range results {
-		cold := "-"
+	fmt.Fprintf(env.Stdout, "%-30s %14s %10s %10s %12s %12s %12s\n", "", "cold_start_ms", "p50_us", "p99_us", "calls_per_s", "p50_ratio", "calls_ratio")
+	for i, r := range results {
+		cold, p50r, tr := "-", "1", "1"
 		if r.ColdStartMs > 0 {
 			cold = strconv.FormatFloat(r.ColdStartMs, 'f', 1, 64)
 		}
-		fmt.Fprintf(env.Stdout, "%-28s %14s %10.1f %10.1f %12.0f\n", r.Name, cold, r.P50Us, r.P99Us, r.CallsPerS)
+		if i > 0 {
+			p50r, tr = strconv.FormatFloat(r.P50Ratio, 'f', -1, 64)+"×", strconv.FormatFloat(r.ThroughputRatio, 'f', -1, 64)+"×"
+		}
+		fmt.Fprintf(env.Stdout, "%-30s %14s %10.1f %10.1f %12.0f %12s %12s\n", r.Name, cold, r.P50Us, r.P99Us, r.CallsPerS, p50r, tr)
 	}
 	return ExitOK
 }
@@ -173,69 +197,8 @@ func ms(d time.Duration) float64 { return round(float64(d.Microseconds()) / 1000
 func us(d time.Duration) float64 { return round(float64(d.Nanoseconds()) / 1000) }
 func round(f float64) float64    { return math.Round(f*10) / 10 }
 
-// baselineScript measures the bare call inside one python3: it imports the
-// module and times each call.
-const baselineScript = `
-import importlib.util, json, sys, time
-path, func, args, n = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), int(sys.argv[4])
-spec = importlib.util.spec_from_file_location("m", path)
-m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
-f = getattr(m, func)
-lat = []
-for _ in range(n):
-    t0 = time.perf_counter_ns(); json.dumps(f(**args)); lat.append(time.perf_counter_ns() - t0)
-t0 = time.perf_counter()
-for _ in range(n):
-    json.dumps(f(**args))
-print(json.dumps({"lat": lat, "per_s": n / (time.perf_counter() - t0)}))
-`
-
-// naiveScript is the naive host: a new python3 process per call.
-const naiveScript = `
-import importlib.util, json, sys
-spec = importlib.util.spec_from_file_location("m", sys.argv[1])
-m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
-print(json.dumps(getattr(m, sys.argv[2])(**json.loads(sys.argv[3]))))
-`
-
-func measureBaselines(dir string, impl definition.Implementation, args []byte, n int) ([]BenchResult, error) {
-	py, err := runner.FindPython()
-	if err != nil {
-		return nil, err
-	}
-	path := filepath.Join(dir, impl.File)
-	// One python3 process per call (fewer calls: each costs tens of ms).
-	naiveN := n
-	if naiveN > 100 {
-		naiveN = 100
-	}
-	lat := make([]time.Duration, naiveN)
-	total := time.Now()
-	for i := range lat {
-		t0 := time.Now()
-		if out, err := exec.Command(py.Executable, "-I", "-B", "-c", naiveScript, path, impl.Callable, string(args)).CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("python3 per call: %v: %s", err, out)
-		}
-		lat[i] = time.Since(t0)
-	}
-	naive := BenchResult{Name: "python3 process per call", P50Us: us(percentile(lat, 50)), P99Us: us(percentile(lat, 99)),
-		CallsPerS: round(float64(naiveN) / time.Since(total).Seconds()), N: naiveN}
-	out, err := exec.Command(py.Executable, "-I", "-B", "-c", baselineScript, path, impl.Callable, string(args), strconv.Itoa(n)).Output()
-	if err != nil {
-		return nil, fmt.Errorf("bare call: %v", err)
-	}
-	var bare struct {
-		Lat  []int64 `json:"lat"`
-		PerS float64 `json:"per_s"`
-	}
-	if err := json.Unmarshal(out, &bare); err != nil {
-		return nil, err
-	}
-	bl := make([]time.Duration, len(bare.Lat))
-	for i, v := range bare.Lat {
-		bl[i] = time.Duration(v)
-	}
-	floor := BenchResult{Name: "bare call inside python3", P50Us: us(percentile(bl, 50)), P99Us: us(percentile(bl, 99)),
-		CallsPerS: round(bare.PerS), N: n}
-	return []BenchResult{naive, floor}, nil
+// sig3 keeps three significant digits (a ratio of 0.0039 stays one).
+func sig3(f float64) float64 {
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(f, 'g', 3, 64), 64)
+	return v
 }

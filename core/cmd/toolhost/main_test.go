@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -151,6 +152,32 @@ func TestDoctorAndBench(t *testing.T) {
 				t.Errorf("%v: %s = %v", r["name"], k, r[k])
 			}
 		}
+	}
+	// The baselines, beside toolhost, with their ratios, and the JSON file.
+	outFile := filepath.Join(t.TempDir(), "bench.json")
+	if out, err := exec.Command(bin, "bench", "--n", "30", "--concurrency", "2", "--runtime", "cpython", "--baselines", "--out", outFile,
+		filepath.Join(samples, "bench", "bench.yaml"), "noop", `{"x": 1}`).CombinedOutput(); err != nil {
+		t.Fatalf("bench --baselines: %v\n%s", err, out)
+	}
+	b, _ := os.ReadFile(outFile)
+	res = nil
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatalf("bench.json: %v\n%s", err, b)
+	}
+	var names []string
+	for i, r := range res {
+		names = append(names, fmt.Sprint(r["name"]))
+		for _, k := range []string{"p50_us", "calls_per_s"} {
+			if v, ok := r[k].(float64); !ok || v <= 0 {
+				t.Errorf("%v: %s = %v", r["name"], k, r[k])
+			}
+		}
+		if ratio, _ := r["p50_ratio"].(float64); i > 0 && ratio <= 0 {
+			t.Errorf("%v: p50_ratio = %v", r["name"], r["p50_ratio"])
+		}
+	}
+	if got := strings.Join(names, "|"); got != "toolhost cpython|python3 process per call|python3 stdlib HTTP server|Go↔python3 pipe (the floor)|bare call inside python3" {
+		t.Errorf("bench --baselines measured %s", got)
 	}
 }
 
