@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -41,6 +42,7 @@ func runBench(env *Env, args []string) int {
 	conc := fs.Int("concurrency", 4, "concurrent callers for the throughput figure")
 	baselines := fs.Bool("baselines", false, "also measure the baselines over the same function: one python3 process per call, a Python standard-library HTTP tool server, a Go↔python3 pipe round trip (the floor) and the bare call inside python3, each with its ratio to toolhost")
 	outFile := fs.String("out", "", "also write the figures as JSON to `FILE` (to compare versions)")
+	scaling := fs.String("scaling", "", "also measure the throughput of the first runtime with each number of callers in `LIST` (e.g. 1,2,4,8,16; as many workers)")
 	pos, code, ok := parse(fs, args)
 	if !ok {
 		return code
@@ -76,6 +78,26 @@ func runBench(env *Env, args []string) int {
 			return code
 		}
 		results = append(results, r)
+	}
+	if *scaling != "" {
+		*rf.runtime = runtimes[0]
+		for _, f := range strings.Split(*scaling, ",") {
+			c, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || c < 1 {
+				fmt.Fprintf(env.Stderr, "toolhost bench: --scaling wants numbers of callers, e.g. 1,2,4,8,16; got %q\n", f)
+				return ExitUsage
+			}
+			r, code := benchOne(env, file, rf, target, argJSON, *n, c)
+			if code != ExitOK {
+				return code
+			}
+			callers := "callers"
+			if c == 1 {
+				callers = "caller"
+			}
+			r.Name = fmt.Sprintf("%s, %d %s", r.Name, c, callers)
+			results = append(results, r)
+		}
 	}
 	if *baselines {
 		dir := *rf.files
