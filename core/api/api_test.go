@@ -250,6 +250,32 @@ func BenchmarkHTTPCall(b *testing.B) {
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-us")
 }
 
+// BenchmarkSessionCreate is POST /v1/sessions of an agent with one init
+// skill (Hello, warm), over loopback: the session stored, the skill run,
+// its variables saved. It reports p50 and p99.
+func BenchmarkSessionCreate(b *testing.B) {
+	srv, token, _ := newServer(b)
+	putMCPGroup(b, srv, token)
+	create := func() time.Duration {
+		t0 := time.Now()
+		resp, body := request(b, srv, token, "POST", "/v1/sessions", `{"agent":"Helper","variables":{"Name":"Ann"}}`)
+		if resp.StatusCode != 201 || !strings.Contains(string(body), `"success":true`) {
+			b.Fatalf("session: %d %s", resp.StatusCode, body)
+		}
+		return time.Since(t0)
+	}
+	create()
+	var lat []time.Duration
+	b.ResetTimer()
+	for b.Loop() {
+		lat = append(lat, create())
+	}
+	b.StopTimer()
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-us")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-us")
+}
+
 // Downloads answer conditional and range requests, and survive a blob
 // collection after the file was replaced.
 func TestFileDownload(t *testing.T) {

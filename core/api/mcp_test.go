@@ -664,29 +664,3 @@ func TestMCPAgentHearsGroupChange(t *testing.T) {
 		c.waitChanged(t, "the new generation became Ready")
 	}
 }
-
-// BenchmarkSessionCreate is POST /v1/sessions of an agent with one init
-// skill (Hello, warm), over loopback: the session stored, the skill run,
-// its variables saved. It reports p50 and p99.
-func BenchmarkSessionCreate(b *testing.B) {
-	srv, token, _ := newServer(b)
-	putMCPGroup(b, srv, token)
-	create := func() time.Duration {
-		t0 := time.Now()
-		resp, body := request(b, srv, token, "POST", "/v1/sessions", `{"agent":"Helper","variables":{"Name":"Ann"}}`)
-		if resp.StatusCode != 201 || !strings.Contains(string(body), `"success":true`) {
-			b.Fatalf("session: %d %s", resp.StatusCode, body)
-		}
-		return time.Since(t0)
-	}
-	create()
-	var lat []time.Duration
-	b.ResetTimer()
-	for b.Loop() {
-		lat = append(lat, create())
-	}
-	b.StopTimer()
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-us")
-	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-us")
-}
