@@ -32,6 +32,11 @@ type BenchResult struct {
 	// or twice its calls per second.
 	P50Ratio        float64 `json:"p50_ratio,omitempty"`
 	ThroughputRatio float64 `json:"throughput_ratio,omitempty"`
+	// PSSMB is the warm group's proportional memory, summed over its
+	// processes (sandbox, plugin process, workers), after the calls;
+	// Processes is how many those are.
+	PSSMB     float64 `json:"pss_mb,omitempty"`
+	Processes int     `json:"processes,omitempty"`
 }
 
 func runBench(env *Env, args []string) int {
@@ -132,16 +137,19 @@ func runBench(env *Env, args []string) int {
 		fmt.Fprintf(env.Stdout, "%s\n", out)
 		return ExitOK
 	}
-	fmt.Fprintf(env.Stdout, "%-30s %14s %10s %10s %12s %12s %12s\n", "", "cold_start_ms", "p50_us", "p99_us", "calls_per_s", "p50_ratio", "calls_ratio")
+	fmt.Fprintf(env.Stdout, "%-30s %14s %10s %10s %12s %12s %12s %14s\n", "", "cold_start_ms", "p50_us", "p99_us", "calls_per_s", "p50_ratio", "calls_ratio", "pss_mb(procs)")
 	for i, r := range results {
-		cold, p50r, tr := "-", "1", "1"
+		cold, p50r, tr, pss := "-", "1", "1", "-"
 		if r.ColdStartMs > 0 {
 			cold = strconv.FormatFloat(r.ColdStartMs, 'f', 1, 64)
+		}
+		if r.PSSMB > 0 {
+			pss = fmt.Sprintf("%.1f(%d)", r.PSSMB, r.Processes)
 		}
 		if i > 0 {
 			p50r, tr = strconv.FormatFloat(r.P50Ratio, 'f', -1, 64)+"×", strconv.FormatFloat(r.ThroughputRatio, 'f', -1, 64)+"×"
 		}
-		fmt.Fprintf(env.Stdout, "%-30s %14s %10.1f %10.1f %12.0f %12s %12s\n", r.Name, cold, r.P50Us, r.P99Us, r.CallsPerS, p50r, tr)
+		fmt.Fprintf(env.Stdout, "%-30s %14s %10.1f %10.1f %12.0f %12s %12s %14s\n", r.Name, cold, r.P50Us, r.P99Us, r.CallsPerS, p50r, tr, pss)
 	}
 	return ExitOK
 }
@@ -181,8 +189,12 @@ func benchOne(env *Env, file string, rf runFlags, target *callTarget, argJSON []
 	t0 := time.Now()
 	parallel(n, conc, func() { g.Call(ctx, target.impl, argJSON, nil) })
 	throughput := float64(n) / time.Since(t0).Seconds()
-	return BenchResult{Name: "toolhost " + g.Runtime(), Runtime: g.Runtime(), ColdStartMs: ms(cold),
-		P50Us: us(percentile(lat, 50)), P99Us: us(percentile(lat, 99)), CallsPerS: round(throughput), N: n, Concurrency: conc}, ExitOK
+	r := BenchResult{Name: "toolhost " + g.Runtime(), Runtime: g.Runtime(), ColdStartMs: ms(cold),
+		P50Us: us(percentile(lat, 50)), P99Us: us(percentile(lat, 99)), CallsPerS: round(throughput), N: n, Concurrency: conc}
+	if pss, procs, err := treePSS(g.PluginPID()); err == nil {
+		r.PSSMB, r.Processes = round(float64(pss)/(1<<20)), procs
+	}
+	return r, ExitOK
 }
 
 // parallel runs f total times on c goroutines.

@@ -147,7 +147,12 @@ func TestDoctorAndBench(t *testing.T) {
 		t.Fatalf("bench: %v\n%s", err, out)
 	}
 	for _, r := range res {
-		for _, k := range []string{"cold_start_ms", "p50_us", "p99_us", "calls_per_s"} {
+		// pss_mb: the warm group's processes' proportional memory; processes:
+		// the sandbox's, the plugin's and the workers' (at least three).
+		if procs, _ := r["processes"].(float64); procs < 3 {
+			t.Errorf("%v: processes = %v", r["name"], r["processes"])
+		}
+		for _, k := range []string{"cold_start_ms", "p50_us", "p99_us", "calls_per_s", "pss_mb"} {
 			if v, ok := r[k].(float64); !ok || v <= 0 {
 				t.Errorf("%v: %s = %v", r["name"], k, r[k])
 			}
