@@ -212,32 +212,9 @@ func TestMetricsFormat(t *testing.T) {
 // tool over loopback, against `toolhost bench` on the same tool (which
 // skips HTTP). It reports p50 and p99 besides the mean.
 func BenchmarkHTTPCall(b *testing.B) {
-	srv, token, reg := newServer(b)
-	dir := "../../sample_groups/bench"
-	src, _ := os.ReadFile(filepath.Join(dir, "trivial.py"))
-	request(b, srv, token, "PUT", "/v1/files/trivial.py", string(src))
-	yaml, _ := os.ReadFile(filepath.Join(dir, "bench.yaml"))
-	request(b, srv, token, "POST", "/v1/groups", string(yaml))
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		_, body := request(b, srv, token, "GET", "/v1/groups/Bench", "")
-		if strings.Contains(string(body), `"status":"Ready"`) {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("group not Ready: %s", body)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	_ = reg
-	call := func() time.Duration {
-		t0 := time.Now()
-		resp, body := request(b, srv, token, "POST", "/v1/calls", `{"tool":"noop","arguments":{"x":1}}`)
-		if resp.StatusCode != 200 || !strings.Contains(string(body), `"success":true`) {
-			b.Fatalf("call: %d %s", resp.StatusCode, body)
-		}
-		return time.Since(t0)
-	}
+	srv, token, _ := newServer(b)
+	putBenchGroup(b, srv, token)
+	call := apiNoop(b, srv, token)
 	call()
 	var lat []time.Duration
 	b.ResetTimer()
@@ -245,9 +222,36 @@ func BenchmarkHTTPCall(b *testing.B) {
 		lat = append(lat, call())
 	}
 	b.StopTimer()
+	reportLatency(b, "", lat)
+}
+
+// putBenchGroup uploads sample_groups/bench and waits until it is Ready.
+func putBenchGroup(b *testing.B, srv *httptest.Server, token string) {
+	dir := "../../sample_groups/bench"
+	src, _ := os.ReadFile(filepath.Join(dir, "trivial.py"))
+	request(b, srv, token, "PUT", "/v1/files/trivial.py", string(src))
+	yaml, _ := os.ReadFile(filepath.Join(dir, "bench.yaml"))
+	request(b, srv, token, "POST", "/v1/groups", string(yaml))
+	waitReady(b, srv, token, "Bench")
+}
+
+// apiNoop is one POST /v1/calls of the bench group's noop tool, timed.
+func apiNoop(b *testing.B, srv *httptest.Server, token string) func() time.Duration {
+	return func() time.Duration {
+		t0 := time.Now()
+		resp, body := request(b, srv, token, "POST", "/v1/calls", `{"tool":"noop","arguments":{"x":1}}`)
+		if resp.StatusCode != 200 || !strings.Contains(string(body), `"success":true`) {
+			b.Fatalf("call: %d %s", resp.StatusCode, body)
+		}
+		return time.Since(t0)
+	}
+}
+
+// reportLatency reports the p50 and p99 of lat (prefix-p50-us, ...).
+func reportLatency(b *testing.B, prefix string, lat []time.Duration) {
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-us")
-	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-us")
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), prefix+"p50-us")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), prefix+"p99-us")
 }
 
 // BenchmarkSessionCreate is POST /v1/sessions of an agent with one init
@@ -271,9 +275,7 @@ func BenchmarkSessionCreate(b *testing.B) {
 		lat = append(lat, create())
 	}
 	b.StopTimer()
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-us")
-	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-us")
+	reportLatency(b, "", lat)
 }
 
 // Downloads answer conditional and range requests, and survive a blob

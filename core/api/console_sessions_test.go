@@ -47,14 +47,7 @@ func postFile(t *testing.T, c *http.Client, srv *httptest.Server, path string, f
 	mw.Close()
 	req, _ := http.NewRequest("POST", srv.URL+path, &buf)
 	req.Header.Set("Content-Type", mw.FormDataContentType())
-	req.Header.Set("Origin", srv.URL)
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	return pageResp{resp.StatusCode, string(b), resp.Request.URL.Path, resp.Header}
+	return send(t, c, srv, req)
 }
 
 // timeline splits a session's page into its log entries, in order.

@@ -62,6 +62,13 @@ func page(t *testing.T, c *http.Client, srv *httptest.Server, method, path strin
 	if form != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
+	return send(t, c, srv, req)
+}
+
+// send sends a request from the console's own origin and reads the page
+// it ends on.
+func send(t *testing.T, c *http.Client, srv *httptest.Server, req *http.Request) pageResp {
+	t.Helper()
 	req.Header.Set("Origin", srv.URL)
 	resp, err := c.Do(req)
 	if err != nil {
@@ -242,6 +249,7 @@ func TestConsolePlayground(t *testing.T) {
 		{"a call", "call", `{"group":"MCP Tools","tool":"Echo","arguments":{"text":"hi","times":2}}`, 200, `content=map[echo:hihi]`},
 		{"a failing call", "call", `{"group":"MCP Tools","tool":"Boom","arguments":{}}`, 200, `success=false`},
 		{"invalid arguments", "call", `{"group":"MCP Tools","tool":"Echo","arguments":{"txt":"x"}}`, 422, `error=invalid arguments for tool "echo": unknown parameter "txt" (did you mean "text"?); parameters: text, times; missing required parameter "text" (str)`},
+		{"a built-in tool", "call", `{"tool":"FinishSession","arguments":{}}`, 422, "error=FinishSession is a built-in tool; it runs inside a session"},
 		{"an unknown tool", "call", `{"group":"MCP Tools","tool":"Ecko","arguments":{}}`, 422, `error=no tool "Ecko" (did you mean "Echo"?)`},
 	}
 	for _, tt := range tests {

@@ -3,12 +3,10 @@ package api
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -449,26 +447,8 @@ func TestMCPTenantsAndTokens(t *testing.T) {
 	if _, err := connectMCP(t, srv, other, "/mcp/agents/Helper"); err == nil || !strings.Contains(err.Error(), "Not Found") {
 		t.Errorf("the other tenant opened the first one's agent: %v", err)
 	}
-	// The first tenant's session id with the other's token.
-	post := func(tok, session, path string) (int, string, http.Header) {
-		req, _ := http.NewRequest("POST", srv.URL+path, strings.NewReader(`{"jsonrpc":"2.0","id":9,"method":"tools/list"}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
-		if tok != "" {
-			req.Header.Set("Authorization", "Bearer "+tok)
-		}
-		if session != "" {
-			req.Header.Set("Mcp-Session-Id", session)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode, string(body), resp.Header
-	}
+	// The first tenant's session id with the other's token (mcpPost is
+	// in mcp_attack_test.go).
 	tests := []struct {
 		name    string
 		token   string
@@ -486,12 +466,12 @@ func TestMCPTenantsAndTokens(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, body, h := post(tt.token, tt.session, tt.path)
-			if code != tt.code {
-				t.Fatalf("status %d, want %d: %s", code, tt.code, body)
+			r := mcpPost(t, srv, tt.token, tt.session, tt.path, "2025-11-25", `{"jsonrpc":"2.0","id":9,"method":"tools/list"}`)
+			if r.code != tt.code {
+				t.Fatalf("status %d, want %d: %s", r.code, tt.code, r.body)
 			}
-			if tt.header != "" && !strings.Contains(h.Get("WWW-Authenticate"), tt.header) {
-				t.Errorf("WWW-Authenticate %q lacks %q", h.Get("WWW-Authenticate"), tt.header)
+			if tt.header != "" && !strings.Contains(r.header.Get("WWW-Authenticate"), tt.header) {
+				t.Errorf("WWW-Authenticate %q lacks %q", r.header.Get("WWW-Authenticate"), tt.header)
 			}
 		})
 	}
@@ -508,12 +488,7 @@ func TestMCPTenantsAndTokens(t *testing.T) {
 // p50 and p99.
 func BenchmarkMCPCall(b *testing.B) {
 	srv, token, _ := newServer(b)
-	dir := "../../sample_groups/bench"
-	src, _ := os.ReadFile(filepath.Join(dir, "trivial.py"))
-	request(b, srv, token, "PUT", "/v1/files/trivial.py", string(src))
-	yaml, _ := os.ReadFile(filepath.Join(dir, "bench.yaml"))
-	request(b, srv, token, "POST", "/v1/groups", string(yaml))
-	waitReady(b, srv, token, "Bench")
+	putBenchGroup(b, srv, token)
 	c, err := connectMCP(b, srv, token, "/mcp?group=Bench")
 	if err != nil {
 		b.Fatal(err)
@@ -526,14 +501,7 @@ func BenchmarkMCPCall(b *testing.B) {
 		}
 		return time.Since(t0)
 	}
-	viaAPI := func() time.Duration {
-		t0 := time.Now()
-		resp, body := request(b, srv, token, "POST", "/v1/calls", `{"tool":"noop","arguments":{"x":1}}`)
-		if resp.StatusCode != 200 || !strings.Contains(string(body), `"success":true`) {
-			b.Fatalf("api: %d %s", resp.StatusCode, body)
-		}
-		return time.Since(t0)
-	}
+	viaAPI := apiNoop(b, srv, token)
 	viaMCP()
 	viaAPI()
 	var mcpLat, apiLat []time.Duration
@@ -543,14 +511,8 @@ func BenchmarkMCPCall(b *testing.B) {
 		apiLat = append(apiLat, viaAPI())
 	}
 	b.StopTimer()
-	for _, s := range []struct {
-		name string
-		lat  []time.Duration
-	}{{"mcp", mcpLat}, {"api", apiLat}} {
-		sort.Slice(s.lat, func(i, j int) bool { return s.lat[i] < s.lat[j] })
-		b.ReportMetric(float64(s.lat[len(s.lat)/2].Microseconds()), s.name+"-p50-us")
-		b.ReportMetric(float64(s.lat[len(s.lat)*99/100].Microseconds()), s.name+"-p99-us")
-	}
+	reportLatency(b, "mcp-", mcpLat)
+	reportLatency(b, "api-", apiLat)
 }
 
 // Two groups that define one name: each is listed under its qualified

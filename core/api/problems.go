@@ -89,6 +89,7 @@ func problemFor(err error) (p *Problem, ok bool) {
 		te *pipeline.TagError
 		st *session.ToolError
 		ag *calls.AgentError
+		be *calls.BuiltinError
 	)
 	switch {
 	case errors.As(err, &p):
@@ -121,6 +122,8 @@ func problemFor(err error) (p *Problem, ok bool) {
 			title, extra["groups"] = "Ambiguous tool", ut.Groups
 		}
 		return newProblem(http.StatusUnprocessableEntity, title, ut.Error(), extra), true
+	case errors.As(err, &be):
+		return newProblem(http.StatusUnprocessableEntity, "Built-in tool", be.Error(), nil), true
 	case errors.As(err, &ug):
 		extra := map[string]any{"group": ug.Name}
 		if ug.Suggest != "" {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 
@@ -114,15 +113,7 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request) error {
 	if req.Tool == "" {
 		return noTool()
 	}
-	tenant := tenantOf(r).ID
-	t, err := s.Registry.FindTool(r.Context(), tenant, req.Tool, true, req.Group)
-	if err != nil {
-		return err
-	}
-	if t.Def == nil {
-		return newProblem(http.StatusUnprocessableEntity, "Built-in tool", fmt.Sprintf("%s is a built-in tool; it runs inside a session", req.Tool), nil)
-	}
-	a, err := s.Calls.Pipeline(tenant).Run(r.Context(), &pipeline.Request{Door: pipeline.DoorAPI, Group: t.Def, Tool: t.Tool,
+	a, err := s.Calls.Call(r.Context(), tenantOf(r).ID, req.Tool, req.Group, pipeline.Request{Door: pipeline.DoorAPI,
 		Args: req.Arguments, IdempotencyKey: req.IdempotencyKey, NoWait: req.NoWait, AllowedTags: req.AllowedTags})
 	if err != nil {
 		return err

@@ -39,7 +39,7 @@ func (s *Service) toolCall(ctx context.Context, tenant int64, caller string, fro
 		return fail(err)
 	}
 	if t.Def == nil {
-		return fail(fmt.Errorf("%s is a built-in tool; it runs inside a session", req.Tool))
+		return fail(&BuiltinError{Tool: req.Tool})
 	}
 	a, err := s.Pipeline(tenant).Run(ctx, &pipeline.Request{Door: pipeline.DoorCallTool, Group: t.Def, Tool: t.Tool, Args: req.Args,
 		Session: session, Context: nested, IdempotencyKey: req.IdempotencyKey})
@@ -48,6 +48,42 @@ func (s *Service) toolCall(ctx context.Context, tenant int64, caller string, fro
 	}
 	b, _ := json.Marshal(a)
 	return &plugins.ToolCallResponse{Answer: b}
+}
+
+// BuiltinError is a built-in tool called outside a session: built-ins
+// act on a session, and run only inside one.
+type BuiltinError struct{ Tool string }
+
+// Error implements error.
+func (e *BuiltinError) Error() string {
+	return fmt.Sprintf("%s is a built-in tool; it runs inside a session", e.Tool)
+}
+
+// Find finds a tenant's tool to call outside a session, by name or
+// object_name (in group only, when set); a built-in tool is a
+// BuiltinError.
+func (s *Service) Find(ctx context.Context, tenant int64, name, group string) (*registry.CallTarget, error) {
+	t, err := s.reg.FindTool(ctx, tenant, name, true, group)
+	if err != nil {
+		return nil, err
+	}
+	if t.Def == nil {
+		return nil, &BuiltinError{Tool: name}
+	}
+	return t, nil
+}
+
+// Call runs a tenant's tool outside a session: found as Find finds it,
+// then through the tenant's pipeline with req (its Door, Args and policy
+// fields; Group and Tool are filled here). It is the call of /v1/calls,
+// of MCP's /mcp and of the console's Playground.
+func (s *Service) Call(ctx context.Context, tenant int64, name, group string, req pipeline.Request) (*pipeline.Answer, error) {
+	t, err := s.Find(ctx, tenant, name, group)
+	if err != nil {
+		return nil, err
+	}
+	req.Group, req.Tool = t.Def, t.Tool
+	return s.Pipeline(tenant).Run(ctx, &req)
 }
 
 // Resume re-invokes the tool of a continuation with its saved arguments

@@ -50,18 +50,11 @@ func (c *Console) playground(w http.ResponseWriter, r *http.Request, action stri
 	ctx := r.Context()
 	switch action {
 	case "call":
-		t, err := c.Registry.FindTool(ctx, tenant, req.Tool, false, req.Group)
-		if err != nil {
-			return jsonError(w, http.StatusUnprocessableEntity, err.Error())
-		}
-		if t.Def == nil {
-			return jsonError(w, http.StatusUnprocessableEntity, req.Tool+" is a built-in tool: it runs inside an agent's session")
-		}
-		a, err := c.Calls.Pipeline(tenant).Run(ctx, &pipeline.Request{Door: pipeline.DoorConsole, Group: t.Def, Tool: t.Tool, Args: req.Arguments})
+		a, err := c.Calls.Call(ctx, tenant, req.Tool, req.Group, pipeline.Request{Door: pipeline.DoorConsole, Args: req.Arguments})
 		return answer(w, a, err)
 	case "calltext":
-		t, err := c.Registry.FindTool(ctx, tenant, req.Tool, false, req.Group)
-		if err != nil || t.Def == nil {
+		t, err := c.Calls.Find(ctx, tenant, req.Tool, req.Group)
+		if err != nil {
 			return writeJSON(w, map[string]string{"call_text": ""})
 		}
 		text, _ := c.Calls.Pipeline(tenant).CallText(ctx, t.Tool, req.Arguments)
@@ -162,7 +155,10 @@ func answer(w http.ResponseWriter, a *pipeline.Answer, err error) error {
 			return writeJSONStatus(w, http.StatusUnprocessableEntity, map[string]any{"error": err.Error(), "errors": ae.Errors})
 		}
 		var ut *registry.UnknownToolError
-		if errors.As(err, &ut) || errors.Is(err, storage.ErrNotFound) {
+		var ug *registry.UnknownGroupError
+		var nr *registry.NotReadyError
+		var be *calls.BuiltinError
+		if errors.As(err, &ut) || errors.As(err, &ug) || errors.As(err, &nr) || errors.As(err, &be) || errors.Is(err, storage.ErrNotFound) {
 			return jsonError(w, http.StatusUnprocessableEntity, err.Error())
 		}
 		return jsonError(w, http.StatusConflict, err.Error())
@@ -303,7 +299,7 @@ func (c *Console) playgroundPage(w http.ResponseWriter, r *http.Request) error {
 			return &consoleError{http.StatusNotFound, fmt.Sprintf("no agent %q", q.Get("agent"))}
 		}
 		data["Agent"] = a.Name
-		data["Inputs"] = c.initInputs(r, a)
+		data["Inputs"] = initInputs(defs, a)
 	case q.Get("session") != "":
 		// The session's view comes with the page: its first content needs
 		// no second round trip.
@@ -331,13 +327,9 @@ func (c *Console) playgroundPage(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// initInputs are the variables an agent's init skills take, to ask for
-// before a session starts.
-func (c *Console) initInputs(r *http.Request, a *definition.Agent) []map[string]string {
-	defs, _, err := c.Registry.Definitions(r.Context(), tenantOf(r).ID)
-	if err != nil {
-		return nil
-	}
+// initInputs are the variables the init skills of an agent's groups
+// (among defs) take, to ask for before a session starts.
+func initInputs(defs map[string]*definition.Group, a *definition.Agent) []map[string]string {
 	seen := map[string]bool{}
 	var out []map[string]string
 	for _, ref := range a.ToolGroups {

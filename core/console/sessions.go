@@ -391,6 +391,17 @@ func logItemOf(e storage.LogEntry, start time.Time) logItem {
 			it.Sections = append(it.Sections, section{Name: name, Text: text, Open: open})
 		}
 	}
+	// outcome is a call's success, or its failure with its error.
+	outcome := func() {
+		it.Failed = !d.boolean("success")
+		it.Summary = "succeeded"
+		if it.Failed {
+			it.Summary = "failed"
+			if te, ok := d.errorOf("error"); ok {
+				it.Summary = "failed: " + te.String()
+			}
+		}
+	}
 	duration := func() {
 		if ms, ok := d.num("duration_ms"); ok {
 			add("Duration", durationText(ms))
@@ -411,14 +422,7 @@ func logItemOf(e storage.LogEntry, start time.Time) logItem {
 		part("Variables", "variables", true)
 	case "skill_call":
 		it.Title, it.Subject = "Skill", d.str("skill")
-		it.Failed = !d.boolean("success")
-		it.Summary = "succeeded"
-		if it.Failed {
-			it.Summary = "failed"
-			if te, ok := d.errorOf("error"); ok {
-				it.Summary = "failed: " + te.String()
-			}
-		}
+		outcome()
 		add("Group", d.str("group"))
 		duration()
 		part("Variables set", "set", true)
@@ -428,14 +432,7 @@ func logItemOf(e storage.LogEntry, start time.Time) logItem {
 		if obj := d.str("tool"); obj != "" && obj != it.Subject {
 			add("Tool", obj)
 		}
-		it.Failed = !d.boolean("success")
-		it.Summary = "succeeded"
-		if it.Failed {
-			it.Summary = "failed"
-			if te, ok := d.errorOf("error"); ok {
-				it.Summary = "failed: " + te.String()
-			}
-		}
+		outcome()
 		if ms, ok := d.num("duration_ms"); ok {
 			it.Summary += " in " + durationText(ms)
 		}

@@ -84,11 +84,13 @@ func (c *TenantCatalog) Call(ctx context.Context, name string, args json.RawMess
 		}
 	}
 	p := c.Calls.Pipeline(c.Tenant)
-	t, err := c.Registry.FindTool(ctx, c.Tenant, lookup, true, group)
-	if err == nil && t.Def == nil {
-		err = fmt.Errorf("%s is a built-in tool; it runs inside an agent's session (/mcp/agents/AGENT)", name)
-	}
+	t, err := c.Calls.Find(ctx, c.Tenant, lookup, group)
 	if err != nil {
+		var be *calls.BuiltinError
+		if errors.As(err, &be) {
+			err = fmt.Errorf("%w: an agent's session is at /mcp/agents/AGENT", err)
+		}
+		// Refused before the pipeline (which counts its own refusals).
 		p.Refused(ctx, pipeline.DoorMCP, "", name, err)
 		return nil, err
 	}
