@@ -16,14 +16,14 @@ const (
 // PluginName is the key of the plugin in go-plugin's plugin set.
 const PluginName = EntryPyhost
 
-// Host is the service the plugin process serves: it holds one group.
+// Host is the service the plugin process serves over go-plugin's gRPC: it
+// holds one group. Its calls come over the data channel (plugins/channel),
+// one frame each way, not through this service.
 type Host interface {
 	// Load imports the group's modules and describes its callables.
 	Load(ctx context.Context, req *LoadRequest) (*LoadResponse, error)
 	// Describe returns the signatures of the loaded group's callables.
 	Describe(ctx context.Context, req *Empty) (*LoadResponse, error)
-	// Call runs one callable.
-	Call(ctx context.Context, req *CallRequest) (*CallResponse, error)
 	// Shutdown stops every worker; the process exits after answering.
 	Shutdown(ctx context.Context, req *Empty) (*Empty, error)
 }
@@ -52,7 +52,8 @@ type ToolCallResponse struct {
 	Error  string          `json:"error,omitempty"`
 }
 
-// Callbacks is the service the core serves to its plugin process.
+// Callbacks is what the core serves to its plugin process, over the data
+// channel: toolhost.call_tool of the calls in flight.
 type Callbacks interface {
 	CallTool(ctx context.Context, req *ToolCallRequest) (*ToolCallResponse, error)
 }

@@ -86,6 +86,28 @@ func (l Limits) WithDefaults() Limits {
 	return l
 }
 
+// ErrorTextBytes bounds the message and the traceback of a tool's
+// exception, each.
+const ErrorTextBytes = 64 << 10
+
+// AnswerBytes is the largest answer one call may send, as a worker's frame
+// or as the plugin's answer to the core: the result, the printed output
+// and an exception's text, each at its limit, JSON escaping included (a
+// character escaped as \u00XX takes 6 bytes), and room for the rest. It is
+// at most frame.MaxSize.
+func (l Limits) AnswerBytes() int {
+	l = l.WithDefaults()
+	n := l.ResultBytes + 6*l.OutputBytes + 6*2*ErrorTextBytes + 64<<10
+	if n > maxFrame {
+		n = maxFrame
+	}
+	return n
+}
+
+// maxFrame is frame.MaxSize (package frame imports nothing of this one,
+// and this one nothing of it).
+const maxFrame = 64 << 20
+
 // Callable names one module.callable of a group.
 type Callable struct {
 	Module string `json:"module"`
@@ -113,9 +135,6 @@ type LoadRequest struct {
 	// Scratch is the folder tool code may write to.
 	Scratch string `json:"scratch"`
 	Limits  Limits `json:"limits"`
-	// CallbackID, when not 0, is the broker id of the core's Callbacks
-	// (toolhost.call_tool).
-	CallbackID uint32 `json:"callback_id,omitempty"`
 }
 
 // Param is one parameter of a Python signature.

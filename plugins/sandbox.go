@@ -25,6 +25,15 @@ const EnvPreload = "TOOLHOST_PRELOAD"
 // pid namespace, where it may sweep stray processes.
 const EnvSandboxed = "TOOLHOST_SANDBOXED"
 
+// EnvDataFD names, in the environment of a process that inherits the
+// plugin's end of its data channel (plugins/channel), the descriptor it is
+// on: the plugin process, and the sandbox's launcher on its way there.
+const EnvDataFD = "TOOLHOST_DATA_FD"
+
+// SandboxDataFD is the descriptor init inherits the data channel on (after
+// its configuration, 3, and its own binary, 4).
+const SandboxDataFD = 5
+
 // EnvWorkerCgroup passes the workers' pids cgroup, as a path inside the
 // sandbox, to the plugin process.
 const EnvWorkerCgroup = "TOOLHOST_WORKER_CGROUP"
@@ -94,10 +103,6 @@ const (
 	// SandboxSocketDir is where the plugin process makes its go-plugin
 	// socket (a tiny tmpfs of its own).
 	SandboxSocketDir = "/run/plugin"
-	// SandboxCallbackDir is where the host's sockets for
-	// toolhost.call_tool (go-plugin's broker) appear; the sandbox may
-	// connect to them, not write there.
-	SandboxCallbackDir = "/run/callbacks"
 	// SandboxWorkerMemoryCgroup is the sandbox's memory cgroup folder on
 	// cgroup v1 (its workers are charged there).
 	SandboxWorkerMemoryCgroup = "/run/cgroup-memory"
@@ -172,6 +177,10 @@ type SandboxConfig struct {
 	Env     []string `json:"env,omitempty"`
 	// Dir is the command's working folder (default: SandboxScratch).
 	Dir string `json:"dir,omitempty"`
+	// Data says that the launcher was given the plugin's end of its data
+	// channel (plugins/channel): it reaches init as descriptor
+	// SandboxDataFD, and the command as descriptor 3, named by EnvDataFD.
+	Data bool `json:"data,omitempty"`
 	// Probe makes init report which mechanisms it could set up, as JSON on
 	// stdout, instead of starting Command.
 	Probe bool `json:"probe,omitempty"`

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"toolhost/plugins"
+	"toolhost/plugins/channel"
 	"toolhost/plugins/service"
 	"toolhost/pyhost/cpython"
 	"toolhost/pyhost/gpython"
@@ -29,10 +30,13 @@ type runtime interface {
 
 // Server implements plugins.Host.
 type Server struct {
-	mu     sync.Mutex
-	rt     runtime
-	last   *plugins.LoadResponse
-	broker *plugin.GRPCBroker
+	mu   sync.Mutex
+	rt   runtime
+	last *plugins.LoadResponse
+	// data is the data channel the core calls over: its calls'
+	// toolhost.call_tool requests go back over it too. Without one (a
+	// plugin process started by hand) nothing can call.
+	data *channel.Server
 	// early is the first worker, started from the core's load request
 	// before Load arrives (cpython only), until a Load adopts or drops it.
 	early *cpython.Early
@@ -43,9 +47,6 @@ type Server struct {
 	AfterCall func(worker int, live []int) int
 }
 
-// SetBroker implements service.BrokerUser.
-func (s *Server) SetBroker(b *plugin.GRPCBroker) { s.broker = b }
-
 // Load implements plugins.Host.
 func (s *Server) Load(ctx context.Context, req *plugins.LoadRequest) (*plugins.LoadResponse, error) {
 	s.mu.Lock()
@@ -55,12 +56,8 @@ func (s *Server) Load(ctx context.Context, req *plugins.LoadRequest) (*plugins.L
 		s.rt = nil
 	}
 	var callbacks plugins.Callbacks
-	if req.CallbackID != 0 && s.broker != nil {
-		cb, err := service.DialCallbacks(s.broker, req.CallbackID)
-		if err != nil {
-			return nil, fmt.Errorf("connect to the core for toolhost.call_tool: %w", err)
-		}
-		callbacks = cb
+	if s.data != nil {
+		callbacks = s.data
 	}
 	var rt runtime
 	switch req.Runtime {
@@ -136,15 +133,15 @@ func (s *Server) Describe(context.Context, *plugins.Empty) (*plugins.LoadRespons
 	return s.last, nil
 }
 
-// Call implements plugins.Host.
-func (s *Server) Call(ctx context.Context, req *plugins.CallRequest) (*plugins.CallResponse, error) {
+// Call runs one call that came over the data channel on the loaded group.
+func (s *Server) Call(ctx context.Context, req *plugins.CallRequest) *plugins.CallResponse {
 	s.mu.Lock()
 	rt := s.rt
 	s.mu.Unlock()
 	if rt == nil {
-		return nil, fmt.Errorf("no group is loaded")
+		return &plugins.CallResponse{Error: &plugins.ToolError{Kind: plugins.ErrRuntime, Message: "no group is loaded"}}
 	}
-	return rt.Call(ctx, req), nil
+	return rt.Call(ctx, req)
 }
 
 // Shutdown implements plugins.Host.
@@ -174,6 +171,10 @@ func Serve(afterCall func(worker int, live []int) int) {
 		os.Exit(1)
 	}
 	srv := &Server{AfterCall: afterCall}
+	if f := channel.Inherited(); f != nil {
+		srv.data = channel.NewServer(f, srv.Call)
+		go srv.data.Serve()
+	}
 	srv.startEarly()
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: service.Handshake,

@@ -20,11 +20,11 @@ import (
 	"toolhost/plugins/service"
 )
 
-// callbackRoot holds, for each plugin process, the folder where the host
-// listens for its toolhost.call_tool connections (go-plugin's broker): one
-// folder of this server's below /run/toolhost-cb, mounted in the sandbox
-// at plugins.SandboxCallbackDir. Tool code can connect to the host's socket
-// there (it is the plugin's own way back) but cannot write in the folder.
+// callbackRoot holds, for each sandboxed plugin process, the folder that
+// go-plugin makes for its broker's sockets: one folder of this server's
+// below /run/toolhost-cb, owned by the host and never shown to a sandbox
+// (nothing uses the broker: toolhost.call_tool comes back over the data
+// channel).
 func callbackRoot() string {
 	return filepath.Join("/run/toolhost-cb", strconv.Itoa(os.Getpid()))
 }
@@ -37,11 +37,14 @@ type launch struct {
 	cfg *plugins.SandboxConfig
 	// tlsEnv is service.EnvTLS for the plugin process.
 	tlsEnv string
+	// data is the plugin's end of its data channel (plugins/channel),
+	// closed here once the process has its copy.
+	data *os.File
 }
 
 // clientConfig is go-plugin's configuration for the launch: the process is
-// started by pluginRunner, and under a sandbox the broker's sockets are
-// made in a folder the sandbox sees at a path of its own.
+// started by pluginRunner, and under a sandbox the broker's (unused)
+// socket folder is made in callbackRoot.
 func (l *launch) clientConfig(stderr io.Writer) (*goplugin.ClientConfig, error) {
 	tlsConfig, tlsEnv, err := service.NewTLS()
 	if err != nil {
@@ -62,26 +65,25 @@ func (l *launch) clientConfig(stderr io.Writer) (*goplugin.ClientConfig, error) 
 	}
 	if l.cfg != nil {
 		root := callbackRoot()
-		if err := os.MkdirAll(root, 0o711); err != nil {
+		if err := os.MkdirAll(root, 0o700); err != nil {
 			return nil, fmt.Errorf("make the callback folder: %w", err)
 		}
-		gid := os.Getgid()
-		if l.cfg.Identity {
-			gid = l.cfg.HostToolGID
-		}
-		cc.UnixSocketConfig = &goplugin.UnixSocketConfig{TempDir: root, Group: strconv.Itoa(gid)}
+		cc.UnixSocketConfig = &goplugin.UnixSocketConfig{TempDir: root}
 	}
 	return cc, nil
 }
 
-// runner is go-plugin's RunnerFunc: spec carries go-plugin's environment
-// and socketDir the folder of the broker's sockets.
-func (l *launch) runner(_ hclog.Logger, spec *exec.Cmd, socketDir string) (runner.Runner, error) {
+// runner is go-plugin's RunnerFunc: spec carries go-plugin's environment.
+func (l *launch) runner(_ hclog.Logger, spec *exec.Cmd, _ string) (runner.Runner, error) {
 	l.cmd.Env = append(l.cmd.Env, spec.Env...)
 	r := &pluginRunner{cmd: l.cmd}
 	if l.cfg == nil {
 		// The plugin process itself: its environment is its own.
 		l.cmd.Env = append(l.cmd.Env, service.EnvTLS+"="+l.tlsEnv)
+		if l.data != nil {
+			l.cmd.ExtraFiles = []*os.File{l.data}
+			l.cmd.Env = append(l.cmd.Env, plugins.EnvDataFD+"=3")
+		}
 	} else {
 		// The sandbox's launcher runs on the host: the plugin's key reaches
 		// it on a pipe, never in its environment (/proc/PID/environ).
@@ -97,15 +99,12 @@ func (l *launch) runner(_ hclog.Logger, spec *exec.Cmd, socketDir string) (runne
 		}
 		l.cmd.ExtraFiles = []*os.File{pr}
 		l.cmd.Env = append(l.cmd.Env, plugins.EnvSandboxSecrets+"=3")
-	}
-	if l.cfg != nil && socketDir != "" {
-		// The host makes the sockets; the sandbox may only reach them.
-		if err := os.Chmod(socketDir, 0o750); err != nil {
-			return nil, err
+		if l.data != nil {
+			l.cmd.ExtraFiles = append(l.cmd.ExtraFiles, l.data)
+			l.cmd.Env = append(l.cmd.Env, plugins.EnvDataFD+"=4")
 		}
-		// Read-only: connecting to a socket needs no write access to its
-		// mount.
-		l.cfg.Binds = append(l.cfg.Binds, plugins.Bind{Source: socketDir, Target: plugins.SandboxCallbackDir})
+	}
+	if l.cfg != nil {
 		data, err := json.Marshal(l.cfg)
 		if err != nil {
 			return nil, err
@@ -115,18 +114,15 @@ func (l *launch) runner(_ hclog.Logger, spec *exec.Cmd, socketDir string) (runne
 				l.cmd.Env[i] = plugins.EnvSandbox + "=" + string(data)
 			}
 		}
-		r.hostDir, r.sandboxDir = socketDir, plugins.SandboxCallbackDir
 	}
 	return r, nil
 }
 
-// pluginRunner starts and stops the plugin process for go-plugin, and
-// translates the broker's socket paths from the host's view to the
-// sandbox's. It never hands the plugin process the host's stdin.
+// pluginRunner starts and stops the plugin process for go-plugin. It never
+// hands the plugin process the host's stdin.
 type pluginRunner struct {
-	cmd                 *exec.Cmd
-	stdout, stderr      io.ReadCloser
-	hostDir, sandboxDir string
+	cmd            *exec.Cmd
+	stdout, stderr io.ReadCloser
 }
 
 // Start implements runner.Runner.
@@ -185,11 +181,7 @@ func (r *pluginRunner) PluginToHost(network, addr string) (string, string, error
 	return network, addr, nil
 }
 
-// HostToPlugin implements runner.AddrTranslator: a broker socket in the
-// host's callback folder is, in the sandbox, in plugins.SandboxCallbackDir.
+// HostToPlugin implements runner.AddrTranslator (the broker is not used).
 func (r *pluginRunner) HostToPlugin(network, addr string) (string, string, error) {
-	if network == "unix" && r.hostDir != "" && strings.HasPrefix(addr, r.hostDir+"/") {
-		return network, r.sandboxDir + strings.TrimPrefix(addr, r.hostDir), nil
-	}
 	return network, addr, nil
 }

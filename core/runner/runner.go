@@ -22,13 +22,12 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-plugin"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"toolhost/core/definition"
 	"toolhost/core/requirements"
 	"toolhost/plugins"
-	"toolhost/plugins/service"
+	"toolhost/plugins/channel"
 )
 
 // Options configure how a group runs.
@@ -186,6 +185,9 @@ type process struct {
 	cmd    *exec.Cmd // read its ProcessState only once client.Exited()
 	client *plugin.Client
 	host   plugins.Host
+	// data is the data channel calls go over (one frame each way);
+	// go-plugin's gRPC (host) keeps loading and shutting down.
+	data   *channel.Client
 	stderr *stderrLog
 	// cg are its sandbox's cgroups (nil without them).
 	cg *sandboxCgroups
@@ -228,6 +230,9 @@ func (p *process) stop() { p.killOnce.Do(p.kill) }
 // own clean-up is then bounded too.
 func (p *process) kill() {
 	p.cg.kill()
+	if p.data != nil {
+		defer p.data.Close()
+	}
 	done := make(chan struct{})
 	go func() {
 		p.client.Kill()
@@ -423,10 +428,22 @@ func (g *Group) start(ctx context.Context, check bool) error {
 		l.cg.remove()
 		return err
 	}
+	coreEnd, pluginEnd, err := channel.Pair()
+	if err != nil {
+		l.cg.remove()
+		return err
+	}
+	l.data = pluginEnd
+	var callbacks plugins.Callbacks
+	if g.opts.OnToolCall != nil {
+		callbacks = toolCalls{table: &g.calls, serve: g.opts.OnToolCall}
+	}
 	client := plugin.NewClient(cc)
 	cmd, cg := l.cmd, l.cg
-	p := &process{cmd: cmd, client: client, stderr: stderr, cg: cg}
+	p := &process{cmd: cmd, client: client, stderr: stderr, cg: cg,
+		data: channel.NewClient(coreEnd, g.load.Limits.AnswerBytes(), callbacks)}
 	rpc, err := client.Client()
+	pluginEnd.Close() // the process has its own copy, or failed to start
 	if err != nil {
 		p.kill()
 		return fmt.Errorf("start the plugin process: %w%s", err, stderr.note(g.runtime))
@@ -438,11 +455,6 @@ func (g *Group) start(ctx context.Context, check bool) error {
 	}
 	p.host = raw.(plugins.Host)
 	load := *g.load
-	if g.opts.OnToolCall != nil {
-		if id, ok := service.ServeCallbacks(p.host, toolCalls{table: &g.calls, serve: g.opts.OnToolCall}); ok {
-			load.CallbackID = id
-		}
-	}
 	resp, err := p.host.Load(ctx, &load)
 	if err != nil {
 		p.kill()
@@ -574,7 +586,7 @@ func (g *Group) CallTimeout(ctx context.Context, impl definition.Implementation,
 	// that cannot (a stuck gpython interpreter, a hung process).
 	cctx, cancel := context.WithTimeout(ctx, timeout+5*time.Second)
 	defer cancel()
-	resp, err := p.host.Call(cctx, req)
+	resp, err := p.data.Call(cctx, req)
 	if err == nil && resp.Error != nil && resp.Error.Kind == plugins.ErrCrash {
 		resp.Error.Message += p.cg.memoryNote()
 	}
@@ -589,7 +601,7 @@ func (g *Group) CallTimeout(ctx context.Context, impl definition.Implementation,
 	}
 	if err != nil {
 		g.replace(p)
-		if status.Code(err) == codes.DeadlineExceeded || errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(cctx.Err(), context.DeadlineExceeded) {
 			return fail(plugins.ErrTimeout, fmt.Sprintf("%s did not finish within %s; the plugin process was replaced", req.Callable, timeout))
 		}
 		return fail(plugins.ErrCrash, fmt.Sprintf("the plugin process failed during the call to %s: %s%s%s; it will be restarted for the next call",

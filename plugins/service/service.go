@@ -1,8 +1,9 @@
 // Package service is the go-plugin gRPC service between the core and its
 // plugin process: the handshake, the plugin set, the client and server of
-// plugins.Host, and the core's callbacks (toolhost.call_tool) over the
-// broker. The messages themselves are in package plugins, which the
-// sandbox's helper binary imports without gRPC.
+// plugins.Host (the process's lifecycle: load, describe, shut down). Calls
+// do not go through it but over the data channel (plugins/channel). The
+// messages themselves are in package plugins, which the sandbox's helper
+// binary imports without gRPC.
 package service
 
 import (
@@ -37,17 +38,14 @@ type GRPCPlugin struct {
 }
 
 // GRPCServer registers the service.
-func (p *GRPCPlugin) GRPCServer(b *plugin.GRPCBroker, s *grpc.Server) error {
-	if u, ok := p.Impl.(BrokerUser); ok {
-		u.SetBroker(b)
-	}
+func (p *GRPCPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
 	s.RegisterService(&serviceDesc, p.Impl)
 	return nil
 }
 
 // GRPCClient returns a plugins.Host that calls the plugin.
-func (p *GRPCPlugin) GRPCClient(_ context.Context, b *plugin.GRPCBroker, c *grpc.ClientConn) (interface{}, error) {
-	return &client{conn: c, broker: b}, nil
+func (p *GRPCPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *grpc.ClientConn) (interface{}, error) {
+	return &client{conn: c}, nil
 }
 
 // codecName is the content subtype of the JSON codec.
@@ -70,7 +68,6 @@ var serviceDesc = grpc.ServiceDesc{
 	Methods: []grpc.MethodDesc{
 		{MethodName: "Load", Handler: unary(plugins.Host.Load)},
 		{MethodName: "Describe", Handler: unary(plugins.Host.Describe)},
-		{MethodName: "Call", Handler: unary(plugins.Host.Call)},
 		{MethodName: "Shutdown", Handler: unary(plugins.Host.Shutdown)},
 	},
 	Metadata: "plugins/service/service.go",
@@ -96,8 +93,7 @@ func unary[Req, Resp any](m func(plugins.Host, context.Context, *Req) (*Resp, er
 
 // client is the plugins.Host the core holds: every method is one gRPC call.
 type client struct {
-	conn   *grpc.ClientConn
-	broker *plugin.GRPCBroker
+	conn *grpc.ClientConn
 }
 
 func invoke[Req, Resp any](ctx context.Context, c *client, method string, in *Req) (*Resp, error) {
@@ -114,10 +110,6 @@ func (c *client) Load(ctx context.Context, req *plugins.LoadRequest) (*plugins.L
 
 func (c *client) Describe(ctx context.Context, req *plugins.Empty) (*plugins.LoadResponse, error) {
 	return invoke[plugins.Empty, plugins.LoadResponse](ctx, c, "Describe", req)
-}
-
-func (c *client) Call(ctx context.Context, req *plugins.CallRequest) (*plugins.CallResponse, error) {
-	return invoke[plugins.CallRequest, plugins.CallResponse](ctx, c, "Call", req)
 }
 
 func (c *client) Shutdown(ctx context.Context, req *plugins.Empty) (*plugins.Empty, error) {

@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"reflect"
 	"testing"
@@ -32,11 +31,6 @@ func (h *echoHost) Describe(context.Context, *plugins.Empty) (*plugins.LoadRespo
 	return nil, errors.New("nothing loaded yet")
 }
 
-func (h *echoHost) Call(_ context.Context, req *plugins.CallRequest) (*plugins.CallResponse, error) {
-	return &plugins.CallResponse{OK: true, Result: req.Args, Output: string(req.Context), Worker: int(req.TimeoutMs),
-		Runtime: req.Module + "." + req.Func, Error: &plugins.ToolError{Kind: plugins.ErrException, Type: "T", Message: "m", Traceback: "tb"}}, nil
-}
-
 func (h *echoHost) Shutdown(context.Context, *plugins.Empty) (*plugins.Empty, error) {
 	return &plugins.Empty{}, nil
 }
@@ -64,15 +58,6 @@ func TestServiceOverGRPC(t *testing.T) {
 	if resp.Runtime != plugins.RuntimeCPython || len(resp.Signatures) != 1 || resp.Signatures[0].Callable.String() != "m.f" ||
 		!resp.Signatures[0].Params[0].HasDefault {
 		t.Errorf("load response %+v", resp)
-	}
-	cr, err := host.Call(ctx, &plugins.CallRequest{Callable: plugins.Callable{Module: "m", Func: "f"}, Args: json.RawMessage(`{"x":[1,"é"]}`),
-		TimeoutMs: 1234, Context: json.RawMessage(`{"session_id":"s"}`)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !cr.OK || string(cr.Result) != `{"x":[1,"é"]}` || cr.Output != `{"session_id":"s"}` || cr.Worker != 1234 ||
-		cr.Runtime != "m.f" || cr.Error.Traceback != "tb" {
-		t.Errorf("call response %+v", cr)
 	}
 	// A plugin's error crosses as a gRPC status with its message.
 	if _, err := host.Describe(ctx, &plugins.Empty{}); err == nil || status.Convert(err).Message() != "nothing loaded yet" {

@@ -6,10 +6,9 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"toolhost/plugins"
-	"toolhost/plugins/frame"
+	proto "toolhost/plugins/worker"
 )
 
 // startTimeout bounds a worker's start, module imports included.
@@ -96,12 +95,11 @@ func (p *Pool) Call(ctx context.Context, req *plugins.CallRequest) *plugins.Call
 	if timeout <= 0 {
 		timeout = plugins.DefaultCallTimeout
 	}
-	ans, err := w.exchange(ctx, &callFrame{Op: "call", Module: req.Module, Func: req.Func, Args: req.Args, Context: req.Context, Convert: req.Convert},
-		p.answerLimit(), deadline(ctx, timeout), p.Callbacks, req.Token)
+	ans, err := w.exchange(ctx, proto.CallOf(req), p.answerLimit(), deadline(ctx, timeout), p.Callbacks, req.Token)
 	w.calls++
 	var tooLarge *plugins.ToolError
 	if err == nil {
-		tooLarge = p.bound(ans)
+		tooLarge = proto.Bound(ans, p.limits)
 		if tooLarge != nil {
 			w.kill()
 		}
@@ -119,66 +117,12 @@ func (p *Pool) Call(ctx context.Context, req *plugins.CallRequest) *plugins.Call
 		resp.Error = te
 		return resp
 	}
-	resp.Output, resp.OutputTruncated = ans.Output, ans.OutputTruncated
-	if tooLarge != nil {
-		resp.Error = tooLarge
-		return resp
-	}
-	resp.OK = ans.OK
-	resp.Error = ans.Error
-	if ans.OK {
-		resp.Result = ans.Result
-	} else if resp.Error == nil {
-		resp.Error = &plugins.ToolError{Kind: plugins.ErrCrash, Message: "the worker answered a failure without an error"}
-	}
+	proto.Respond(resp, ans, tooLarge)
 	return resp
 }
 
-// errorTextBytes bounds the message and the traceback of a tool's
-// exception, each (runner.py cuts them first; the host cuts again).
-const errorTextBytes = 64 << 10
-
-// answerLimit is the largest answer frame a call may send: the result,
-// the printed output and an exception's text, each at its limit, JSON
-// escaping included (a character escaped as \u00XX takes 6 bytes).
-func (p *Pool) answerLimit() int {
-	n := p.limits.ResultBytes + 6*p.limits.OutputBytes + 6*2*errorTextBytes + 64<<10
-	if n > frame.MaxSize {
-		n = frame.MaxSize
-	}
-	return n
-}
-
-// bound enforces the result and output limits on an answer, whatever the
-// worker's runner.py claims: printed output and an exception's text are
-// cut at their limits; a result past ResultBytes is a result error (and
-// the worker, which runner.py would never let send it, is replaced).
-func (p *Pool) bound(a *answerFrame) *plugins.ToolError {
-	if len(a.Output) > p.limits.OutputBytes {
-		a.Output, a.OutputTruncated = cut(a.Output, p.limits.OutputBytes), true
-	}
-	if a.Error != nil {
-		a.Error.Message = cut(a.Error.Message, errorTextBytes)
-		a.Error.Traceback = cut(a.Error.Traceback, errorTextBytes)
-		a.Error.Type = cut(a.Error.Type, 256)
-	}
-	if a.OK && len(a.Result) > p.limits.ResultBytes {
-		return &plugins.ToolError{Kind: plugins.ErrResult, Type: "OverflowError", Message: fmt.Sprintf(
-			"the result is %d bytes of JSON, more than the limit of %d; its worker was replaced", len(a.Result), p.limits.ResultBytes)}
-	}
-	return nil
-}
-
-// cut keeps the first n bytes of s, ending on a whole UTF-8 character.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
+// answerLimit is the largest answer frame a call may send.
+func (p *Pool) answerLimit() int { return p.limits.AnswerBytes() }
 
 // afterCall makes sure nothing of a call outlives it before its worker
 // serves another: a worker left with more than its own thread is killed

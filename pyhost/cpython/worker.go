@@ -5,10 +5,7 @@ package cpython
 
 import (
 	"context"
-	"crypto/rand"
 	_ "embed"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,15 +15,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"toolhost/core/tail"
 	"toolhost/plugins"
 	"toolhost/plugins/frame"
+	proto "toolhost/plugins/worker"
 )
 
 //go:embed runner.py
@@ -71,13 +66,6 @@ type worker struct {
 	// path lookup and the open of each time.
 	status *os.File
 }
-
-// errTimeout is a worker that did not answer in time; it has been killed.
-var errTimeout = errors.New("timeout")
-
-// errCancelled is a call whose caller went away; its worker has been
-// killed.
-var errCancelled = errors.New("cancelled")
 
 // describeFrameLimit bounds the ready frame and describe answers (the
 // signatures of a group's callables).
@@ -164,7 +152,7 @@ func startWorker(python string, env []string, init initFrame, deadline time.Time
 	ready, err := w.roundtrip(&init, describeFrameLimit, deadline)
 	if err == nil && !ready.Ready {
 		w.kill()
-		err = errForeign
+		err = proto.ErrForeign
 	}
 	if err != nil {
 		return nil, w.describeFailure("start", err)
@@ -172,149 +160,29 @@ func startWorker(python string, env []string, init initFrame, deadline time.Time
 	return w, nil
 }
 
-// errForeign is a frame that does not belong to the exchange in flight:
-// a wrong or missing request id, an unknown op, or bytes written after
-// the answer. The worker has been killed.
-var errForeign = errors.New("the worker sent an answer that does not belong to this call")
-
-// answerFrame is any frame a worker writes on fd 4, decoded once: a call's
-// answer, a toolhost.call_tool request (op "call_tool"), the ready frame or
-// a describe answer. Every one carries the id of the request in flight.
-type answerFrame struct {
-	ID string `json:"id"`
-	Op string `json:"op"`
-
-	// A call's answer.
-	OK              bool               `json:"ok"`
-	Result          json.RawMessage    `json:"result"`
-	Error           *plugins.ToolError `json:"error"`
-	Output          string             `json:"output"`
-	OutputTruncated bool               `json:"output_truncated"`
-	DurationUs      int64              `json:"duration_us"`
-
-	// A toolhost.call_tool request. Whatever else the worker puts in it
-	// (a context, a depth, a session) is not even decoded.
-	Tool           string          `json:"tool"`
-	Args           json.RawMessage `json:"args"`
-	IdempotencyKey string          `json:"idempotency_key"`
-	Group          string          `json:"group"`
-
-	// The ready frame and a describe answer.
-	Ready      bool                `json:"ready"`
-	Signatures []plugins.Signature `json:"signatures"`
-}
-
-// newID is a fresh request id: random, so that tool code cannot write an
-// answer ahead for a call yet to come.
-func newID() string {
-	var b [12]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
 // roundtrip writes one request frame (with a fresh id) and reads its
 // answer before the deadline; frames larger than maxFrame are refused. On
 // any failure the worker is killed: a worker is never reused after an
 // incomplete exchange. At the deadline a timer kills the worker's process
 // group, which ends the blocked read.
-func (w *worker) roundtrip(req request, maxFrame int, deadline time.Time) (*answerFrame, error) {
+func (w *worker) roundtrip(req proto.Request, maxFrame int, deadline time.Time) (*proto.Answer, error) {
 	return w.exchange(context.Background(), req, maxFrame, deadline, nil, "")
 }
 
-// request is a frame to a worker; exchange stamps it with a fresh id.
-type request interface{ setID(id string) }
+// conn is the worker's pipes, for an exchange.
+func (w *worker) conn() *proto.Conn {
+	return &proto.Conn{Req: w.req, Resp: w.resp, Stop: w.kill}
+}
 
-// exchange writes one request and reads frames until its answer comes,
-// serving toolhost.call_tool requests on the way (answered on the
-// worker's request pipe) with the core's Callbacks and the call's token.
-// The host does not trust the worker: a frame larger than maxFrame, a
-// frame without the request's id, or any byte left on the pipe after the
-// answer (a frame for no call in flight) kills the worker.
-func (w *worker) exchange(ctx context.Context, req request, maxFrame int, deadline time.Time, cb plugins.Callbacks, token string) (*answerFrame, error) {
-	id := newID()
-	req.setID(id)
-	var timedOut atomic.Bool
-	timer := time.AfterFunc(time.Until(deadline), func() {
-		timedOut.Store(true)
-		syscall.Kill(-w.pid, syscall.SIGKILL)
-	})
-	defer timer.Stop()
-	// A caller that goes away stops its own call: the worker is killed,
-	// as on a timeout, and nothing else.
-	var cancelled atomic.Bool
-	stopWatch := context.AfterFunc(ctx, func() {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			timedOut.Store(true)
-		} else if !timedOut.Load() {
-			cancelled.Store(true)
-		}
-		syscall.Kill(-w.pid, syscall.SIGKILL)
-	})
-	defer stopWatch()
-	fail := func(err error) (*answerFrame, error) {
-		w.kill()
-		if cancelled.Load() {
-			return nil, errCancelled
-		}
-		if timedOut.Load() || errors.Is(err, os.ErrDeadlineExceeded) {
-			return nil, errTimeout
-		}
-		return nil, err
-	}
-	// Bytes already waiting were written when no request was in flight.
-	if w.pending() {
-		return fail(errForeign)
-	}
-	w.req.SetWriteDeadline(deadline)
-	if err := frame.Write(w.req, req); err != nil {
-		return fail(err)
-	}
-	for {
-		body, err := frame.ReadRawLimit(w.resp, maxFrame)
-		if err != nil {
-			return fail(err)
-		}
-		var a answerFrame
-		if err := json.Unmarshal(body, &a); err != nil {
-			return fail(fmt.Errorf("malformed frame: %w", err))
-		}
-		if a.ID != id {
-			return fail(errForeign)
-		}
-		switch a.Op {
-		case "":
-			if w.pending() {
-				return fail(errForeign)
-			}
-			return &a, nil
-		case "call_tool":
-		default:
-			return fail(errForeign)
-		}
-		answer := &plugins.ToolCallResponse{Error: "toolhost.call_tool is not available here"}
-		if cb != nil && token != "" {
-			cctx, cancel := context.WithDeadline(ctx, deadline)
-			r, err := cb.CallTool(cctx, &plugins.ToolCallRequest{Tool: a.Tool, Args: a.Args,
-				IdempotencyKey: a.IdempotencyKey, Group: a.Group, Token: token})
-			cancel()
-			if err != nil {
-				answer = &plugins.ToolCallResponse{Error: err.Error()}
-			} else {
-				answer = r
-			}
-		}
-		if err := frame.Write(w.req, answer); err != nil {
-			return fail(err)
-		}
-	}
+// exchange runs one exchange with the worker (proto.Conn.Exchange); on any
+// failure the worker has been killed.
+func (w *worker) exchange(ctx context.Context, req proto.Request, maxFrame int, deadline time.Time, cb plugins.Callbacks, token string) (*proto.Answer, error) {
+	return w.conn().Exchange(ctx, req, maxFrame, deadline, cb, token)
 }
 
 // pending reports whether the worker has written bytes that no one has
 // read yet on its answer pipe.
-func (w *worker) pending() bool {
-	n, err := unix.IoctlGetInt(w.respFd, unix.TIOCINQ) // FIONREAD
-	return err != nil || n > 0
-}
+func (w *worker) pending() bool { return w.conn().Pending() }
 
 // threads is how many threads the worker process has (/proc's Threads:),
 // or 0 when it cannot be read.
@@ -392,13 +260,13 @@ func (w *worker) alive() bool {
 // describeFailure explains why a worker stopped answering: its exit
 // status and the last lines it wrote to stderr.
 func (w *worker) describeFailure(during string, err error) *plugins.ToolError {
-	if errors.Is(err, errTimeout) {
+	if errors.Is(err, proto.ErrTimeout) {
 		return &plugins.ToolError{Kind: plugins.ErrTimeout, Message: "the worker did not answer in time during " + during + "; it was killed"}
 	}
-	if errors.Is(err, errCancelled) {
+	if errors.Is(err, proto.ErrCancelled) {
 		return &plugins.ToolError{Kind: plugins.ErrCancelled, Message: "the caller went away during " + during + "; its worker was stopped"}
 	}
-	if errors.Is(err, errForeign) {
+	if errors.Is(err, proto.ErrForeign) {
 		return &plugins.ToolError{Kind: plugins.ErrCrash, Message: fmt.Sprintf("the worker sent an answer that does not belong to %s; it was replaced", during)}
 	}
 	var tl *frame.TooLargeError
@@ -421,28 +289,15 @@ func (w *worker) describeFailure(during string, err error) *plugins.ToolError {
 	return &plugins.ToolError{Kind: plugins.ErrCrash, Message: msg}
 }
 
-type callFrame struct {
-	ID      string          `json:"id"`
-	Op      string          `json:"op"`
-	Module  string          `json:"module"`
-	Func    string          `json:"func"`
-	Args    json.RawMessage `json:"args"`
-	Context json.RawMessage `json:"context,omitempty"`
-	// Convert is plugins.CallRequest.Convert.
-	Convert map[string]json.RawMessage `json:"convert,omitempty"`
-}
-
-func (f *callFrame) setID(id string) { f.ID = id }
-
 type describeFrame struct {
 	ID        string             `json:"id"`
 	Op        string             `json:"op"`
 	Callables []plugins.Callable `json:"callables"`
 }
 
-func (f *describeFrame) setID(id string) { f.ID = id }
+func (f *describeFrame) SetID(id string) { f.ID = id }
 
-func (f *initFrame) setID(id string) { f.ID = id }
+func (f *initFrame) SetID(id string) { f.ID = id }
 
 // workerCgroups are the cgroups a worker joins in the sandbox: the
 // workers' pids cgroup and the sandbox's memory cgroup, which holds the

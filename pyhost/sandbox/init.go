@@ -181,6 +181,14 @@ func startCommand(cfg *plugins.SandboxConfig) (*os.Process, error) {
 		dir = plugins.SandboxScratch
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
+	// The plugin's data channel is the command's descriptor 3; init keeps
+	// no copy of it.
+	if cfg.Data {
+		data := os.NewFile(plugins.SandboxDataFD, "data-channel")
+		defer data.Close()
+		cmd.ExtraFiles = []*os.File{data}
+		env = append(env, plugins.EnvDataFD+"=3")
+	}
 	cmd.Env = env
 	cmd.Dir = dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr

@@ -100,6 +100,12 @@ func Launch() {
 	cmd.Env = []string{}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, outW, os.Stderr
 	cmd.ExtraFiles = []*os.File{cfgR, exeFile}
+	// The plugin's end of its data channel goes on to init (at
+	// SandboxDataFD), which hands it to the plugin process.
+	if data := inheritedData(); data != nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, data)
+		cfg.Data = true
+	}
 	cmd.SysProcAttr = initAttr(&cfg)
 	if err := cmd.Start(); err != nil {
 		unstage()
@@ -154,6 +160,19 @@ func Launch() {
 		os.Exit(128 + int(ws.Signal()))
 	}
 	os.Exit(cmd.ProcessState.ExitCode())
+}
+
+// inheritedData is the plugin's data channel that the core gave the
+// launcher (named by EnvDataFD), or nil.
+func inheritedData() *os.File {
+	v := os.Getenv(plugins.EnvDataFD)
+	os.Unsetenv(plugins.EnvDataFD)
+	fd, err := strconv.Atoi(v)
+	if err != nil || fd < 3 {
+		return nil
+	}
+	syscall.CloseOnExec(fd)
+	return os.NewFile(uintptr(fd), "data-channel")
 }
 
 // stage mounts each bind's source under SandboxStageDir/PID/N, in a private mount

@@ -442,6 +442,14 @@ func TestHostileServer(t *testing.T) {
 				"        out += ['%%s/%%s names %%s' %% (p, f, s) for s in (secrets[1:] if f == 'mountinfo' else secrets) if s in b]\nfor d, _, files in os.walk('/tmp'):\n    for f in files:\n        b = open(os.path.join(d, f), 'rb').read().decode('latin-1')\n        out += [f + ' names ' + s for s in secrets if s in b]",
 				secretsPy),
 			out: expect{want: "[]"}},
+		// The data channel between the core and the plugin process is a
+		// socketpair: no worker inherits it, the plugin's descriptors are
+		// out of reach, and no host socket is mounted in the sandbox.
+		{name: "the plugin's data channel and the host's sockets",
+			code: "import os\nout = [fd for fd in os.listdir('/proc/self/fd') if os.readlink('/proc/self/fd/' + fd).startswith('socket:')]\n" +
+				"try:\n    out.append(len(os.listdir('/proc/%d/fd' % os.getppid())))\nexcept OSError as e:\n    out.append(type(e).__name__)\n" +
+				"out.append([d for d in os.listdir('/run') if d not in ('plugin', 'cgroup', 'cgroup-memory')])",
+			out: expect{want: `[[],"PermissionError",[]]`}},
 		{name: "raise the pids limit through the cgroup in the sandbox", code: "open('/run/cgroup/pids.max', 'w').write('max')",
 			out: expect{kind: "exception", want: "PermissionError"}},
 		// Class 4: the host's stdin.

@@ -1,0 +1,256 @@
+// Package worker is the protocol between a host and one python worker
+// (pyhost/cpython's runner.py): framed JSON (package frame) over two
+// pipes, the worker's descriptor 3 for requests and 4 for answers, never
+// stdout. Its host is the plugin process, which starts the workers, or
+// the core itself on the direct path (core/runner), which borrows a
+// worker's pipes from the plugin process and calls it without a hop
+// through that process.
+//
+// The host does not trust the worker: every request carries a fresh
+// random id that its answer must repeat, a frame larger than the caller's
+// bound, a frame for no request in flight, or bytes left after the answer
+// stop the worker, and the answer's texts are cut at their limits.
+package worker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
+
+	"toolhost/plugins"
+	"toolhost/plugins/frame"
+)
+
+// Errors of an exchange; the worker has been stopped after each.
+var (
+	// ErrTimeout is a worker that did not answer before the deadline.
+	ErrTimeout = errors.New("timeout")
+	// ErrCancelled is a call whose caller went away.
+	ErrCancelled = errors.New("cancelled")
+	// ErrForeign is a frame that does not belong to the exchange in
+	// flight: a wrong or missing request id, an unknown op, or bytes
+	// written after the answer.
+	ErrForeign = errors.New("the worker sent an answer that does not belong to this call")
+)
+
+// Answer is any frame a worker writes on its answer pipe, decoded once: a
+// call's answer, a toolhost.call_tool request (op "call_tool"), the ready
+// frame or a describe answer. Every one carries the id of the request in
+// flight.
+type Answer struct {
+	ID string `json:"id"`
+	Op string `json:"op"`
+
+	// A call's answer.
+	OK              bool               `json:"ok"`
+	Result          json.RawMessage    `json:"result"`
+	Error           *plugins.ToolError `json:"error"`
+	Output          string             `json:"output"`
+	OutputTruncated bool               `json:"output_truncated"`
+	DurationUs      int64              `json:"duration_us"`
+
+	// A toolhost.call_tool request. Whatever else the worker puts in it
+	// (a context, a depth, a session) is not even decoded.
+	Tool           string          `json:"tool"`
+	Args           json.RawMessage `json:"args"`
+	IdempotencyKey string          `json:"idempotency_key"`
+	Group          string          `json:"group"`
+
+	// The ready frame and a describe answer.
+	Ready      bool                `json:"ready"`
+	Signatures []plugins.Signature `json:"signatures"`
+}
+
+// Request is a frame to a worker; Exchange stamps it with a fresh id.
+type Request interface{ SetID(id string) }
+
+// Call is the request that runs one callable.
+type Call struct {
+	ID      string          `json:"id"`
+	Op      string          `json:"op"`
+	Module  string          `json:"module"`
+	Func    string          `json:"func"`
+	Args    json.RawMessage `json:"args"`
+	Context json.RawMessage `json:"context,omitempty"`
+	// Convert is plugins.CallRequest.Convert.
+	Convert map[string]json.RawMessage `json:"convert,omitempty"`
+}
+
+// SetID implements Request.
+func (f *Call) SetID(id string) { f.ID = id }
+
+// CallOf is the request of a plugins.CallRequest.
+func CallOf(req *plugins.CallRequest) *Call {
+	return &Call{Op: "call", Module: req.Module, Func: req.Func, Args: req.Args, Context: req.Context, Convert: req.Convert}
+}
+
+// newID is a fresh request id: random, so that tool code cannot write an
+// answer ahead for a call yet to come.
+func newID() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Conn is a host's end of one worker's pipes.
+type Conn struct {
+	// Req is the host's end of the worker's descriptor 3.
+	Req *os.File
+	// Resp is the host's end of the worker's descriptor 4, in blocking
+	// mode: the reading thread is woken directly when the worker writes.
+	Resp *os.File
+	// Stop kills the worker, so that a read blocked on Resp returns. It is
+	// called from a timer at the deadline, when the caller goes away, and
+	// after any failed exchange; it may be called more than once.
+	Stop func()
+}
+
+// Pending reports whether the worker has written bytes that no one has
+// read yet on its answer pipe (or the pipe cannot be asked).
+func (c *Conn) Pending() bool {
+	n, err := unix.IoctlGetInt(int(c.Resp.Fd()), unix.TIOCINQ) // FIONREAD
+	return err != nil || n > 0
+}
+
+// Exchange writes one request and reads frames until its answer comes
+// before the deadline, serving toolhost.call_tool requests on the way
+// (answered on the request pipe) with cb and the call's token. A frame
+// larger than maxFrame, a frame without the request's id, or any byte left
+// on the pipe after the answer stops the worker; so does any other
+// failure: a worker is never reused after an incomplete exchange.
+func (c *Conn) Exchange(ctx context.Context, req Request, maxFrame int, deadline time.Time, cb plugins.Callbacks, token string) (*Answer, error) {
+	id := newID()
+	req.SetID(id)
+	var timedOut atomic.Bool
+	timer := time.AfterFunc(time.Until(deadline), func() {
+		timedOut.Store(true)
+		c.Stop()
+	})
+	defer timer.Stop()
+	// A caller that goes away stops its own call: the worker is killed,
+	// as on a timeout, and nothing else.
+	var cancelled atomic.Bool
+	stopWatch := context.AfterFunc(ctx, func() {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			timedOut.Store(true)
+		} else if !timedOut.Load() {
+			cancelled.Store(true)
+		}
+		c.Stop()
+	})
+	defer stopWatch()
+	fail := func(err error) (*Answer, error) {
+		c.Stop()
+		if cancelled.Load() {
+			return nil, ErrCancelled
+		}
+		if timedOut.Load() || errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, ErrTimeout
+		}
+		return nil, err
+	}
+	// Bytes already waiting were written when no request was in flight.
+	if c.Pending() {
+		return fail(ErrForeign)
+	}
+	c.Req.SetWriteDeadline(deadline)
+	if err := frame.Write(c.Req, req); err != nil {
+		return fail(err)
+	}
+	for {
+		body, err := frame.ReadRawLimit(c.Resp, maxFrame)
+		if err != nil {
+			return fail(err)
+		}
+		var a Answer
+		if err := json.Unmarshal(body, &a); err != nil {
+			return fail(fmt.Errorf("malformed frame: %w", err))
+		}
+		if a.ID != id {
+			return fail(ErrForeign)
+		}
+		switch a.Op {
+		case "":
+			if c.Pending() {
+				return fail(ErrForeign)
+			}
+			return &a, nil
+		case "call_tool":
+		default:
+			return fail(ErrForeign)
+		}
+		answer := &plugins.ToolCallResponse{Error: "toolhost.call_tool is not available here"}
+		if cb != nil && token != "" {
+			cctx, cancel := context.WithDeadline(ctx, deadline)
+			r, err := cb.CallTool(cctx, &plugins.ToolCallRequest{Tool: a.Tool, Args: a.Args,
+				IdempotencyKey: a.IdempotencyKey, Group: a.Group, Token: token})
+			cancel()
+			if err != nil {
+				answer = &plugins.ToolCallResponse{Error: err.Error()}
+			} else {
+				answer = r
+			}
+		}
+		if err := frame.Write(c.Req, answer); err != nil {
+			return fail(err)
+		}
+	}
+}
+
+// Bound enforces the result and output limits on an answer, whatever the
+// worker's runner.py claims: printed output and an exception's text are
+// cut at their limits; a result past ResultBytes is a result error (and
+// the caller must replace the worker, which runner.py would never let send
+// it).
+func Bound(a *Answer, limits plugins.Limits) *plugins.ToolError {
+	if len(a.Output) > limits.OutputBytes {
+		a.Output, a.OutputTruncated = Cut(a.Output, limits.OutputBytes), true
+	}
+	if a.Error != nil {
+		a.Error.Message = Cut(a.Error.Message, plugins.ErrorTextBytes)
+		a.Error.Traceback = Cut(a.Error.Traceback, plugins.ErrorTextBytes)
+		a.Error.Type = Cut(a.Error.Type, 256)
+	}
+	if a.OK && len(a.Result) > limits.ResultBytes {
+		return &plugins.ToolError{Kind: plugins.ErrResult, Type: "OverflowError", Message: fmt.Sprintf(
+			"the result is %d bytes of JSON, more than the limit of %d; its worker was replaced", len(a.Result), limits.ResultBytes)}
+	}
+	return nil
+}
+
+// Cut keeps the first n bytes of s, ending on a whole UTF-8 character.
+func Cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// Respond fills a call's response from its answer: the printed output,
+// then the result or the error (tooLarge, from Bound, wins).
+func Respond(resp *plugins.CallResponse, a *Answer, tooLarge *plugins.ToolError) {
+	resp.Output, resp.OutputTruncated = a.Output, a.OutputTruncated
+	if tooLarge != nil {
+		resp.Error = tooLarge
+		return
+	}
+	resp.OK = a.OK
+	resp.Error = a.Error
+	if a.OK {
+		resp.Result = a.Result
+	} else if resp.Error == nil {
+		resp.Error = &plugins.ToolError{Kind: plugins.ErrCrash, Message: "the worker answered a failure without an error"}
+	}
+}
