@@ -144,6 +144,43 @@ func (s *Server) Call(ctx context.Context, req *plugins.CallRequest) *plugins.Ca
 	return rt.Call(ctx, req)
 }
 
+// lender is the loaded runtime when it lends workers to the core.
+func (s *Server) lender() (channel.Lender, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l, ok := s.rt.(channel.Lender); ok {
+		return l, nil
+	}
+	return nil, channel.ErrNoLender
+}
+
+// Lend implements channel.Lender over the loaded runtime.
+func (s *Server) Lend(ctx context.Context) (int, []*os.File, error) {
+	l, err := s.lender()
+	if err != nil {
+		return 0, nil, err
+	}
+	return l.Lend(ctx)
+}
+
+// Check implements channel.Lender over the loaded runtime.
+func (s *Server) Check(worker int, callable string) (bool, string) {
+	l, err := s.lender()
+	if err != nil {
+		return false, ""
+	}
+	return l.Check(worker, callable)
+}
+
+// Kill implements channel.Lender over the loaded runtime.
+func (s *Server) Kill(worker int, during string) *plugins.ToolError {
+	l, err := s.lender()
+	if err != nil {
+		return &plugins.ToolError{Kind: plugins.ErrRuntime, Message: err.Error()}
+	}
+	return l.Kill(worker, during)
+}
+
 // Shutdown implements plugins.Host.
 func (s *Server) Shutdown(context.Context, *plugins.Empty) (*plugins.Empty, error) {
 	s.mu.Lock()
@@ -173,6 +210,7 @@ func Serve(afterCall func(worker int, live []int) int) {
 	srv := &Server{AfterCall: afterCall}
 	if f := channel.Inherited(); f != nil {
 		srv.data = channel.NewServer(f, srv.Call)
+		srv.data.SetLender(srv)
 		go srv.data.Serve()
 	}
 	srv.startEarly()

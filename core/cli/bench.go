@@ -47,6 +47,7 @@ func runBench(env *Env, args []string) int {
 	conc := fs.Int("concurrency", 4, "concurrent callers for the throughput figure")
 	baselines := fs.Bool("baselines", false, "also measure the baselines over the same function: one python3 process per call, a Python standard-library HTTP tool server, a Go↔python3 pipe round trip (the floor) and the bare call inside python3, each with its ratio to toolhost")
 	outFile := fs.String("out", "", "also write the figures as JSON to `FILE` (to compare versions)")
+	viaPlugin := fs.Bool("via-plugin", false, "also measure the first runtime with every call relayed by the plugin process (the data path without lent workers), beside the direct path")
 	scaling := fs.String("scaling", "", "also measure the throughput of the first runtime with each number of callers in `LIST` (e.g. 1,2,4,8,16; as many workers)")
 	pos, code, ok := parse(fs, args)
 	if !ok {
@@ -82,6 +83,15 @@ func runBench(env *Env, args []string) int {
 		if code != ExitOK {
 			return code
 		}
+		results = append(results, r)
+	}
+	if *viaPlugin {
+		*rf.runtime = runtimes[0]
+		r, code := benchOne(env, file, rf, target, argJSON, *n, *conc, func(o *runner.Options) { o.ViaPlugin = true })
+		if code != ExitOK {
+			return code
+		}
+		r.Name += " via the plugin process"
 		results = append(results, r)
 	}
 	if *scaling != "" {
@@ -157,14 +167,14 @@ func runBench(env *Env, args []string) int {
 // benchOne measures one runtime: cold start to the first result, then n
 // warm calls one after another (latency), then n calls from conc callers
 // (throughput).
-func benchOne(env *Env, file string, rf runFlags, target *callTarget, argJSON []byte, n, conc int) (BenchResult, int) {
+func benchOne(env *Env, file string, rf runFlags, target *callTarget, argJSON []byte, n, conc int, configure ...func(*runner.Options)) (BenchResult, int) {
 	ctx := context.Background()
 	if *rf.runtime == "auto" || *rf.runtime == plugins.RuntimeCPython {
 		runner.FindPython()
 	}
 	start := time.Now()
 	*rf.workers = conc
-	_, g, code := openGroup(env, "bench", file, rf)
+	_, g, code := openGroup(env, "bench", file, rf, configure...)
 	if g == nil {
 		return BenchResult{}, code
 	}

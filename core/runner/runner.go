@@ -61,6 +61,10 @@ type Options struct {
 	// call that asked (never anything the plugin process or the tool
 	// said about it).
 	OnToolCall func(ctx context.Context, caller *Caller, req *plugins.ToolCallRequest) *plugins.ToolCallResponse
+	// ViaPlugin makes every call go through the plugin process, even where
+	// the core may call a sandboxed cpython group's workers directly (for
+	// measuring the two paths against each other).
+	ViaPlugin bool
 	// Log, if set, receives what the plugin process did on its own around
 	// a call (a worker replaced because a call left threads or processes
 	// behind).
@@ -187,7 +191,10 @@ type process struct {
 	host   plugins.Host
 	// data is the data channel calls go over (one frame each way);
 	// go-plugin's gRPC (host) keeps loading and shutting down.
-	data   *channel.Client
+	data *channel.Client
+	// direct, for a sandboxed cpython group, calls the workers the plugin
+	// process lends (direct.go): one process boundary per call.
+	direct *direct
 	stderr *stderrLog
 	// cg are its sandbox's cgroups (nil without them).
 	cg *sandboxCgroups
@@ -198,6 +205,17 @@ type process struct {
 	inflight int
 	retired  bool
 	killOnce sync.Once
+}
+
+// gone reports whether the process's data channel has ended (the process
+// died, or broke the protocol).
+func (p *process) gone() bool {
+	select {
+	case <-p.data.Done():
+		return true
+	default:
+		return false
+	}
 }
 
 // begin counts a call on the process.
@@ -232,6 +250,9 @@ func (p *process) kill() {
 	p.cg.kill()
 	if p.data != nil {
 		defer p.data.Close()
+	}
+	if p.direct != nil {
+		defer p.direct.close()
 	}
 	done := make(chan struct{})
 	go func() {
@@ -454,6 +475,9 @@ func (g *Group) start(ctx context.Context, check bool) error {
 		return fmt.Errorf("start the plugin process: %w", err)
 	}
 	p.host = raw.(plugins.Host)
+	if g.runtime == plugins.RuntimeCPython && !g.opts.ViaPlugin && p.cg != nil && p.cg.workers != "" {
+		p.direct = newDirect(p.data, g.load.Limits, callbacks, filepath.Join(p.cg.workers, "pids.current"), func() { g.replace(p) })
+	}
 	load := *g.load
 	resp, err := p.host.Load(ctx, &load)
 	if err != nil {
@@ -559,6 +583,13 @@ func (g *Group) CallTimeout(ctx context.Context, impl definition.Implementation,
 		g.mu.Unlock()
 		return fail(plugins.ErrRuntime, "the group is closed")
 	}
+	if g.proc != nil && g.proc.gone() {
+		// It died between calls (nothing on the direct path needs it
+		// while calls go well): the call goes to a new one.
+		p := g.proc
+		g.proc = nil
+		go p.stop()
+	}
 	if g.proc == nil {
 		if err := g.start(ctx, false); err != nil {
 			g.mu.Unlock()
@@ -586,7 +617,13 @@ func (g *Group) CallTimeout(ctx context.Context, impl definition.Implementation,
 	// that cannot (a stuck gpython interpreter, a hung process).
 	cctx, cancel := context.WithTimeout(ctx, timeout+5*time.Second)
 	defer cancel()
-	resp, err := p.data.Call(cctx, req)
+	var resp *plugins.CallResponse
+	var err error
+	if p.direct != nil {
+		resp, err = p.direct.Call(cctx, req)
+	} else {
+		resp, err = p.data.Call(cctx, req)
+	}
 	if err == nil && resp.Error != nil && resp.Error.Kind == plugins.ErrCrash {
 		resp.Error.Message += p.cg.memoryNote()
 	}
@@ -675,6 +712,18 @@ func (g *Group) PluginPID() int {
 		return p.Pid
 	}
 	return 0
+}
+
+// Direct reports whether the group's calls go to its workers directly
+// (a sandboxed cpython group whose plugin process lends them; see
+// direct.go), rather than through its plugin process.
+func (g *Group) Direct() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.proc == nil {
+		return false
+	}
+	return g.proc.direct != nil
 }
 
 // WorkerProcesses counts the processes in the group's workers' cgroup (0

@@ -386,24 +386,50 @@ func TestNoSandboxNoCode(t *testing.T) {
 }
 
 // TestStoppedPluginIsReplaced checks that a plugin process that tool code
-// stopped (SIGSTOP; it runs as the same user) cannot hang its callers: the
-// call answers a timeout, the process is killed through its cgroups, and
-// the next call gets a new one, all in bounded time.
+// stopped (SIGSTOP; it runs as the same user) cannot hang its callers.
+// Through the plugin process, the call answers a timeout, the process is
+// killed through its cgroups, and the next call gets a new one. On the
+// direct path the plugin process is not on the way of a call: the call
+// answers, and so do the next ones; a call that needs the plugin (its
+// checks, after a thread was left) answers too, and the stopped process is
+// replaced. All in bounded time.
 func TestStoppedPluginIsReplaced(t *testing.T) {
-	g := open(t, attackYAML, Options{Sandbox: sandbox(t, "deny"), Timeout: time.Second})
-	start := time.Now()
-	args, _ := json.Marshal(map[string]string{"code": "import os, signal, time\nos.kill(os.getppid(), signal.SIGSTOP)\ntime.sleep(0.5)\nout = 'answered'"})
-	r := g.CallTimeout(context.Background(), impl(g.def, "attack"), args, nil, time.Second)
-	if r.OK || r.Error.Kind != plugins.ErrTimeout {
-		t.Fatalf("a stopped plugin process: %s %+v", r.Result, r.Error)
-	}
-	if ok := attack(t, g, "out = 1"); !ok.OK {
-		t.Fatalf("after the stopped plugin process: %+v", ok.Error)
-	}
-	// The call's own deadline plus the grace period, the kill and a new
-	// start: far less than go-plugin's unbounded wait.
-	if d := time.Since(start); d > 20*time.Second {
-		t.Errorf("replacing a stopped plugin process took %s", d)
+	stop := "import os, signal, time\nos.kill(os.getppid(), signal.SIGSTOP)\ntime.sleep(0.5)\nout = 'answered'"
+	for _, viaPlugin := range []bool{true, false} {
+		t.Run(fmt.Sprintf("via the plugin %v", viaPlugin), func(t *testing.T) {
+			g := open(t, attackYAML, Options{Sandbox: sandbox(t, "deny"), Timeout: time.Second, ViaPlugin: viaPlugin})
+			if got := g.Direct(); got == viaPlugin {
+				t.Fatalf("Direct() = %v", got)
+			}
+			start := time.Now()
+			args, _ := json.Marshal(map[string]string{"code": stop})
+			r := g.CallTimeout(context.Background(), impl(g.def, "attack"), args, nil, time.Second)
+			if viaPlugin {
+				if r.OK || r.Error.Kind != plugins.ErrTimeout {
+					t.Fatalf("a stopped plugin process: %s %+v", r.Result, r.Error)
+				}
+			} else {
+				pid := g.PluginPID()
+				if !r.OK || string(r.Result) != `"answered"` {
+					t.Fatalf("a stopped plugin process on the direct path: %s %+v", r.Result, r.Error)
+				}
+				if ok := attack(t, g, "out = 1"); !ok.OK || g.PluginPID() != pid {
+					t.Fatalf("the next call with the plugin process stopped: %+v (plugin %d, was %d)", ok.Error, g.PluginPID(), pid)
+				}
+				left := attack(t, g, "import threading, time\nthreading.Thread(target=time.sleep, args=(30,), daemon=True).start()\nout = 'left a thread'")
+				if !left.OK || !strings.Contains(left.Note, "could not check the worker") {
+					t.Fatalf("a call that needs the stopped plugin's checks: %s %+v note %q", left.Result, left.Error, left.Note)
+				}
+			}
+			if ok := attack(t, g, "out = 1"); !ok.OK {
+				t.Fatalf("after the stopped plugin process: %+v", ok.Error)
+			}
+			// The call's own deadline plus the grace period, the kill and a
+			// new start: far less than go-plugin's unbounded wait.
+			if d := time.Since(start); d > 30*time.Second {
+				t.Errorf("replacing a stopped plugin process took %s", d)
+			}
+		})
 	}
 }
 

@@ -18,6 +18,8 @@ package channel
 
 import (
 	"context"
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,6 +52,12 @@ type message struct {
 	Answer     *plugins.CallResponse     `json:"answer,omitempty"`
 	ToolCall   *plugins.ToolCallRequest  `json:"tool_call,omitempty"`
 	ToolAnswer *plugins.ToolCallResponse `json:"tool_answer,omitempty"`
+	// Lending a worker to the core (lend.go).
+	Loan *Loan `json:"loan,omitempty"`
+	// Callable names the call a worker served, for the notes of a check.
+	Callable string `json:"callable,omitempty"`
+	// files are the descriptors that came with the frame (a fresh loan).
+	files []*os.File
 }
 
 // Pair makes a channel: the core's end and the plugin's end, both
@@ -98,13 +106,30 @@ type conn struct {
 }
 
 func (c *conn) send(m *message) error {
-	body, err := json.Marshal(m)
+	b, err := marshalFrame(m)
 	if err != nil {
 		return err
 	}
 	c.wm.Lock()
 	defer c.wm.Unlock()
-	return frame.WriteRaw(c.f, body)
+	_, err = c.f.Write(b)
+	return err
+}
+
+// marshalFrame is m as one whole frame: its length, then its JSON.
+func marshalFrame(m *message) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Write([]byte{0, 0, 0, 0})
+	if err := json.NewEncoder(&buf).Encode(m); err != nil {
+		return nil, err
+	}
+	b := buf.Bytes()
+	n := len(b) - 4
+	if n > frame.MaxSize {
+		return nil, fmt.Errorf("frame of %d bytes is larger than %d", n, frame.MaxSize)
+	}
+	binary.BigEndian.PutUint32(b, uint32(n))
+	return b, nil
 }
 
 // shut ends the connection: the reader's blocked read returns (a plain
@@ -129,7 +154,7 @@ type Client struct {
 
 	mu      sync.Mutex
 	next    uint64
-	pending map[uint64]chan *plugins.CallResponse
+	pending map[uint64]chan *message
 	// tools are the toolhost.call_tool requests being served, by the
 	// plugin's id.
 	tools map[uint64]context.CancelFunc
@@ -141,7 +166,7 @@ type Client struct {
 // is not available.
 func NewClient(f *os.File, maxFrame int, callbacks plugins.Callbacks) *Client {
 	c := &Client{conn: conn{f: f, done: make(chan struct{})}, maxFrame: maxFrame, callbacks: callbacks,
-		pending: map[uint64]chan *plugins.CallResponse{}, tools: map[uint64]context.CancelFunc{}}
+		pending: map[uint64]chan *message{}, tools: map[uint64]context.CancelFunc{}}
 	go c.read()
 	return c
 }
@@ -150,7 +175,18 @@ func NewClient(f *os.File, maxFrame int, callbacks plugins.Callbacks) *Client {
 // plugin is told to stop the call and ctx's error is returned at once;
 // when the channel ends first, an error wrapping ErrClosed is.
 func (c *Client) Call(ctx context.Context, req *plugins.CallRequest) (*plugins.CallResponse, error) {
-	ch := make(chan *plugins.CallResponse, 1)
+	m, err := c.request(ctx, &message{Op: opCall, Call: req})
+	if err != nil {
+		return nil, err
+	}
+	return m.Answer, nil
+}
+
+// request sends m with a fresh id and waits for the frame that answers it
+// (an opAnswer or an opLoan). When ctx ends first, an opCall is cancelled
+// in the plugin.
+func (c *Client) request(ctx context.Context, m *message) (*message, error) {
+	ch := make(chan *message, 1)
 	c.mu.Lock()
 	if c.pending == nil {
 		c.mu.Unlock()
@@ -167,7 +203,8 @@ func (c *Client) Call(ctx context.Context, req *plugins.CallRequest) (*plugins.C
 		}
 		c.mu.Unlock()
 	}
-	if err := c.send(&message{ID: id, Op: opCall, Call: req}); err != nil {
+	m.ID = id
+	if err := c.send(m); err != nil {
 		forget()
 		return nil, fmt.Errorf("%w: %v", ErrClosed, err)
 	}
@@ -179,7 +216,9 @@ func (c *Client) Call(ctx context.Context, req *plugins.CallRequest) (*plugins.C
 		return resp, nil
 	case <-ctx.Done():
 		forget()
-		c.send(&message{ID: id, Op: opCancel})
+		if m.Op == opCall {
+			c.send(&message{ID: id, Op: opCancel})
+		}
 		return nil, ctx.Err()
 	}
 }
@@ -215,8 +254,10 @@ func (c *Client) read() {
 		c.mu.Unlock()
 		close(c.done)
 	}()
+	rr := newRightsReader(c.f)
+	defer rr.closeAll()
 	for {
-		body, err := frame.ReadRawLimit(c.f, c.maxFrame)
+		body, err := frame.ReadRawLimit(rr, c.maxFrame)
 		if err != nil {
 			c.err = err
 			return
@@ -227,22 +268,34 @@ func (c *Client) read() {
 			return
 		}
 		switch m.Op {
-		case opAnswer:
+		case opAnswer, opLoan:
+			if m.Op == opLoan && m.Loan != nil && m.Loan.fresh() {
+				if m.files = rr.take(loanFiles); m.files == nil {
+					c.err = fmt.Errorf("the plugin lent worker %d without its descriptors", m.Loan.Worker)
+					return
+				}
+			}
 			c.mu.Lock()
 			sent := m.ID <= c.next
 			ch, ok := c.pending[m.ID]
-			if sent && m.Answer != nil {
+			valid := sent && (m.Op == opAnswer && m.Answer != nil || m.Op == opLoan && m.Loan != nil)
+			if valid {
 				delete(c.pending, m.ID)
 			}
 			c.mu.Unlock()
-			if !sent || m.Answer == nil {
-				c.err = fmt.Errorf("the plugin answered call %d, which was never sent or carries no answer", m.ID)
+			if !valid {
+				closeFiles(m.files)
+				c.err = fmt.Errorf("the plugin answered request %d, which was never sent or carries no answer", m.ID)
 				return
 			}
 			if ok {
-				ch <- m.Answer
+				ch <- &m
+			} else {
+				// Its caller went away: the answer is dropped (a worker lent
+				// to no one is given back by Client.Borrow's caller's
+				// absence: see Borrow).
+				c.dropped(&m)
 			}
-			// Otherwise its caller went away: the answer is dropped.
 		case opToolCall:
 			if m.ToolCall == nil {
 				c.err = errors.New("the plugin sent a call_tool request without its request")
@@ -298,7 +351,8 @@ func (c *Client) serveToolCall(ctx context.Context, id uint64, req *plugins.Tool
 // over the channel (toolhost.call_tool of the calls it runs).
 type Server struct {
 	conn
-	run func(ctx context.Context, req *plugins.CallRequest) *plugins.CallResponse
+	run    func(ctx context.Context, req *plugins.CallRequest) *plugins.CallResponse
+	lender Lender
 
 	mu      sync.Mutex
 	calls   map[uint64]context.CancelFunc
@@ -350,6 +404,8 @@ func (s *Server) Serve() error {
 			s.calls[m.ID] = cancel
 			s.mu.Unlock()
 			go s.serveCall(ctx, m.ID, m.Call)
+		case opSpawn, opCheck, opKill:
+			go s.serveLend(&m)
 		case opCancel:
 			s.mu.Lock()
 			if cancel := s.calls[m.ID]; cancel != nil {

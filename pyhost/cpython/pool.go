@@ -26,6 +26,8 @@ type Pool struct {
 	idle  chan *worker  // workers waiting for a call
 	mu    sync.Mutex
 	all   map[*worker]bool
+	// lent are the workers lent to the core (lend.go), by pid.
+	lent map[int]*worker
 	// pids are the processes of the workers, from the moment each exists
 	// until it is discarded: the after-call sweep kills every other child
 	// of the plugin process.
@@ -56,6 +58,7 @@ func New(req *plugins.LoadRequest, env []string) *Pool {
 		slots:  make(chan struct{}, limits.Workers),
 		idle:   make(chan *worker, limits.Workers),
 		all:    map[*worker]bool{},
+		lent:   map[int]*worker{},
 		pids:   map[int]bool{},
 	}
 	return p
@@ -104,7 +107,7 @@ func (p *Pool) Call(ctx context.Context, req *plugins.CallRequest) *plugins.Call
 			w.kill()
 		}
 	}
-	if note := p.afterCall(w, req.Callable); note != "" {
+	if note := p.afterCall(w, req.Callable.String()); note != "" {
 		resp.Note = strings.TrimPrefix(resp.Note+"; "+note, "; ")
 	}
 	p.release(w)
@@ -130,7 +133,7 @@ func (p *Pool) answerLimit() int { return p.limits.AnswerBytes() }
 // sandbox sweeps the processes the call left, and a worker whose call
 // left any is replaced too. The call's answer stands either way; what
 // was done is returned as a note for the host's log.
-func (p *Pool) afterCall(w *worker, c plugins.Callable) string {
+func (p *Pool) afterCall(w *worker, c string) string {
 	var note string
 	if w.alive() {
 		if n, left := w.leftThreads(); left {

@@ -160,7 +160,7 @@ func TestDoctorAndBench(t *testing.T) {
 	}
 	// The baselines, beside toolhost, with their ratios, and the JSON file.
 	outFile := filepath.Join(t.TempDir(), "bench.json")
-	if out, err := exec.Command(bin, "bench", "--n", "30", "--concurrency", "2", "--runtime", "cpython", "--baselines", "--scaling", "1,2", "--out", outFile,
+	if out, err := exec.Command(bin, "bench", "--n", "30", "--concurrency", "2", "--runtime", "cpython", "--baselines", "--via-plugin", "--scaling", "1,2", "--out", outFile,
 		filepath.Join(samples, "bench", "bench.yaml"), "noop", `{"x": 1}`).CombinedOutput(); err != nil {
 		t.Fatalf("bench --baselines: %v\n%s", err, out)
 	}
@@ -181,7 +181,7 @@ func TestDoctorAndBench(t *testing.T) {
 			t.Errorf("%v: p50_ratio = %v", r["name"], r["p50_ratio"])
 		}
 	}
-	if got := strings.Join(names, "|"); got != "toolhost cpython|toolhost cpython, 1 caller|toolhost cpython, 2 callers|python3 process per call|python3 stdlib HTTP server|Go↔python3 pipe (the floor)|bare call inside python3" {
+	if got := strings.Join(names, "|"); got != "toolhost cpython|toolhost cpython via the plugin process|toolhost cpython, 1 caller|toolhost cpython, 2 callers|python3 process per call|python3 stdlib HTTP server|Go↔python3 pipe (the floor)|bare call inside python3" {
 		t.Errorf("bench --baselines measured %s", got)
 	}
 }

@@ -1,0 +1,409 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"toolhost/plugins"
+	"toolhost/plugins/channel"
+	"toolhost/plugins/frame"
+	proto "toolhost/plugins/worker"
+)
+
+// direct is the direct path of a sandboxed cpython group: the core calls
+// the workers itself over the pipes that the plugin process lends it
+// (plugins/channel's lending), one process boundary per call. The plugin
+// process still starts, watches and stops the workers; the core asks it
+// for one more when every worker it has is busy, and gives a worker back
+// when a call went wrong or left something the core cannot clear alone.
+//
+// After each call the core checks, from the host, what the plugin's own
+// after-call checks would: the worker has one thread (/proc/PID/stat of
+// its host pid), no worker it holds has died, and the workers' pids
+// cgroup holds no more tasks than those workers. When all of that holds
+// nothing of the call can outlive it, and the worker serves the next call
+// at once; otherwise the plugin runs its checks (and its sweep) before the
+// answer goes out, as it does on its own calls.
+type direct struct {
+	data     *channel.Client
+	limits   plugins.Limits
+	cb       plugins.Callbacks
+	pidsPath string
+	// broken replaces the whole plugin process (a worker the plugin could
+	// not stop).
+	broken func()
+
+	slots chan struct{}  // one token per worker borrowed or being borrowed
+	idle  chan *borrowed // borrowed workers waiting for a call
+
+	mu  sync.Mutex
+	all map[*borrowed]bool
+	// pids is the workers' pids.current, kept open.
+	pids *os.File
+}
+
+// borrowed is a worker lent to the core.
+type borrowed struct {
+	id    int // its pid in the sandbox
+	conn  proto.Conn
+	pidfd *os.File
+	stat  *os.File // /proc/HOSTPID/stat
+	// during names the call in flight, for the plugin's account of a
+	// failure.
+	during string
+	// stopOnce kills it (pidfd) and asks the plugin to stop it for good;
+	// killed then gives the plugin's answer.
+	stopOnce sync.Once
+	killed   chan *channel.Loan
+}
+
+func newDirect(data *channel.Client, limits plugins.Limits, cb plugins.Callbacks, pidsPath string, broken func()) *direct {
+	return &direct{data: data, limits: limits, cb: cb, pidsPath: pidsPath, broken: broken,
+		slots: make(chan struct{}, limits.Workers), idle: make(chan *borrowed, limits.Workers), all: map[*borrowed]bool{}}
+}
+
+// Call runs one call on a borrowed worker. Every failure of the call is in
+// the response; an error means that the plugin process died during the
+// call (the runner replaces it).
+func (d *direct) Call(ctx context.Context, req *plugins.CallRequest) (*plugins.CallResponse, error) {
+	start := time.Now()
+	resp := &plugins.CallResponse{Runtime: plugins.RuntimeCPython}
+	b, note, err := d.acquire(ctx)
+	resp.Note = note
+	if err != nil {
+		if errors.Is(err, channel.ErrClosed) {
+			return nil, err
+		}
+		resp.Error = asToolError(err)
+		resp.DurationUs = time.Since(start).Microseconds()
+		return resp, nil
+	}
+	resp.Worker = b.id
+	timeout := time.Duration(req.TimeoutMs) * time.Millisecond
+	if timeout <= 0 {
+		timeout = plugins.DefaultCallTimeout
+	}
+	during := "the call to " + req.Callable.String()
+	b.during = during
+	ans, err := b.conn.Exchange(ctx, proto.CallOf(req), d.limits.AnswerBytes(), deadline(ctx, timeout), d.cb, req.Token)
+	if err != nil {
+		if resp.Error = d.failure(b, during, err); resp.Error == nil {
+			return nil, channel.ErrClosed
+		}
+		if resp.Error.Kind == plugins.ErrTimeout {
+			resp.Error.Message = fmt.Sprintf("%s did not finish within %s; its worker was killed", req.Callable, timeout)
+		}
+		resp.DurationUs = time.Since(start).Microseconds()
+		return resp, nil
+	}
+	tooLarge := proto.Bound(ans, d.limits)
+	if tooLarge == nil && ans.OK {
+		// As compact as the plugin's answers (the worker writes Python's
+		// json.dumps), and checked to be JSON.
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, ans.Result); err != nil {
+			tooLarge = &plugins.ToolError{Kind: plugins.ErrResult, Message: "the worker's result is not JSON: " + err.Error()}
+		} else {
+			ans.Result = buf.Bytes()
+		}
+	}
+	if tooLarge != nil {
+		d.stop(b, during)
+		d.forget(b)
+	} else if n := d.after(b, req.Callable.String()); n != "" {
+		resp.Note = strings.TrimPrefix(resp.Note+"; "+n, "; ")
+	}
+	resp.DurationUs = time.Since(start).Microseconds()
+	proto.Respond(resp, ans, tooLarge)
+	return resp, nil
+}
+
+// after gives the worker back to the idle ones when nothing of its call
+// can be left, or asks the plugin's checks first; the worker is forgotten
+// when the plugin stopped it.
+func (d *direct) after(b *borrowed, callable string) string {
+	if b.threads() == 1 && d.clean() {
+		d.idle <- b
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), pluginWait)
+	defer cancel()
+	l, err := d.data.Check(ctx, b.id, callable)
+	if err != nil {
+		// A plugin process that cannot check its worker is replaced, and
+		// everything in its sandbox with it.
+		d.broken()
+		d.forget(b)
+		return "the plugin process could not check the worker after the call (" + err.Error() + "); it was replaced"
+	}
+	if !l.Alive {
+		d.forget(b)
+		return l.Note
+	}
+	d.idle <- b
+	return l.Note
+}
+
+// clean reports whether the workers' cgroup holds no more tasks than the
+// borrowed workers, every one of which is alive (a pidfd is readable once
+// its process has exited).
+func (d *direct) clean() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.pids == nil {
+		f, err := os.Open(d.pidsPath)
+		if err != nil {
+			return false
+		}
+		d.pids = f
+	}
+	var buf [32]byte
+	n, err := d.pids.ReadAt(buf[:], 0)
+	if n == 0 && err != nil {
+		return false
+	}
+	tasks, err := strconv.Atoi(strings.TrimSpace(string(buf[:n])))
+	if err != nil || tasks > len(d.all) {
+		return false
+	}
+	fds := make([]unix.PollFd, 0, len(d.all))
+	for b := range d.all {
+		fds = append(fds, unix.PollFd{Fd: int32(b.pidfd.Fd()), Events: unix.POLLIN})
+	}
+	ready, err := unix.Poll(fds, 0)
+	return err == nil && ready == 0
+}
+
+// failure is the error of a failed exchange: the worker has been stopped
+// (by its pidfd); the plugin stops it for good and says why it stopped.
+// It is nil when the plugin process is gone (its death ended the call).
+func (d *direct) failure(b *borrowed, during string, err error) *plugins.ToolError {
+	d.stop(b, during)
+	var l *channel.Loan
+	select {
+	case l = <-b.killed:
+	case <-time.After(pluginWait + time.Second):
+	}
+	d.forget(b)
+	var tl *frame.TooLargeError
+	switch {
+	case errors.Is(err, proto.ErrTimeout):
+		return &plugins.ToolError{Kind: plugins.ErrTimeout, Message: "the worker did not answer in time during " + during + "; it was killed"}
+	case errors.Is(err, proto.ErrCancelled):
+		return &plugins.ToolError{Kind: plugins.ErrCancelled, Message: "the caller went away during " + during + "; its worker was stopped"}
+	case errors.Is(err, proto.ErrForeign):
+		return &plugins.ToolError{Kind: plugins.ErrCrash, Message: fmt.Sprintf("the worker sent an answer that does not belong to %s; it was replaced", during)}
+	case errors.As(err, &tl):
+		return &plugins.ToolError{Kind: plugins.ErrResult, Message: fmt.Sprintf(
+			"the answer of %s is %d bytes, more than the limit of %d (the result limit and the printed output); its worker was replaced", during, tl.Size, tl.Limit)}
+	case l != nil && l.Error != nil:
+		return l.Error
+	}
+	select {
+	case <-d.data.Done():
+		return nil
+	default:
+	}
+	return &plugins.ToolError{Kind: plugins.ErrCrash, Message: fmt.Sprintf("the python worker (pid %d) stopped answering during %s: %v", b.id, during, err)}
+}
+
+// stop kills the worker at once through its pidfd, which ends a read
+// blocked on its answer pipe unless something it started holds the pipe
+// too, and asks the plugin to stop it for good: its whole process group,
+// and what the sandbox holds of it. A plugin that cannot is replaced.
+func (d *direct) stop(b *borrowed, during string) {
+	b.stopOnce.Do(func() {
+		unix.PidfdSendSignal(int(b.pidfd.Fd()), unix.SIGKILL, nil, 0)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), pluginWait)
+			defer cancel()
+			l, err := d.data.Kill(ctx, b.id, during)
+			if err != nil {
+				d.broken()
+				l = nil
+			}
+			b.killed <- l
+		}()
+	})
+}
+
+// acquire takes an idle worker, or borrows one more while fewer than the
+// group's workers are borrowed, or waits for one.
+func (d *direct) acquire(ctx context.Context) (*borrowed, string, error) {
+	var note string
+	for {
+		select {
+		case b := <-d.idle:
+			if d.usable(b, &note) {
+				return b, note, nil
+			}
+			continue
+		default:
+		}
+		select {
+		case b := <-d.idle:
+			if d.usable(b, &note) {
+				return b, note, nil
+			}
+		case d.slots <- struct{}{}:
+			b, err := d.borrow(ctx)
+			if err != nil {
+				<-d.slots
+				return nil, note, err
+			}
+			return b, note, nil
+		case <-ctx.Done():
+			return nil, note, &plugins.ToolError{Kind: plugins.ErrTimeout, Message: "no worker became free in time: " + ctx.Err().Error()}
+		}
+	}
+}
+
+// usable reports whether an idle worker may serve a call: it wrote nothing
+// while no call was in flight. One that did is stopped and forgotten.
+func (d *direct) usable(b *borrowed, note *string) bool {
+	if !b.conn.Pending() {
+		return true
+	}
+	*note = fmt.Sprintf("worker (pid %d) wrote to its answer pipe between calls; it was replaced", b.id)
+	d.stop(b, "no call")
+	d.forget(b)
+	return false
+}
+
+// borrow asks the plugin for one more worker.
+func (d *direct) borrow(ctx context.Context) (*borrowed, error) {
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	l, err := d.data.Borrow(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if l.Error != nil {
+		return nil, l.Error
+	}
+	b := &borrowed{id: l.Worker, pidfd: l.Files[2], killed: make(chan *channel.Loan, 1)}
+	b.conn = proto.Conn{Req: l.Files[0], Resp: l.Files[1], Stop: func() { d.stop(b, b.during) }}
+	if pid, err := pidOf(b.pidfd); err == nil {
+		b.stat, _ = os.Open("/proc/" + strconv.Itoa(pid) + "/stat")
+	}
+	d.mu.Lock()
+	d.all[b] = true
+	d.mu.Unlock()
+	return b, nil
+}
+
+// pluginWait bounds the plugin's answer to a check or a kill; a plugin
+// that does not answer in time is replaced.
+const pluginWait = 5 * time.Second
+
+// startTimeout bounds the borrowing of a worker, its start included.
+const startTimeout = 30 * time.Second
+
+// forget closes what the core holds of a stopped worker and frees its
+// place.
+func (d *direct) forget(b *borrowed) {
+	d.mu.Lock()
+	had := d.all[b]
+	delete(d.all, b)
+	d.mu.Unlock()
+	if !had {
+		return
+	}
+	b.conn.Req.Close()
+	b.conn.Resp.Close()
+	b.pidfd.Close()
+	if b.stat != nil {
+		b.stat.Close()
+	}
+	<-d.slots
+}
+
+// close forgets every worker (the plugin process is gone or going).
+func (d *direct) close() {
+	d.mu.Lock()
+	bs := make([]*borrowed, 0, len(d.all))
+	for b := range d.all {
+		bs = append(bs, b)
+	}
+	if d.pids != nil {
+		d.pids.Close()
+		d.pids = nil
+	}
+	d.mu.Unlock()
+	for _, b := range bs {
+		unix.PidfdSendSignal(int(b.pidfd.Fd()), unix.SIGKILL, nil, 0)
+		d.forget(b)
+	}
+}
+
+// threads is the worker's number of threads (/proc/PID/stat's 20th
+// field), or 0 when it cannot be read.
+func (b *borrowed) threads() int {
+	if b.stat == nil {
+		return 0
+	}
+	var buf [1024]byte
+	n, err := b.stat.ReadAt(buf[:], 0)
+	if n == 0 && err != nil {
+		return 0
+	}
+	s := string(buf[:n])
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	// After the command: state, ppid, pgrp, session, tty_nr, tpgid,
+	// flags, minflt, cminflt, majflt, cmajflt, utime, stime, cutime,
+	// cstime, priority, nice, num_threads.
+	if len(f) < 18 {
+		return 0
+	}
+	t, _ := strconv.Atoi(f[17])
+	return t
+}
+
+// pidOf is the pid, in this process's pid namespace, of a pidfd's process
+// (its fdinfo's Pid line).
+func pidOf(pidfd *os.File) (int, error) {
+	b, err := os.ReadFile("/proc/self/fdinfo/" + strconv.Itoa(int(pidfd.Fd())))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Pid:"); ok {
+			pid, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil || pid <= 0 {
+				return 0, fmt.Errorf("pidfd names no process here (%q)", v)
+			}
+			return pid, nil
+		}
+	}
+	return 0, errors.New("no Pid in the pidfd's fdinfo")
+}
+
+func asToolError(err error) *plugins.ToolError {
+	var te *plugins.ToolError
+	if errors.As(err, &te) {
+		return te
+	}
+	return &plugins.ToolError{Kind: plugins.ErrRuntime, Message: err.Error()}
+}
+
+func deadline(ctx context.Context, d time.Duration) time.Time {
+	dl := time.Now().Add(d)
+	if c, ok := ctx.Deadline(); ok && c.Before(dl) {
+		return c
+	}
+	return dl
+}
