@@ -17,8 +17,8 @@
 package channel
 
 import (
-	"context"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
