@@ -37,6 +37,9 @@ type BenchResult struct {
 	// Processes is how many those are.
 	PSSMB     float64 `json:"pss_mb,omitempty"`
 	Processes int     `json:"processes,omitempty"`
+	// Groups is how many warm groups were held at once (--density); PSSMB
+	// and Processes are then per group.
+	Groups int `json:"groups,omitempty"`
 }
 
 func runBench(env *Env, args []string) int {
@@ -48,6 +51,7 @@ func runBench(env *Env, args []string) int {
 	baselines := fs.Bool("baselines", false, "also measure the baselines over the same function: one python3 process per call, a Python standard-library HTTP tool server, a Go↔python3 pipe round trip (the floor) and the bare call inside python3, each with its ratio to toolhost")
 	outFile := fs.String("out", "", "also write the figures as JSON to `FILE` (to compare versions)")
 	viaPlugin := fs.Bool("via-plugin", false, "also measure the first runtime with every call relayed by the plugin process (the data path without lent workers), beside the direct path")
+	density := fs.String("density", "", "also measure `LIST` numbers of warm groups of the first runtime held at once (e.g. 1,10,50,200; one worker each): their first calls, a warm call to each in turn, and their proportional memory per group")
 	scaling := fs.String("scaling", "", "also measure the throughput of the first runtime with each number of callers in `LIST` (e.g. 1,2,4,8,16; as many workers)")
 	pos, code, ok := parse(fs, args)
 	if !ok {
@@ -111,6 +115,21 @@ func runBench(env *Env, args []string) int {
 				callers = "caller"
 			}
 			r.Name = fmt.Sprintf("%s, %d %s", r.Name, c, callers)
+			results = append(results, r)
+		}
+	}
+	if *density != "" {
+		*rf.runtime = runtimes[0]
+		for _, f := range strings.Split(*density, ",") {
+			groups, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || groups < 1 {
+				fmt.Fprintf(env.Stderr, "toolhost bench: --density wants numbers of groups, e.g. 1,10,50,200; got %q\n", f)
+				return ExitUsage
+			}
+			r, code := benchDensity(env, file, rf, target, argJSON, groups)
+			if code != ExitOK {
+				return code
+			}
 			results = append(results, r)
 		}
 	}
@@ -205,6 +224,83 @@ func benchOne(env *Env, file string, rf runFlags, target *callTarget, argJSON []
 		r.PSSMB, r.Processes = round(float64(pss)/(1<<20)), procs
 	}
 	return r, ExitOK
+}
+
+// densityRounds is how many warm calls each group gets in a density row.
+const densityRounds = 20
+
+// benchDensity holds n warm groups of one worker each at once: each one's
+// first call (cold_start_ms is their median, from the start of its open to
+// its first answer, with two groups starting at a time), then
+// densityRounds warm calls to each group in turn (p50 and p99 over them),
+// and the proportional memory of all their processes, per group.
+func benchDensity(env *Env, file string, rf runFlags, target *callTarget, argJSON []byte, n int) (BenchResult, int) {
+	ctx := context.Background()
+	*rf.workers = 1
+	groups := make([]*runner.Group, n)
+	cold := make([]time.Duration, n)
+	defer func() {
+		for _, g := range groups {
+			if g != nil {
+				g.Close()
+			}
+		}
+	}()
+	var mu sync.Mutex
+	failed := ExitOK
+	next := 0
+	parallel(n, 2, func() {
+		mu.Lock()
+		i := next
+		next++
+		mu.Unlock()
+		start := time.Now()
+		_, g, code := openGroup(env, "bench", file, rf)
+		if g == nil {
+			mu.Lock()
+			failed = code
+			mu.Unlock()
+			return
+		}
+		groups[i] = g
+		if r := g.Call(ctx, target.impl, argJSON, nil); !r.OK {
+			fmt.Fprintf(env.Stderr, "toolhost bench: group %d's first call failed: %v\n", i, r.Error)
+			mu.Lock()
+			failed = ExitFailure
+			mu.Unlock()
+			return
+		}
+		cold[i] = time.Since(start)
+	})
+	if failed != ExitOK {
+		return BenchResult{}, failed
+	}
+	lat := make([]time.Duration, 0, n*densityRounds)
+	t0 := time.Now()
+	for round := 0; round < densityRounds; round++ {
+		for i, g := range groups {
+			t0 := time.Now()
+			if r := g.Call(ctx, target.impl, argJSON, nil); !r.OK {
+				fmt.Fprintf(env.Stderr, "toolhost bench: group %d's warm call failed: %v\n", i, r.Error)
+				return BenchResult{}, ExitFailure
+			}
+			lat = append(lat, time.Since(t0))
+		}
+	}
+	throughput := float64(len(lat)) / time.Since(t0).Seconds()
+	var pss int64
+	procs := 0
+	tree := procChildren()
+	for _, g := range groups {
+		if kb, p, err := tree.pss(g.PluginPID()); err == nil {
+			pss += kb
+			procs += p
+		}
+	}
+	rt := groups[0].Runtime()
+	return BenchResult{Name: fmt.Sprintf("toolhost %s, %d warm groups", rt, n), Runtime: rt, ColdStartMs: ms(percentile(cold, 50)),
+		P50Us: us(percentile(lat, 50)), P99Us: us(percentile(lat, 99)), CallsPerS: round(throughput), N: len(lat), Groups: n,
+		PSSMB: round(float64(pss) / float64(n) / (1 << 20)), Processes: procs / n}, ExitOK
 }
 
 // parallel runs f total times on c goroutines.

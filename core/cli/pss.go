@@ -15,7 +15,14 @@ import (
 // sandbox's launcher and init, the plugin process, the workers). It
 // answers the total in bytes and the number of processes.
 func treePSS(root int) (int64, int, error) {
-	children := map[int][]int{}
+	return procChildren().pss(root)
+}
+
+// children maps each process to its children, from one scan of /proc.
+type children map[int][]int
+
+func procChildren() children {
+	c := children{}
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	for _, st := range stats {
 		b, err := os.ReadFile(st)
@@ -34,15 +41,20 @@ func treePSS(root int) (int64, int, error) {
 		}
 		pid, _ := strconv.Atoi(strings.Fields(s)[0])
 		ppid, _ := strconv.Atoi(f[1])
-		children[ppid] = append(children[ppid], pid)
+		c[ppid] = append(c[ppid], pid)
 	}
+	return c
+}
+
+// pss is treePSS over the scanned tree.
+func (c children) pss(root int) (int64, int, error) {
 	var total int64
 	n := 0
 	queue := []int{root}
 	for len(queue) > 0 {
 		pid := queue[0]
 		queue = queue[1:]
-		queue = append(queue, children[pid]...)
+		queue = append(queue, c[pid]...)
 		kb, err := pssKB(pid)
 		if err != nil {
 			if pid == root {
