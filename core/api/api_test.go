@@ -18,6 +18,7 @@ import (
 	"toolhost/core/calls"
 	"toolhost/core/definition"
 	"toolhost/core/internal/testbin"
+	"toolhost/core/pipeline"
 	"toolhost/core/registry"
 	"toolhost/core/runner"
 	"toolhost/storage"
@@ -209,20 +210,94 @@ func TestMetricsFormat(t *testing.T) {
 }
 
 // BenchmarkHTTPCall is the HTTP call path: POST /v1/calls of the trivial
-// tool over loopback, against `toolhost bench` on the same tool (which
-// skips HTTP). It reports p50 and p99 besides the mean.
+// tool over loopback, beside the same call through the Go API in the same
+// run, call by call, so that the machine's noise falls on all of them:
+// runner.Group.Call on the server's own warm group (goapi-, issue 15's
+// baseline) and calls.Service.Call, the call under the handler (service-:
+// the lookup and the pipeline without HTTP). It reports each one's p50 and
+// p99, and the HTTP path's overhead over the Go API (overhead-p50-us,
+// overhead-p99-us: the differences of the percentiles). An iteration is
+// one call of each, so ns/op is their sum.
 func BenchmarkHTTPCall(b *testing.B) {
-	srv, token, _ := newServer(b)
+	srv, token, reg, db, cs := newBenchServer(b)
 	putBenchGroup(b, srv, token)
-	call := apiNoop(b, srv, token)
-	call()
-	var lat []time.Duration
+	tenant, err := db.TenantByToken(context.Background(), token)
+	if err != nil {
+		b.Fatal(err)
+	}
+	viaHTTP := apiNoop(b, srv, token)
+	viaService := func() time.Duration {
+		t0 := time.Now()
+		a, err := cs.Call(context.Background(), tenant.ID, "noop", "", pipeline.Request{Door: pipeline.DoorAPI, Args: json.RawMessage(`{"x":1}`)})
+		d := time.Since(t0)
+		if err != nil || !a.Success {
+			b.Fatalf("service call: %v %+v", err, a)
+		}
+		return d
+	}
+	viaGo := goNoop(b, reg, tenant.ID)
+	viaHTTP()
+	viaService()
+	viaGo()
+	var httpLat, serviceLat, goLat []time.Duration
 	b.ResetTimer()
-	for b.Loop() {
-		lat = append(lat, call())
+	for i := 0; b.Loop(); i++ {
+		// The order turns, so that none of them always follows the
+		// same one.
+		switch i % 3 {
+		case 0:
+			httpLat = append(httpLat, viaHTTP())
+			serviceLat = append(serviceLat, viaService())
+			goLat = append(goLat, viaGo())
+		case 1:
+			serviceLat = append(serviceLat, viaService())
+			goLat = append(goLat, viaGo())
+			httpLat = append(httpLat, viaHTTP())
+		default:
+			goLat = append(goLat, viaGo())
+			httpLat = append(httpLat, viaHTTP())
+			serviceLat = append(serviceLat, viaService())
+		}
 	}
 	b.StopTimer()
-	reportLatency(b, "", lat)
+	hp50, hp99 := reportLatency(b, "http-", httpLat)
+	reportLatency(b, "service-", serviceLat)
+	gp50, gp99 := reportLatency(b, "goapi-", goLat)
+	b.ReportMetric(float64((hp50 - gp50).Microseconds()), "overhead-p50-us")
+	b.ReportMetric(float64((hp99 - gp99).Microseconds()), "overhead-p99-us")
+}
+
+// newBenchServer is newServer that also returns the database and the
+// server's call path.
+func newBenchServer(b *testing.B) (*httptest.Server, string, *registry.Registry, *storage.DB, *calls.Service) {
+	var cs *calls.Service
+	srv, token, reg, db := newServerWith(b, func(s *Server) { cs = s.Calls })
+	return srv, token, reg, db, cs
+}
+
+// goNoop is one runner.Group.Call of the bench group's noop tool on the
+// registry's warm group (the one the server's calls run on), timed: the
+// Go API, without HTTP, lookup or pipeline.
+func goNoop(b *testing.B, reg *registry.Registry, tenant int64) func() time.Duration {
+	t, err := reg.FindTool(context.Background(), tenant, "noop", true, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	g, release, err := reg.AcquireDef(context.Background(), tenant, t.Def)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(release)
+	args := json.RawMessage(`{"x":1}`)
+	return func() time.Duration {
+		t0 := time.Now()
+		r := g.Call(context.Background(), t.Tool.Implementation, args, nil)
+		d := time.Since(t0)
+		if !r.OK {
+			b.Fatalf("go call: %+v", r.Error)
+		}
+		return d
+	}
 }
 
 // putBenchGroup uploads sample_groups/bench and waits until it is Ready.
@@ -247,11 +322,14 @@ func apiNoop(b *testing.B, srv *httptest.Server, token string) func() time.Durat
 	}
 }
 
-// reportLatency reports the p50 and p99 of lat (prefix-p50-us, ...).
-func reportLatency(b *testing.B, prefix string, lat []time.Duration) {
+// reportLatency reports the p50 and p99 of lat (prefix-p50-us, ...) and
+// returns them.
+func reportLatency(b *testing.B, prefix string, lat []time.Duration) (p50, p99 time.Duration) {
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), prefix+"p50-us")
-	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), prefix+"p99-us")
+	p50, p99 = lat[len(lat)/2], lat[len(lat)*99/100]
+	b.ReportMetric(float64(p50.Microseconds()), prefix+"p50-us")
+	b.ReportMetric(float64(p99.Microseconds()), prefix+"p99-us")
+	return p50, p99
 }
 
 // BenchmarkSessionCreate is POST /v1/sessions of an agent with one init
