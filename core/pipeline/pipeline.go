@@ -196,11 +196,17 @@ func (e *ArgumentsError) Error() string {
 // where toolhost checks arguments (Run and RunSkill use it; so does
 // toolhost bench, which calls the runner directly).
 func CheckArguments(what string, params []*definition.Parameter, raw json.RawMessage) (map[string]any, error) {
+	return checkArguments(func() string { return what }, params, raw)
+}
+
+// checkArguments is CheckArguments with the What of its error made only
+// when there is an error (Run's path: no formatting on every call).
+func checkArguments(what func() string, params []*definition.Parameter, raw json.RawMessage) (map[string]any, error) {
 	clean, err := arguments.Check(params, raw)
 	if err != nil {
 		var es arguments.Errors
 		errors.As(err, &es)
-		return nil, &ArgumentsError{What: what, Errors: es}
+		return nil, &ArgumentsError{What: what(), Errors: es}
 	}
 	return clean, nil
 }
@@ -220,7 +226,7 @@ func (p *Pipeline) Run(ctx context.Context, req *Request) (*Answer, error) {
 }
 
 func (p *Pipeline) run(ctx context.Context, req *Request) (*Answer, error) {
-	clean, err := CheckArguments(fmt.Sprintf("tool %q", req.Tool.Name), req.Tool.Parameters, req.Args)
+	clean, err := checkArguments(func() string { return fmt.Sprintf("tool %q", req.Tool.Name) }, req.Tool.Parameters, req.Args)
 	if err != nil {
 		return nil, err
 	}

@@ -7,7 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
+	"strconv"
 	"time"
 
 	"toolhost/core/definition"
@@ -55,7 +55,8 @@ func (r *Registry) queue(tenant int64, name string, status definition.Status, ge
 
 // warmKey names one generation of a group's plugin process.
 func warmKey(tenant int64, name string, gen int64) string {
-	return fmt.Sprintf("%d\x00%s\x00%d", tenant, name, gen)
+	// On every call's path: no fmt.
+	return strconv.FormatInt(tenant, 10) + "\x00" + name + "\x00" + strconv.FormatInt(gen, 10)
 }
 
 // forget stops the plugin process of an older generation.
