@@ -58,6 +58,8 @@ func (s *Server) Load(ctx context.Context, req *plugins.LoadRequest) (*plugins.L
 	var callbacks plugins.Callbacks
 	if s.data != nil {
 		callbacks = s.data
+		// The core reads no frame past the group's answer bound.
+		s.data.SetMaxFrame(req.Limits.AnswerBytes())
 	}
 	var rt runtime
 	switch req.Runtime {

@@ -26,6 +26,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"toolhost/plugins"
@@ -106,7 +107,16 @@ type conn struct {
 }
 
 func (c *conn) send(m *message) error {
-	b, err := marshalFrame(m)
+	body, err := encode(m)
+	if err != nil {
+		return err
+	}
+	return c.sendRaw(body)
+}
+
+// sendRaw writes one frame of body, whole, in one write.
+func (c *conn) sendRaw(body []byte) error {
+	b, err := withHeader(body)
 	if err != nil {
 		return err
 	}
@@ -116,20 +126,40 @@ func (c *conn) send(m *message) error {
 	return err
 }
 
-// marshalFrame is m as one whole frame: its length, then its JSON.
-func marshalFrame(m *message) ([]byte, error) {
-	var buf bytes.Buffer
-	buf.Write([]byte{0, 0, 0, 0})
-	if err := json.NewEncoder(&buf).Encode(m); err != nil {
+// encode is m's frame body. Nothing is escaped for HTML: json.Marshal
+// writes <, > and & as \u003c (six bytes), in a json.RawMessage too, and a
+// result within its bound (plugins/worker.Bound: ResultBytes of JSON as
+// runner.py wrote it) would grow past the core's bound on the way
+// (plugins.Limits.AnswerBytes), and end the channel with every call of
+// the group in flight.
+func encode(m *message) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(m); err != nil {
 		return nil, err
 	}
-	b := buf.Bytes()
-	n := len(b) - 4
-	if n > frame.MaxSize {
-		return nil, fmt.Errorf("frame of %d bytes is larger than %d", n, frame.MaxSize)
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// withHeader is body as one whole frame: its length, then body.
+func withHeader(body []byte) ([]byte, error) {
+	if len(body) > frame.MaxSize {
+		return nil, fmt.Errorf("frame of %d bytes is larger than %d", len(body), frame.MaxSize)
 	}
-	binary.BigEndian.PutUint32(b, uint32(n))
+	b := make([]byte, 4+len(body))
+	binary.BigEndian.PutUint32(b, uint32(len(body)))
+	copy(b[4:], body)
 	return b, nil
+}
+
+// marshalFrame is m as one whole frame: its length, then its JSON.
+func marshalFrame(m *message) ([]byte, error) {
+	body, err := encode(m)
+	if err != nil {
+		return nil, err
+	}
+	return withHeader(body)
 }
 
 // shut ends the connection: the reader's blocked read returns (a plain
@@ -204,9 +234,33 @@ func (c *Client) request(ctx context.Context, m *message) (*message, error) {
 		c.mu.Unlock()
 	}
 	m.ID = id
-	if err := c.send(m); err != nil {
+	// The frame is written on a goroutine of its own: a plugin process
+	// that does not read its channel (stopped by tool code, which runs as
+	// its user, or wedged) fills the socket's buffer, and a write blocks
+	// until it reads. The caller must still return when ctx ends (the
+	// core replaces the process then), and so must a caller waiting to
+	// write its cancel behind that frame. A frame is never left half
+	// written while the channel lives; its cancel follows it.
+	sent := make(chan error, 1)
+	go func() { sent <- c.send(m) }()
+	cancelled := func() (*message, error) {
 		forget()
-		return nil, fmt.Errorf("%w: %v", ErrClosed, err)
+		go func() {
+			if <-sent == nil && m.Op == opCall {
+				c.send(&message{ID: id, Op: opCancel})
+			}
+		}()
+		return nil, ctx.Err()
+	}
+	select {
+	case err := <-sent:
+		if err != nil {
+			forget()
+			return nil, fmt.Errorf("%w: %v", ErrClosed, err)
+		}
+		sent <- nil // for cancelled
+	case <-ctx.Done():
+		return cancelled()
 	}
 	select {
 	case resp, ok := <-ch:
@@ -215,11 +269,7 @@ func (c *Client) request(ctx context.Context, m *message) (*message, error) {
 		}
 		return resp, nil
 	case <-ctx.Done():
-		forget()
-		if m.Op == opCall {
-			c.send(&message{ID: id, Op: opCancel})
-		}
-		return nil, ctx.Err()
+		return cancelled()
 	}
 }
 
@@ -358,6 +408,26 @@ type Server struct {
 	calls   map[uint64]context.CancelFunc
 	next    uint64
 	waiting map[uint64]chan *plugins.ToolCallResponse
+	// maxFrame is the core's bound on the frames it reads (SetMaxFrame).
+	maxFrame atomic.Int64
+}
+
+// SetMaxFrame tells the server the core's bound on the frames it reads
+// (plugins.Limits.AnswerBytes of the group loaded): a frame past it would
+// end the channel, and with it every call in flight, so that an answer
+// past it is sent as a result error instead, and a toolhost.call_tool
+// request past it is refused to the tool code that made it. Until it is
+// called the bound is frame.MaxSize.
+func (s *Server) SetMaxFrame(n int) { s.maxFrame.Store(int64(n)) }
+
+// tooLarge reports whether a frame body of n bytes is past the core's
+// bound.
+func (s *Server) tooLarge(n int) (limit int64, over bool) {
+	limit = s.maxFrame.Load()
+	if limit <= 0 || limit > frame.MaxSize {
+		limit = frame.MaxSize
+	}
+	return limit, int64(n) > limit
 }
 
 // NewServer makes the plugin's end on f; Serve starts it. run runs one
@@ -432,7 +502,18 @@ func (s *Server) serveCall(ctx context.Context, id uint64, req *plugins.CallRequ
 		delete(s.calls, id)
 	}
 	s.mu.Unlock()
-	s.send(&message{ID: id, Op: opAnswer, Answer: resp})
+	body, err := encode(&message{ID: id, Op: opAnswer, Answer: resp})
+	if err == nil {
+		if limit, over := s.tooLarge(len(body)); over {
+			body, err = encode(&message{ID: id, Op: opAnswer, Answer: &plugins.CallResponse{Runtime: resp.Runtime, Worker: resp.Worker,
+				DurationUs: resp.DurationUs, Note: resp.Note, Retire: resp.Retire, Error: &plugins.ToolError{Kind: plugins.ErrResult,
+					Message: fmt.Sprintf("the answer is %d bytes of JSON, larger than the limit of %d (the result limit and the printed output)", len(body), limit)}}})
+		}
+	}
+	if err != nil {
+		body, _ = encode(&message{ID: id, Op: opAnswer, Answer: &plugins.CallResponse{Error: &plugins.ToolError{Kind: plugins.ErrRuntime, Message: err.Error()}}})
+	}
+	s.sendRaw(body)
 }
 
 // CallTool implements plugins.Callbacks: the request goes to the core over
@@ -448,7 +529,24 @@ func (s *Server) CallTool(ctx context.Context, req *plugins.ToolCallRequest) (*p
 	id := s.next
 	s.waiting[id] = ch
 	s.mu.Unlock()
-	if err := s.send(&message{ID: id, Op: opToolCall, ToolCall: req}); err != nil {
+	forget := func() {
+		s.mu.Lock()
+		if s.waiting != nil {
+			delete(s.waiting, id)
+		}
+		s.mu.Unlock()
+	}
+	body, err := encode(&message{ID: id, Op: opToolCall, ToolCall: req})
+	if err != nil {
+		forget()
+		return nil, err
+	}
+	if limit, over := s.tooLarge(len(body)); over {
+		forget()
+		return nil, fmt.Errorf("the request is %d bytes of JSON, larger than the limit of %d", len(body), limit)
+	}
+	if err := s.sendRaw(body); err != nil {
+		forget()
 		return nil, err
 	}
 	select {
@@ -458,11 +556,7 @@ func (s *Server) CallTool(ctx context.Context, req *plugins.ToolCallRequest) (*p
 		}
 		return r, nil
 	case <-ctx.Done():
-		s.mu.Lock()
-		if s.waiting != nil {
-			delete(s.waiting, id)
-		}
-		s.mu.Unlock()
+		forget()
 		s.send(&message{ID: id, Op: opToolCancel})
 		return nil, ctx.Err()
 	}

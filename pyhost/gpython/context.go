@@ -1,6 +1,7 @@
 package gpython
 
 import (
+	gocontext "context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -36,6 +37,10 @@ type context struct {
 	// callToken is the core's token of the call in progress, attached to
 	// its toolhost.call_tool requests.
 	callToken string
+	// callCtx is the context of the call in progress: its
+	// toolhost.call_tool requests end with it (its timeout, its caller
+	// gone), even when its code runs on in the background.
+	callCtx gocontext.Context
 	// callbacks serve toolhost.call_tool.
 	callbacks plugins.Callbacks
 

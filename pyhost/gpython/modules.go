@@ -142,7 +142,11 @@ func toolhostCallTool(self py.Object, args py.Tuple, kwargs py.StringDict) (py.O
 	if s, ok := group.(py.String); ok {
 		g = string(s)
 	}
-	ctx, cancel := gocontext.WithTimeout(gocontext.Background(), 5*time.Minute)
+	parent := c.callCtx
+	if parent == nil {
+		parent = gocontext.Background()
+	}
+	ctx, cancel := gocontext.WithTimeout(parent, 5*time.Minute)
 	defer cancel()
 	resp, err := c.callbacks.CallTool(ctx, &plugins.ToolCallRequest{Tool: string(name.(py.String)), Args: argJSON, IdempotencyKey: k, Group: g, Token: c.callToken})
 	if err != nil {

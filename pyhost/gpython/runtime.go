@@ -246,7 +246,7 @@ func (r *Runtime) Call(ctx gocontext.Context, req *plugins.CallRequest) *plugins
 		kwargs = d
 	}
 	in.out.reset()
-	in.ctx.callContext, in.ctx.callToken = req.Context, req.Token
+	in.ctx.callContext, in.ctx.callToken, in.ctx.callCtx = req.Context, req.Token, ctx
 	done := make(chan outcome, 1)
 	go func() {
 		defer func() {
@@ -259,7 +259,7 @@ func (r *Runtime) Call(ctx gocontext.Context, req *plugins.CallRequest) *plugins
 	}()
 	select {
 	case o := <-done:
-		in.ctx.callContext, in.ctx.callToken = nil, ""
+		in.ctx.callContext, in.ctx.callToken, in.ctx.callCtx = nil, "", nil
 		resp.Output, resp.OutputTruncated = in.out.String(), in.out.truncated
 		r.release(in)
 		if o.err != nil {
@@ -308,7 +308,7 @@ func (r *Runtime) Call(ctx gocontext.Context, req *plugins.CallRequest) *plugins
 func (r *Runtime) abandon(in *interp, done <-chan outcome, deadline time.Time) {
 	select {
 	case <-done:
-		in.ctx.callContext, in.ctx.callToken = nil, ""
+		in.ctx.callContext, in.ctx.callToken, in.ctx.callCtx = nil, "", nil
 		r.release(in)
 	case <-time.After(time.Until(deadline)):
 		r.mu.Lock()
