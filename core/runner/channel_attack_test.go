@@ -52,8 +52,14 @@ func TestToolCodeCannotReachTheDataChannel(t *testing.T) {
 // both cross to the core, and a call beside them is not failed by a
 // channel that ended.
 func TestDataChannelCarriesHostileSizes(t *testing.T) {
+	for _, viaPlugin := range []bool{true, false} {
+		t.Run(fmt.Sprintf("via the plugin %v", viaPlugin), func(t *testing.T) { hostileSizes(t, viaPlugin) })
+	}
+}
+
+func hostileSizes(t *testing.T, viaPlugin bool) {
 	limits := plugins.Limits{}.WithDefaults()
-	g := open(t, attackYAML, Options{Sandbox: sandbox(t, "deny"), Timeout: 20 * time.Second,
+	g := open(t, attackYAML, Options{Sandbox: sandbox(t, "deny"), Timeout: 20 * time.Second, ViaPlugin: viaPlugin,
 		OnToolCall: func(_ context.Context, _ *Caller, req *plugins.ToolCallRequest) *plugins.ToolCallResponse {
 			return &plugins.ToolCallResponse{Answer: json.RawMessage(strconv.Itoa(len(req.Args)))}
 		}})
@@ -90,8 +96,11 @@ func TestDataChannelCarriesHostileSizes(t *testing.T) {
 // grace period), the process is replaced, and the next call works. A
 // write to a channel nobody reads must not hold a caller, nor the cancel
 // of a caller whose deadline came.
+// (Through the plugin process: on the direct path a stopped plugin
+// process is not on the way of a call; TestStoppedPluginIsReplaced covers
+// both paths.)
 func TestStoppedPluginWithAFullChannel(t *testing.T) {
-	g := open(t, attackYAML, Options{Sandbox: sandbox(t, "deny"), Timeout: time.Second})
+	g := open(t, attackYAML, Options{Sandbox: sandbox(t, "deny"), Timeout: time.Second, ViaPlugin: true})
 	start := time.Now()
 	var wg sync.WaitGroup
 	results := make([]*plugins.CallResponse, 4)
@@ -135,7 +144,13 @@ func TestStoppedPluginWithAFullChannel(t *testing.T) {
 // completes gets its own answer, each cancelled one is told so, and the
 // group carries on.
 func TestConcurrentCallsWithCancellations(t *testing.T) {
-	g := open(t, attackYAML, Options{Sandbox: sandbox(t, "deny"), Timeout: 20 * time.Second})
+	for _, viaPlugin := range []bool{true, false} {
+		t.Run(fmt.Sprintf("via the plugin %v", viaPlugin), func(t *testing.T) { concurrentCancellations(t, viaPlugin) })
+	}
+}
+
+func concurrentCancellations(t *testing.T, viaPlugin bool) {
+	g := open(t, attackYAML, Options{Sandbox: sandbox(t, "deny"), Timeout: 20 * time.Second, ViaPlugin: viaPlugin})
 	const n = 24
 	var wg sync.WaitGroup
 	for i := range n {

@@ -263,6 +263,9 @@ func (d *direct) acquire(ctx context.Context) (*borrowed, string, error) {
 			}
 			return b, note, nil
 		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.Canceled) {
+				return nil, note, &plugins.ToolError{Kind: plugins.ErrCancelled, Message: "the caller went away while the call waited for a worker"}
+			}
 			return nil, note, &plugins.ToolError{Kind: plugins.ErrTimeout, Message: "no worker became free in time: " + ctx.Err().Error()}
 		}
 	}

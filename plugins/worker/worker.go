@@ -13,6 +13,7 @@
 package worker
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -189,7 +190,13 @@ func (c *Conn) Exchange(ctx context.Context, req Request, maxFrame int, deadline
 			return fail(ErrForeign)
 		}
 		answer := &plugins.ToolCallResponse{Error: "toolhost.call_tool is not available here"}
-		if cb != nil && token != "" {
+		// The arguments as compact JSON, whatever spacing the worker wrote
+		// (and checked to be JSON).
+		var args bytes.Buffer
+		if err := json.Compact(&args, a.Args); err != nil {
+			answer = &plugins.ToolCallResponse{Error: "the arguments of toolhost.call_tool are not JSON: " + err.Error()}
+		} else if cb != nil && token != "" {
+			a.Args = args.Bytes()
 			cctx, cancel := context.WithDeadline(ctx, deadline)
 			r, err := cb.CallTool(cctx, &plugins.ToolCallRequest{Tool: a.Tool, Args: a.Args,
 				IdempotencyKey: a.IdempotencyKey, Group: a.Group, Token: token})
