@@ -61,6 +61,9 @@ type Options struct {
 	// call that asked (never anything the plugin process or the tool
 	// said about it).
 	OnToolCall func(ctx context.Context, caller *Caller, req *plugins.ToolCallRequest) *plugins.ToolCallResponse
+	// Spares, if set, keeps sandboxes started ahead (spare.go): a group
+	// whose sandbox has the shape of a ready one is loaded in it.
+	Spares *Spares
 	// ViaPlugin makes every call go through the plugin process, even where
 	// the core may call a sandboxed cpython group's workers directly (for
 	// measuring the two paths against each other).
@@ -182,6 +185,8 @@ type Group struct {
 
 	// calls are the calls in flight, by token (toolhost.call_tool).
 	calls callTable
+	// spare marks the placeholder group of a spare sandbox (spare.go).
+	spare bool
 }
 
 // process is one running plugin process.
@@ -333,6 +338,18 @@ func Open(ctx context.Context, def *definition.Group, root string, opts Options)
 			return nil, err
 		}
 	}
+	if g.spareable() {
+		defer opts.Spares.refill(g)
+		if sp := opts.Spares.take(g.shape()); sp != nil {
+			if err := g.adopt(ctx, sp); err == nil {
+				return g, nil
+			} else if _, ok := err.(*LoadError); ok {
+				g.Close()
+				return nil, err
+			}
+			// A spare that failed on its own: the usual start.
+		}
+	}
 	if err := g.start(ctx, true); err != nil {
 		g.Close()
 		return nil, err
@@ -439,45 +456,63 @@ func (g *Group) loadRequest() *plugins.LoadRequest {
 // start launches the plugin process and loads the group; with check, the
 // signatures are compared with the definition.
 func (g *Group) start(ctx context.Context, check bool) error {
-	l, err := g.command()
+	p, err := g.launch(ctx)
 	if err != nil {
 		return err
+	}
+	return g.load1(ctx, p, check)
+}
+
+// launch starts a plugin process for the group, up to go-plugin's
+// handshake: nothing is loaded in it yet.
+func (g *Group) launch(ctx context.Context) (*process, error) {
+	l, err := g.command()
+	if err != nil {
+		return nil, err
 	}
 	stderr := newStderrLog()
 	cc, err := l.clientConfig(stderr)
 	if err != nil {
 		l.cg.remove()
-		return err
+		return nil, err
 	}
 	coreEnd, pluginEnd, err := channel.Pair()
 	if err != nil {
 		l.cg.remove()
-		return err
+		return nil, err
 	}
 	l.data = pluginEnd
-	var callbacks plugins.Callbacks
-	if g.opts.OnToolCall != nil {
-		callbacks = toolCalls{table: &g.calls, serve: g.opts.OnToolCall}
-	}
 	client := plugin.NewClient(cc)
 	cmd, cg := l.cmd, l.cg
 	p := &process{cmd: cmd, client: client, stderr: stderr, cg: cg,
-		data: channel.NewClient(coreEnd, g.load.Limits.AnswerBytes(), callbacks)}
+		data: channel.NewClient(coreEnd, g.load.Limits.AnswerBytes(), nil)}
 	rpc, err := client.Client()
 	pluginEnd.Close() // the process has its own copy, or failed to start
 	if err != nil {
 		p.kill()
-		return fmt.Errorf("start the plugin process: %w%s", err, stderr.note(g.runtime))
+		return nil, fmt.Errorf("start the plugin process: %w%s", err, stderr.note(g.runtime))
 	}
 	raw, err := rpc.Dispense(plugins.PluginName)
 	if err != nil {
 		p.kill()
-		return fmt.Errorf("start the plugin process: %w", err)
+		return nil, fmt.Errorf("start the plugin process: %w", err)
 	}
 	p.host = raw.(plugins.Host)
+	return p, nil
+}
+
+// load1 loads the group in a launched plugin process (with check, its
+// signatures are compared with the definition) and makes it the group's.
+func (g *Group) load1(ctx context.Context, p *process, check bool) error {
+	var callbacks plugins.Callbacks
+	if g.opts.OnToolCall != nil {
+		callbacks = toolCalls{table: &g.calls, serve: g.opts.OnToolCall}
+	}
+	p.data.SetCallbacks(callbacks)
 	if g.runtime == plugins.RuntimeCPython && !g.opts.ViaPlugin && p.cg != nil && p.cg.workers != "" {
 		p.direct = newDirect(p.data, g.load.Limits, callbacks, filepath.Join(p.cg.workers, "pids.current"), func() { g.replace(p) })
 	}
+	stderr := p.stderr
 	load := *g.load
 	resp, err := p.host.Load(ctx, &load)
 	if err != nil {
@@ -545,8 +580,9 @@ func (g *Group) pluginEnv() []string {
 		env = append(env, "GOMAXPROCS=1")
 		// Only a request that fits comfortably: one environment string
 		// may hold 128 KiB, and in a sandbox this one is escaped again
-		// inside the launcher's configuration.
-		if data, err := json.Marshal(g.load); err == nil && len(data) <= maxPreload {
+		// inside the launcher's configuration. A spare has no group to
+		// start a worker for.
+		if data, err := json.Marshal(g.load); err == nil && len(data) <= maxPreload && !g.spare {
 			env = append(env, plugins.EnvPreload+"="+string(data))
 		}
 	}

@@ -201,6 +201,14 @@ func NewClient(f *os.File, maxFrame int, callbacks plugins.Callbacks) *Client {
 	return c
 }
 
+// SetCallbacks sets what serves toolhost.call_tool from now on (a spare
+// process is started before the group it will serve is known).
+func (c *Client) SetCallbacks(cb plugins.Callbacks) {
+	c.mu.Lock()
+	c.callbacks = cb
+	c.mu.Unlock()
+}
+
 // Call sends one call and waits for its answer. When ctx ends first, the
 // plugin is told to stop the call and ctx's error is returned at once;
 // when the channel ends first, an error wrapping ErrClosed is.
@@ -385,8 +393,11 @@ func (c *Client) serveToolCall(ctx context.Context, id uint64, req *plugins.Tool
 		c.mu.Unlock()
 	}()
 	answer := &plugins.ToolCallResponse{Error: "toolhost.call_tool is not available here"}
-	if c.callbacks != nil {
-		r, err := c.callbacks.CallTool(ctx, req)
+	c.mu.Lock()
+	cb := c.callbacks
+	c.mu.Unlock()
+	if cb != nil {
+		r, err := cb.CallTool(ctx, req)
 		switch {
 		case err != nil:
 			answer = &plugins.ToolCallResponse{Error: err.Error()}
