@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -65,6 +66,9 @@ type borrowed struct {
 	// killed then gives the plugin's answer.
 	stopOnce sync.Once
 	killed   chan *channel.Loan
+	// exchange is closed when the exchange in flight has returned (nil
+	// before the first call).
+	exchange atomic.Pointer[chan struct{}]
 }
 
 func newDirect(data *channel.Client, limits plugins.Limits, cb plugins.Callbacks, pidsPath string, broken func()) *direct {
@@ -95,7 +99,10 @@ func (d *direct) Call(ctx context.Context, req *plugins.CallRequest) (*plugins.C
 	}
 	during := "the call to " + req.Callable.String()
 	b.during = during
+	ended := make(chan struct{})
+	b.exchange.Store(&ended)
 	ans, err := b.conn.Exchange(ctx, proto.CallOf(req), d.limits.AnswerBytes(), deadline(ctx, timeout), d.cb, req.Token)
+	close(ended)
 	if err != nil {
 		if resp.Error = d.failure(b, during, err); resp.Error == nil {
 			return nil, channel.ErrClosed
@@ -220,7 +227,11 @@ func (d *direct) failure(b *borrowed, during string, err error) *plugins.ToolErr
 // stop kills the worker at once through its pidfd, which ends a read
 // blocked on its answer pipe unless something it started holds the pipe
 // too, and asks the plugin to stop it for good: its whole process group,
-// and what the sandbox holds of it. A plugin that cannot is replaced.
+// and what the sandbox holds of it. A plugin that cannot is replaced; so
+// is one after whose kill the exchange in flight still does not end (a
+// process the sweep missed holds the answer pipe, and the core's read of
+// it would never return): the sandbox is killed with it, and the read
+// ends.
 func (d *direct) stop(b *borrowed, during string) {
 	b.stopOnce.Do(func() {
 		unix.PidfdSendSignal(int(b.pidfd.Fd()), unix.SIGKILL, nil, 0)
@@ -231,6 +242,12 @@ func (d *direct) stop(b *borrowed, during string) {
 			if err != nil {
 				d.broken()
 				l = nil
+			} else if ended := b.exchange.Load(); ended != nil {
+				select {
+				case <-*ended:
+				case <-time.After(pluginWait):
+					d.broken()
+				}
 			}
 			b.killed <- l
 		}()

@@ -3,6 +3,7 @@ package cpython
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -146,9 +147,21 @@ func (p *Pool) afterCall(w *worker, c string) string {
 	}
 	p.spawn.Lock()
 	p.mu.Lock()
+	// A worker that has exited (this one, killed above, or another that
+	// died) is no longer in the workers' cgroup: counted among the live
+	// ones, it would hide one leftover from the sweep, which skips its
+	// scan when the cgroup holds no more tasks than live workers.
+	var gone []int
+	for x := range p.all {
+		if !x.alive() {
+			gone = append(gone, x.pid)
+		}
+	}
 	live := make([]int, 0, len(p.pids))
 	for pid := range p.pids {
-		live = append(live, pid)
+		if !slices.Contains(gone, pid) {
+			live = append(live, pid)
+		}
 	}
 	p.mu.Unlock()
 	pid := 0
