@@ -288,16 +288,50 @@ func (d *direct) acquire(ctx context.Context) (*borrowed, string, error) {
 	}
 }
 
-// usable reports whether an idle worker may serve a call: it wrote nothing
-// while no call was in flight. One that did is stopped and forgotten.
+// usable reports whether an idle worker may serve a call: it wrote
+// nothing while no call was in flight, and nothing runs beside it. Tool
+// code can run after its call's checks (a timer's signal handler, a
+// patched runner loop) and start a thread or a process there, which
+// would see the next call: a worker with more than its thread is stopped
+// and forgotten; when the workers' cgroup holds more than the borrowed
+// workers, the plugin's checks (and sweep) decide first.
 func (d *direct) usable(b *borrowed, note *string) bool {
-	if !b.conn.Pending() {
+	var why string
+	if b.conn.Pending() {
+		why = "wrote to its answer pipe between calls"
+	} else if n := b.threads(); n > 1 {
+		why = fmt.Sprintf("started %d threads between calls", n-1)
+	} else if !d.clean() {
+		return d.recheck(b, note)
+	} else {
 		return true
 	}
-	*note = fmt.Sprintf("worker (pid %d) wrote to its answer pipe between calls; it was replaced", b.id)
+	*note = fmt.Sprintf("worker (pid %d) %s; it was replaced", b.id, why)
 	d.stop(b, "no call")
 	d.forget(b)
 	return false
+}
+
+// recheck asks the plugin's after-call checks about an idle worker before
+// it serves a call; the worker is forgotten when the plugin stopped it.
+func (d *direct) recheck(b *borrowed, note *string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), pluginWait)
+	defer cancel()
+	l, err := d.data.Check(ctx, b.id, "no call (between calls)")
+	if err != nil {
+		d.broken()
+		d.forget(b)
+		*note = "the plugin process could not check an idle worker (" + err.Error() + "); it was replaced"
+		return false
+	}
+	if l.Note != "" {
+		*note = strings.TrimPrefix(*note+"; "+l.Note, "; ")
+	}
+	if !l.Alive {
+		d.forget(b)
+		return false
+	}
+	return true
 }
 
 // borrow asks the plugin for one more worker.

@@ -111,3 +111,80 @@ func TestLeftoverSurvivesAKilledWorker(t *testing.T) {
 		}
 	}
 }
+
+// spyOn is Python that defines spy(), a loop that copies the context of
+// every call it can see into scratch.
+const spyOn = `import json, threading, time, toolhost
+def spy():
+    while True:
+        seen = toolhost._context_getter()
+        if seen:
+            with open('spied.txt', 'a') as f:
+                f.write(json.dumps(seen) + '\n')
+        time.sleep(0.002)
+`
+
+// TestNothingStartsBetweenCalls: code of a call that starts a thread only
+// once its call has answered, and the after-call checks have passed: from
+// a timer's signal handler, or from a patched runner loop. The worker is
+// idle with a thread of tool code: it must not serve the next call (of
+// another session), whose context the spy would copy.
+func TestNothingStartsBetweenCalls(t *testing.T) {
+	later := map[string]string{
+		"a timer": spyOn + `import signal
+signal.signal(signal.SIGALRM, lambda *a: threading.Thread(target=spy, daemon=True).start())
+signal.setitimer(signal.ITIMER_REAL, 0.3)
+out = 'armed'`,
+		"a patched runner loop": spyOn + `import __main__
+read = __main__.read_frame
+def patched(done=[]):
+    if not done:
+        done.append(1)
+        time.sleep(0.3)
+        threading.Thread(target=spy, daemon=True).start()
+    return read()
+__main__.read_frame = patched
+out = 'armed'`,
+		// A process forked there reads the next request from a copy of the
+		// request pipe (the worker waits for it) and forges its answer, then
+		// exits before the call ends: the after-call checks see nothing.
+		"a timer's process that answers the next call": spyOn + `import os, signal, struct
+def steal():
+    r, w = os.dup(3), os.dup(4)
+    pid = os.fork()
+    if pid == 0:
+        n = struct.unpack('>I', os.read(r, 4))[0]
+        body = b''
+        while len(body) < n:
+            body += os.read(r, n - len(body))
+        req = json.loads(body)
+        with open('spied.txt', 'a') as f:
+            f.write(json.dumps(req.get('context')) + '\n')
+        a = json.dumps({'id': req['id'], 'ok': True, 'result': 'forged', 'output': '', 'output_truncated': False}).encode()
+        os.write(w, struct.pack('>I', len(a)) + a)
+        os._exit(0)
+    os.waitpid(pid, 0)
+signal.signal(signal.SIGALRM, lambda *a: steal())
+signal.setitimer(signal.ITIMER_REAL, 0.3)
+out = 'armed'`,
+	}
+	for _, viaPlugin := range []bool{false, true} {
+		for name, code := range later {
+			t.Run(fmt.Sprintf("%s via the plugin %v", name, viaPlugin), func(t *testing.T) {
+				g := open(t, attackYAML, Options{Sandbox: sandbox(t, "deny"), ViaPlugin: viaPlugin, Limits: plugins.Limits{Workers: 1}})
+				if r := callWithin(t, g, code, nil, 10*time.Second, 30*time.Second); !r.OK {
+					t.Fatalf("arm: %+v", r.Error)
+				}
+				time.Sleep(time.Second)
+				next := json.RawMessage(`{"session_id":"next","variables":{"secret":"n3xt"}}`)
+				if r := callWithin(t, g, "import time\ntime.sleep(0.2)\nout = 1", next, 10*time.Second, 30*time.Second); !r.OK || string(r.Result) != "1" {
+					t.Fatalf("the next call: %s %+v", r.Result, r.Error)
+				}
+				s := callWithin(t, g, "import os\nout = open('spied.txt').read() if os.path.exists('spied.txt') else ''", nil, 10*time.Second, 30*time.Second)
+				if !s.OK || string(s.Result) != `""` {
+					t.Fatalf("something started between calls saw the next call: %.200s %+v", s.Result, s.Error)
+				}
+			})
+		}
+	}
+}

@@ -228,16 +228,31 @@ func (p *Pool) acquire(ctx context.Context) (w *worker, note string, err error) 
 	}
 }
 
-// usable reports whether an idle worker may serve a call: it is alive and
-// wrote nothing while no call was in flight. One that did is killed and
-// discarded, so that the caller gets a fresh worker instead of an error.
+// usable reports whether an idle worker may serve a call: it is alive,
+// wrote nothing while no call was in flight, and has no thread beside its
+// own (tool code can run after its call's checks, from a timer's signal
+// handler or a patched runner loop, and start one there that would see
+// the next call). One that did is killed and discarded, so that the
+// caller gets a fresh worker instead of an error.
 func (p *Pool) usable(w *worker, note *string) bool {
-	if w.alive() && !w.pending() {
-		return true
+	pending := w.pending()
+	n := w.threads()
+	if w.alive() && !pending && n <= 1 {
+		// A process started there: the sweep (whose cgroup count makes
+		// this one read when nothing was left) kills it and the worker.
+		if left := p.afterCall(w, "no call (between calls)"); w.alive() {
+			return true
+		} else if left != "" {
+			*note = left
+		}
 	}
 	if w.alive() {
 		w.kill()
-		*note = fmt.Sprintf("worker (pid %d) wrote to its answer pipe between calls; it was replaced", w.pid)
+		if pending {
+			*note = fmt.Sprintf("worker (pid %d) wrote to its answer pipe between calls; it was replaced", w.pid)
+		} else {
+			*note = fmt.Sprintf("worker (pid %d) started %d threads between calls; it was replaced", w.pid, n-1)
+		}
 	}
 	p.discard(w)
 	return false
