@@ -188,3 +188,47 @@ out = 'armed'`,
 		}
 	}
 }
+
+// TestWorkersCannotReadEachOther: two calls of the group run at once, on
+// two workers (two sessions). The worker processes run as the same user,
+// and ptrace is refused, but /proc/PID/mem asks only the ptrace access
+// check, which a process of the same user passes while it is dumpable:
+// the one call must not read the other's memory (its arguments, its
+// context), or write it.
+func TestWorkersCannotReadEachOther(t *testing.T) {
+	g := open(t, attackYAML, Options{Sandbox: sandbox(t, "deny"), Limits: plugins.Limits{Workers: 2}})
+	victim := make(chan *plugins.CallResponse, 1)
+	go func() {
+		victim <- callWithin(t, g, "import time\nsecret = 'vict' + 'im-s3cr3t'\ntime.sleep(4)\nout = len(secret)", nil, 20*time.Second, 40*time.Second)
+	}()
+	time.Sleep(time.Second)
+	r := callWithin(t, g, `import os, re
+me, parent = os.getpid(), os.getppid()
+out = []
+for p in os.listdir('/proc'):
+    if not p.isdigit() or int(p) in (1, me, parent):
+        continue
+    try:
+        mem = open('/proc/%s/mem' % p, 'rb')
+        for line in open('/proc/%s/maps' % p):
+            m = re.match(r'([0-9a-f]+)-([0-9a-f]+) rw', line)
+            if not m:
+                continue
+            start, end = int(m.group(1), 16), int(m.group(2), 16)
+            try:
+                mem.seek(start)
+                if b'victim-s3cr3t' in mem.read(min(end - start, 64 << 20)):
+                    out.append('read the secret of worker %s' % p)
+            except OSError:
+                pass
+    except OSError as e:
+        out.append('worker %s: %s' % (p, e.strerror))
+`, nil, 20*time.Second, 40*time.Second)
+	v := <-victim
+	if !v.OK || r == nil || !r.OK {
+		t.Fatalf("the calls: %+v / %+v", v.Error, r.Error)
+	}
+	if strings.Contains(string(r.Result), "read the secret") {
+		t.Fatalf("one worker read another's memory: %s", r.Result)
+	}
+}
