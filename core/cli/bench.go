@@ -142,6 +142,13 @@ func runBench(env *Env, args []string) int {
 		if dir == "" {
 			dir = filepath.Dir(file)
 		}
+		*rf.runtime = runtimes[0]
+		hr, err := serveHTTP(rf, file, name, argJSON, *n, *conc)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "toolhost bench: %v\n", err)
+			return ExitFailure
+		}
+		results = append(results, hr)
 		bl, err := measureBaselines(dir, target.impl, argJSON, *n, *conc)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "toolhost bench: baselines: %v\n", err)

@@ -276,16 +276,25 @@ func (d *direct) acquire(ctx context.Context) (*borrowed, string, error) {
 			b, err := d.borrow(ctx)
 			if err != nil {
 				<-d.slots
+				if ctx.Err() != nil {
+					return nil, note, waitEnded(ctx)
+				}
 				return nil, note, err
 			}
 			return b, note, nil
 		case <-ctx.Done():
-			if errors.Is(ctx.Err(), context.Canceled) {
-				return nil, note, &plugins.ToolError{Kind: plugins.ErrCancelled, Message: "the caller went away while the call waited for a worker"}
-			}
-			return nil, note, &plugins.ToolError{Kind: plugins.ErrTimeout, Message: "no worker became free in time: " + ctx.Err().Error()}
+			return nil, note, waitEnded(ctx)
 		}
 	}
+}
+
+// waitEnded is the error of a call whose context ended while it waited
+// for a worker.
+func waitEnded(ctx context.Context) *plugins.ToolError {
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return &plugins.ToolError{Kind: plugins.ErrCancelled, Message: "the caller went away while the call waited for a worker"}
+	}
+	return &plugins.ToolError{Kind: plugins.ErrTimeout, Message: "no worker became free in time: " + ctx.Err().Error()}
 }
 
 // usable reports whether an idle worker may serve a call: it wrote
@@ -346,7 +355,8 @@ func (d *direct) borrow(ctx context.Context) (*borrowed, error) {
 		return nil, l.Error
 	}
 	b := &borrowed{id: l.Worker, pidfd: l.Files[2], killed: make(chan *channel.Loan, 1)}
-	b.conn = proto.Conn{Req: l.Files[0], Resp: l.Files[1], Stop: func() { d.stop(b, b.during) }}
+	resp := l.Files[1]
+	b.conn = proto.Conn{Req: l.Files[0], Resp: resp, Stop: func() { d.stop(b, b.during) }}
 	if pid, err := pidOf(b.pidfd); err == nil {
 		b.stat, _ = os.Open("/proc/" + strconv.Itoa(pid) + "/stat")
 	}

@@ -118,8 +118,15 @@ type Conn struct {
 // Pending reports whether the worker has written bytes that no one has
 // read yet on its answer pipe (or the pipe cannot be asked).
 func (c *Conn) Pending() bool {
-	n, err := unix.IoctlGetInt(int(c.Resp.Fd()), unix.TIOCINQ) // FIONREAD
-	return err != nil || n > 0
+	// Through SyscallConn, not Fd: Fd would put a pollable pipe back in
+	// blocking mode.
+	rc, err := c.Resp.SyscallConn()
+	if err != nil {
+		return true
+	}
+	n := 0
+	cerr := rc.Control(func(fd uintptr) { n, err = unix.IoctlGetInt(int(fd), unix.TIOCINQ) }) // FIONREAD
+	return cerr != nil || err != nil || n > 0
 }
 
 // Exchange writes one request and reads frames until its answer comes

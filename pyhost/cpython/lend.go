@@ -21,11 +21,16 @@ func (p *Pool) Lend(ctx context.Context) (int, []*os.File, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	pidfd, err := unix.PidfdOpen(w.pid, 0)
-	if err != nil {
+	// A copy of the pidfd made with the worker: one opened now by its pid
+	// could name another process, were the pid reused.
+	pidfd, err := w.dupPidfd()
+	if err != nil || !w.alive() {
+		if pidfd >= 0 {
+			unix.Close(pidfd)
+		}
 		w.kill()
 		p.discard(w)
-		return 0, nil, &plugins.ToolError{Kind: plugins.ErrRuntime, Message: fmt.Sprintf("open a pidfd of worker %d: %v", w.pid, err)}
+		return 0, nil, &plugins.ToolError{Kind: plugins.ErrRuntime, Message: fmt.Sprintf("no pidfd of worker %d to lend (%v)", w.pid, err)}
 	}
 	p.mu.Lock()
 	p.lent[w.pid] = w

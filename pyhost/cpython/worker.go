@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"toolhost/core/tail"
 	"toolhost/plugins"
 	"toolhost/plugins/frame"
@@ -61,6 +63,11 @@ type worker struct {
 	exited  chan struct{}
 	waitErr error
 	calls   int
+	// pidfd is a pidfd of the worker made with it (clone's CLONE_PIDFD),
+	// so that it names this process and no other, ever; -1 when the
+	// kernel gave none. It is closed once the worker has been reaped.
+	pidfd int
+	pidMu sync.Mutex
 	// status is the worker's /proc/PID/status, kept open: it is read
 	// after every call (threads), and re-reading an open file spares the
 	// path lookup and the open of each time.
@@ -103,7 +110,8 @@ func startWorker(python string, env []string, init initFrame, deadline time.Time
 	cmd.Dir = init.Scratch
 	cmd.ExtraFiles = []*os.File{reqR, respW}
 	cmd.Stdout, cmd.Stderr = outW, outW
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	pidfd := -1
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, PidFD: &pidfd}
 	if run != nil {
 		run.RLock()
 	}
@@ -123,7 +131,7 @@ func startWorker(python string, env []string, init initFrame, deadline time.Time
 		outR.Close()
 		return nil, fmt.Errorf("start %s: %w", python, err)
 	}
-	w := &worker{cmd: cmd, req: reqW, resp: respR, respFd: int(respR.Fd()), tail: tail.New(4096), pid: cmd.Process.Pid, exited: make(chan struct{})}
+	w := &worker{cmd: cmd, req: reqW, resp: respR, respFd: int(respR.Fd()), tail: tail.New(4096), pid: cmd.Process.Pid, exited: make(chan struct{}), pidfd: pidfd}
 	// In the sandbox, the worker joins the workers' cgroup before it runs
 	// any tool code (it waits for its first frame).
 	for _, cg := range workerCgroups() {
@@ -146,6 +154,12 @@ func startWorker(python string, env []string, init initFrame, deadline time.Time
 		if w.status != nil {
 			w.status.Close()
 		}
+		w.pidMu.Lock()
+		if w.pidfd >= 0 {
+			unix.Close(w.pidfd)
+			w.pidfd = -1
+		}
+		w.pidMu.Unlock()
 		close(w.exited)
 	}()
 	init.Helper = helperSource
@@ -167,6 +181,17 @@ func startWorker(python string, env []string, init initFrame, deadline time.Time
 // group, which ends the blocked read.
 func (w *worker) roundtrip(req proto.Request, maxFrame int, deadline time.Time) (*proto.Answer, error) {
 	return w.exchange(context.Background(), req, maxFrame, deadline, nil, "")
+}
+
+// dupPidfd is a copy of the worker's pidfd, while the worker has not been
+// reaped.
+func (w *worker) dupPidfd() (int, error) {
+	w.pidMu.Lock()
+	defer w.pidMu.Unlock()
+	if w.pidfd < 0 {
+		return -1, unix.ESRCH
+	}
+	return unix.FcntlInt(uintptr(w.pidfd), unix.F_DUPFD_CLOEXEC, 0)
 }
 
 // conn is the worker's pipes, for an exchange.

@@ -177,6 +177,11 @@ func TestDoctorAndBench(t *testing.T) {
 				t.Errorf("%v: %s = %v", r["name"], k, r[k])
 			}
 		}
+		if i == 0 {
+			if v, _ := r["cold_start_spare_ms"].(float64); v <= 0 {
+				t.Errorf("%v: no cold start from a spare: %v", r["name"], r)
+			}
+		}
 		if strings.HasSuffix(fmt.Sprint(r["name"]), "warm groups") {
 			if g, _ := r["groups"].(float64); g != 3 || r["pss_mb"].(float64) <= 0 || r["processes"].(float64) < 3 || r["n"].(float64) != 3*20 {
 				t.Errorf("the density row: %v", r)
@@ -186,7 +191,7 @@ func TestDoctorAndBench(t *testing.T) {
 			t.Errorf("%v: p50_ratio = %v", r["name"], r["p50_ratio"])
 		}
 	}
-	if got := strings.Join(names, "|"); got != "toolhost cpython|toolhost cpython via the plugin process|toolhost cpython, 1 caller|toolhost cpython, 2 callers|toolhost cpython, 3 warm groups|python3 process per call|python3 stdlib HTTP server|Go↔python3 pipe (the floor)|bare call inside python3" {
+	if got := strings.Join(names, "|"); got != "toolhost cpython|toolhost cpython via the plugin process|toolhost cpython, 1 caller|toolhost cpython, 2 callers|toolhost cpython, 3 warm groups|toolhost cpython over HTTP|python3 process per call|python3 stdlib HTTP server|Go↔python3 pipe (the floor)|bare call inside python3" {
 		t.Errorf("bench --baselines measured %s", got)
 	}
 }
