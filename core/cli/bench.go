@@ -122,21 +122,6 @@ func runBench(env *Env, args []string) int {
 			results = append(results, r)
 		}
 	}
-	if *density != "" {
-		*rf.runtime = runtimes[0]
-		for _, f := range strings.Split(*density, ",") {
-			groups, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || groups < 1 {
-				fmt.Fprintf(env.Stderr, "toolhost bench: --density wants numbers of groups, e.g. 1,10,50,200; got %q\n", f)
-				return ExitUsage
-			}
-			r, code := benchDensity(env, file, rf, target, argJSON, groups)
-			if code != ExitOK {
-				return code
-			}
-			results = append(results, r)
-		}
-	}
 	if *baselines {
 		dir := *rf.files
 		if dir == "" {
@@ -155,6 +140,24 @@ func runBench(env *Env, args []string) int {
 			return ExitFailure
 		}
 		results = append(results, bl...)
+	}
+	// Last: tearing down that many sandboxes (their network namespaces
+	// above all) keeps the kernel busy for a while, which would weigh on
+	// any row measured after it.
+	if *density != "" {
+		*rf.runtime = runtimes[0]
+		for _, f := range strings.Split(*density, ",") {
+			groups, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || groups < 1 {
+				fmt.Fprintf(env.Stderr, "toolhost bench: --density wants numbers of groups, e.g. 1,10,50,200; got %q\n", f)
+				return ExitUsage
+			}
+			r, code := benchDensity(env, file, rf, target, argJSON, groups)
+			if code != ExitOK {
+				return code
+			}
+			results = append(results, r)
+		}
 	}
 	// Each figure's ratio to toolhost's first runtime (CPython with both).
 	if base := results[0]; base.P50Us > 0 {

@@ -45,7 +45,13 @@ type direct struct {
 	broken func()
 
 	slots chan struct{}  // one token per worker borrowed or being borrowed
-	idle  chan *borrowed // borrowed workers waiting for a call
+	// idle are the borrowed workers waiting for a call, the one that
+	// served last on top: a call goes to the worker whose process and
+	// caches are warm, and the others sleep (a queue would hand sequential
+	// calls to each worker in turn). freed holds a token per release.
+	idleMu sync.Mutex
+	idle   []*borrowed
+	freed  chan struct{}
 
 	mu  sync.Mutex
 	all map[*borrowed]bool
@@ -73,7 +79,7 @@ type borrowed struct {
 
 func newDirect(data *channel.Client, limits plugins.Limits, cb plugins.Callbacks, pidsPath string, broken func()) *direct {
 	return &direct{data: data, limits: limits, cb: cb, pidsPath: pidsPath, broken: broken,
-		slots: make(chan struct{}, limits.Workers), idle: make(chan *borrowed, limits.Workers), all: map[*borrowed]bool{}}
+		slots: make(chan struct{}, limits.Workers), freed: make(chan struct{}, limits.Workers), all: map[*borrowed]bool{}}
 }
 
 // Call runs one call on a borrowed worker. Every failure of the call is in
@@ -140,7 +146,7 @@ func (d *direct) Call(ctx context.Context, req *plugins.CallRequest) (*plugins.C
 // when the plugin stopped it.
 func (d *direct) after(b *borrowed, callable string) string {
 	if b.threads() == 1 && d.clean() {
-		d.idle <- b
+		d.release(b)
 		return ""
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), pluginWait)
@@ -157,7 +163,7 @@ func (d *direct) after(b *borrowed, callable string) string {
 		d.forget(b)
 		return l.Note
 	}
-	d.idle <- b
+	d.release(b)
 	return l.Note
 }
 
@@ -259,19 +265,14 @@ func (d *direct) stop(b *borrowed, during string) {
 func (d *direct) acquire(ctx context.Context) (*borrowed, string, error) {
 	var note string
 	for {
-		select {
-		case b := <-d.idle:
+		if b := d.pop(); b != nil {
 			if d.usable(b, &note) {
 				return b, note, nil
 			}
 			continue
-		default:
 		}
 		select {
-		case b := <-d.idle:
-			if d.usable(b, &note) {
-				return b, note, nil
-			}
+		case <-d.freed:
 		case d.slots <- struct{}{}:
 			b, err := d.borrow(ctx)
 			if err != nil {
@@ -286,6 +287,30 @@ func (d *direct) acquire(ctx context.Context) (*borrowed, string, error) {
 			return nil, note, waitEnded(ctx)
 		}
 	}
+}
+
+// release puts a worker back on top of the idle ones.
+func (d *direct) release(b *borrowed) {
+	d.idleMu.Lock()
+	d.idle = append(d.idle, b)
+	d.idleMu.Unlock()
+	select {
+	case d.freed <- struct{}{}:
+	default: // waiters have tokens enough already
+	}
+}
+
+// pop takes the idle worker on top, or nil.
+func (d *direct) pop() *borrowed {
+	d.idleMu.Lock()
+	defer d.idleMu.Unlock()
+	n := len(d.idle)
+	if n == 0 {
+		return nil
+	}
+	b := d.idle[n-1]
+	d.idle = d.idle[:n-1]
+	return b
 }
 
 // waitEnded is the error of a call whose context ended while it waited

@@ -191,7 +191,7 @@ func TestDoctorAndBench(t *testing.T) {
 			t.Errorf("%v: p50_ratio = %v", r["name"], r["p50_ratio"])
 		}
 	}
-	if got := strings.Join(names, "|"); got != "toolhost cpython|toolhost cpython via the plugin process|toolhost cpython, 1 caller|toolhost cpython, 2 callers|toolhost cpython, 3 warm groups|toolhost cpython over HTTP|python3 process per call|python3 stdlib HTTP server|Go↔python3 pipe (the floor)|bare call inside python3" {
+	if got := strings.Join(names, "|"); got != "toolhost cpython|toolhost cpython via the plugin process|toolhost cpython, 1 caller|toolhost cpython, 2 callers|toolhost cpython over HTTP|python3 process per call|python3 stdlib HTTP server|Go↔python3 pipe (the floor)|bare call inside python3|toolhost cpython, 3 warm groups" {
 		t.Errorf("bench --baselines measured %s", got)
 	}
 }
