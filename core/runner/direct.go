@@ -44,7 +44,7 @@ type direct struct {
 	// not stop).
 	broken func()
 
-	slots chan struct{}  // one token per worker borrowed or being borrowed
+	slots chan struct{} // one token per worker borrowed or being borrowed
 	// idle are the borrowed workers waiting for a call, the one that
 	// served last on top: a call goes to the worker whose process and
 	// caches are warm, and the others sleep (a queue would hand sequential
