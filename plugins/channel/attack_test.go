@@ -18,18 +18,7 @@ import (
 // limitedPair is pair with the core's bound of a group of the given limits
 // (what core/runner gives its Client).
 func limitedPair(t testing.TB, limits plugins.Limits, cb plugins.Callbacks, run func(context.Context, *Server, *plugins.CallRequest) *plugins.CallResponse) (*Client, *Server) {
-	t.Helper()
-	core, plug, err := Pair()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var s *Server
-	s = NewServer(plug, func(ctx context.Context, req *plugins.CallRequest) *plugins.CallResponse { return run(ctx, s, req) })
-	s.SetMaxFrame(limits.AnswerBytes())
-	go s.Serve()
-	c := NewClient(core, limits.AnswerBytes(), cb)
-	t.Cleanup(func() { c.Close(); s.Close() })
-	return c, s
+	return boundPair(t, limits.AnswerBytes(), limits.AnswerBytes(), cb, run)
 }
 
 // jsonString is a JSON string of n bytes (quotes included) of repeated r,
@@ -159,16 +148,8 @@ func TestToolCallOfHostileSizeIsContained(t *testing.T) {
 // waits for the same lock), nor a call started after them. The core
 // replaces such a process only once one of its calls has returned.
 func TestPluginThatStopsReadingDoesNotHoldCallers(t *testing.T) {
-	core, plug, err := Pair()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := NewClient(core, 1<<20, nil)
 	// The plugin reads nothing until the end of the test.
-	defer func() {
-		c.Close()
-		plug.Close()
-	}()
+	c, _ := rawClient(t, nil)
 	big := &plugins.CallRequest{Args: json.RawMessage(`"` + strings.Repeat("a", 8<<20) + `"`)}
 	small := &plugins.CallRequest{Args: json.RawMessage(`{}`)}
 	type result struct {
@@ -207,16 +188,10 @@ func TestPluginThatStopsReadingDoesNotHoldCallers(t *testing.T) {
 // refused by the core's callbacks) does not leave the core with one
 // goroutine or record per request: every record is gone once answered.
 func TestToolCallFloodLeavesNothing(t *testing.T) {
-	core, plug, err := Pair()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer plug.Close()
 	cb := callbacks(func(context.Context, *plugins.ToolCallRequest) (*plugins.ToolCallResponse, error) {
 		return &plugins.ToolCallResponse{Error: "refused"}, nil
 	})
-	c := NewClient(core, 1<<20, cb)
-	defer c.Close()
+	c, plug := rawClient(t, cb)
 	const n = 5000
 	go func() {
 		for i := range n {

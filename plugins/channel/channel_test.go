@@ -21,6 +21,12 @@ import (
 // pair starts a Client and a Server on a real socketpair; run is the
 // server's runtime.
 func pair(t testing.TB, cb plugins.Callbacks, run func(context.Context, *Server, *plugins.CallRequest) *plugins.CallResponse) (*Client, *Server) {
+	return boundPair(t, 1<<20, 0, cb, run)
+}
+
+// boundPair is pair with the client's bound on frames and the server's
+// bound on its answers (0: none).
+func boundPair(t testing.TB, clientMax, serverMax int, cb plugins.Callbacks, run func(context.Context, *Server, *plugins.CallRequest) *plugins.CallResponse) (*Client, *Server) {
 	t.Helper()
 	core, plug, err := Pair()
 	if err != nil {
@@ -28,10 +34,26 @@ func pair(t testing.TB, cb plugins.Callbacks, run func(context.Context, *Server,
 	}
 	var s *Server
 	s = NewServer(plug, func(ctx context.Context, req *plugins.CallRequest) *plugins.CallResponse { return run(ctx, s, req) })
+	if serverMax > 0 {
+		s.SetMaxFrame(serverMax)
+	}
 	go s.Serve()
-	c := NewClient(core, 1<<20, cb)
+	c := NewClient(core, clientMax, cb)
 	t.Cleanup(func() { c.Close(); s.Close() })
 	return c, s
+}
+
+// rawClient is a Client whose plugin end the test speaks itself; both are
+// closed when the test ends.
+func rawClient(t testing.TB, cb plugins.Callbacks) (*Client, *os.File) {
+	t.Helper()
+	core, plug, err := Pair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewClient(core, 1<<20, cb)
+	t.Cleanup(func() { c.Close(); plug.Close() })
+	return c, plug
 }
 
 func echo(_ context.Context, _ *Server, req *plugins.CallRequest) *plugins.CallResponse {
@@ -215,13 +237,7 @@ func TestHostilePluginEndsTheChannel(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			core, plug, err := Pair()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer plug.Close()
-			c := NewClient(core, 1<<20, nil)
-			defer c.Close()
+			c, plug := rawClient(t, nil)
 			go func() {
 				body, err := frame.ReadRaw(plug)
 				if err != nil {
@@ -231,7 +247,7 @@ func TestHostilePluginEndsTheChannel(t *testing.T) {
 				json.Unmarshal(body, &m)
 				frame.WriteRaw(plug, tt.frame(m.ID))
 			}()
-			_, err = c.Call(context.Background(), &plugins.CallRequest{})
+			_, err := c.Call(context.Background(), &plugins.CallRequest{})
 			if !errors.Is(err, ErrClosed) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v, want ErrClosed with %q", err, tt.want)
 			}

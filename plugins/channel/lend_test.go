@@ -196,13 +196,7 @@ func (l *slowLender) Lend(ctx context.Context) (int, []*os.File, error) {
 
 // A loan without its descriptors breaks the protocol: the channel ends.
 func TestLoanWithoutDescriptors(t *testing.T) {
-	core, plug, err := Pair()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer plug.Close()
-	c := NewClient(core, 1<<20, nil)
-	defer c.Close()
+	c, plug := rawClient(t, nil)
 	go func() {
 		s := &conn{f: plug}
 		var m message

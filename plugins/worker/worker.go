@@ -21,7 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync/atomic"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -138,30 +138,45 @@ func (c *Conn) Pending() bool {
 func (c *Conn) Exchange(ctx context.Context, req Request, maxFrame int, deadline time.Time, cb plugins.Callbacks, token string) (*Answer, error) {
 	id := newID()
 	req.SetID(id)
-	var timedOut atomic.Bool
-	timer := time.AfterFunc(time.Until(deadline), func() {
-		timedOut.Store(true)
-		c.Stop()
-	})
-	defer timer.Stop()
-	// A caller that goes away stops its own call: the worker is killed,
-	// as on a timeout, and nothing else.
-	var cancelled atomic.Bool
-	stopWatch := context.AfterFunc(ctx, func() {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			timedOut.Store(true)
-		} else if !timedOut.Load() {
-			cancelled.Store(true)
+	// The deadline's timer and a caller that goes away stop the worker
+	// (as on a timeout, and nothing else), but only while the exchange is
+	// in flight: either may fire just as it ends, and the worker may then
+	// already serve the next call. An exchange that they stopped fails,
+	// answer or not: its worker is gone.
+	var mu sync.Mutex
+	var ended, timedOut, cancelled bool
+	stop := func(timeout bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if ended {
+			return
+		}
+		if timeout {
+			timedOut = true
+		} else if !timedOut {
+			cancelled = true
 		}
 		c.Stop()
-	})
-	defer stopWatch()
+	}
+	timer := time.AfterFunc(time.Until(deadline), func() { stop(true) })
+	stopWatch := context.AfterFunc(ctx, func() { stop(errors.Is(ctx.Err(), context.DeadlineExceeded)) })
+	// end ends the exchange and says whether the timer or the caller
+	// stopped it.
+	end := func() (timeout, cancel bool) {
+		timer.Stop()
+		stopWatch()
+		mu.Lock()
+		defer mu.Unlock()
+		ended = true
+		return timedOut, cancelled
+	}
 	fail := func(err error) (*Answer, error) {
+		timeout, cancel := end()
 		c.Stop()
-		if cancelled.Load() {
+		if cancel {
 			return nil, ErrCancelled
 		}
-		if timedOut.Load() || errors.Is(err, os.ErrDeadlineExceeded) {
+		if timeout || errors.Is(err, os.ErrDeadlineExceeded) {
 			return nil, ErrTimeout
 		}
 		return nil, err
@@ -190,6 +205,9 @@ func (c *Conn) Exchange(ctx context.Context, req Request, maxFrame int, deadline
 		case "":
 			if c.Pending() {
 				return fail(ErrForeign)
+			}
+			if timeout, cancel := end(); timeout || cancel {
+				return fail(nil)
 			}
 			return &a, nil
 		case "call_tool":
