@@ -176,15 +176,21 @@ func newSpare(g *Group) (*spare, error) {
 
 // adopt loads g in a spare: its listed files go into the spare's folder
 // (linked where the file system allows, else copied), then the plugin
-// process loads and checks the group as usual.
+// process loads and checks the group as usual. A spare whose files cannot
+// be placed is stopped and its folder removed: taken, it is no longer the
+// spares' to stop, and not yet the group's.
 func (g *Group) adopt(ctx context.Context, sp *spare) error {
 	for _, d := range g.def.Dependencies {
 		src := filepath.Join(g.root, filepath.FromSlash(d.Path))
 		dst := filepath.Join(sp.view, filepath.FromSlash(d.Path))
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return err
+		err := os.MkdirAll(filepath.Dir(dst), 0o755)
+		if err == nil {
+			if err = placeFile(src, dst); os.IsNotExist(err) {
+				err = nil // missing: the load says so
+			}
 		}
-		if err := placeFile(src, dst); err != nil && !os.IsNotExist(err) {
+		if err != nil {
+			sp.stop()
 			return err
 		}
 	}
