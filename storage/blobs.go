@@ -30,8 +30,8 @@ func (s *DB) OpenFile(ctx context.Context, tenantID int64, path string) (FileInf
 
 // CollectBlobs deletes the blobs no file of any tenant refers to (left by
 // replaced and deleted files) and returns how many it deleted and their
-// bytes. Uploads wait while it runs. Hard links that materialised group
-// folders hold keep their bytes; only the blob folder's name goes.
+// bytes. Uploads wait while it runs. Materialised group folders hold
+// copies of their blobs, which are not touched.
 func (s *DB) CollectBlobs(ctx context.Context) (n int, bytes int64, err error) {
 	s.blobMu.Lock()
 	defer s.blobMu.Unlock()

@@ -5,19 +5,26 @@ package registry
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"toolhost/core/definition"
 	"toolhost/core/runner"
 )
 
 // materialize lays out a group's listed files in a folder of their own,
-// named by the hash of (path, content) pairs: hard links to the blobs,
-// built in a temporary folder and renamed into place, so a folder, once it
-// exists, is complete and never changes.
+// named by the hash of (path, content) pairs: copies of the blobs (clones
+// where the file system can), built in a temporary folder and renamed into
+// place, so a folder, once it exists, is complete and never changes.
+//
+// Not hard links: blobs are shared by every tenant that stored the same
+// bytes, and a link's count and change time, which tool code can stat,
+// would tell a tenant that another one holds those bytes in a group.
 func (r *Registry) materialize(ctx context.Context, tenant int64, def *definition.Group) (string, error) {
 	// No blob may be collected between reading a file's hash and linking it.
 	var dir string
@@ -64,7 +71,7 @@ func (r *Registry) layOut(ctx context.Context, tenant int64, def *definition.Gro
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 			return "", err
 		}
-		if err := os.Link(r.db.BlobPath(e.sha), dst); err != nil {
+		if err := copyBlob(r.db.BlobPath(e.sha), dst); err != nil {
 			return "", fmt.Errorf("lay out %s: %w", e.path, err)
 		}
 	}
@@ -74,6 +81,28 @@ func (r *Registry) layOut(ctx context.Context, tenant int64, def *definition.Gro
 		}
 	}
 	return dir, nil
+}
+
+// copyBlob makes dst a new file with src's bytes, readable by others: a
+// clone of its extents where the file system can (FICLONE), else a copy
+// (copy_file_range, through io.Copy).
+func copyBlob(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if unix.IoctlFileClone(int(out.Fd()), int(in.Fd())) != nil {
+		if _, err := io.Copy(out, in); err != nil {
+			out.Close()
+			return err
+		}
+	}
+	return out.Close()
 }
 
 // PruneVenvs removes the virtual environments that no open group runs in

@@ -159,6 +159,19 @@ func TestSpareCallToolIsItsGroups(t *testing.T) {
 			if r := call(t, none, "ask", `{}`); r.OK {
 				t.Fatalf("a group without callbacks had call_tool served: %s", r.Result)
 			}
+
+			// The spares are closed: the groups in them are theirs, and
+			// run on, a crash and restart included.
+			spares.Close()
+			want(b, "B", "TenantB")
+			b.mu.Lock()
+			p := b.proc
+			b.mu.Unlock()
+			syscall.Kill(b.PluginPID(), syscall.SIGKILL)
+			for deadline := time.Now().Add(10 * time.Second); !p.gone() && time.Now().Before(deadline); {
+				time.Sleep(10 * time.Millisecond)
+			}
+			want(b, "B", "TenantB")
 		})
 	}
 }
