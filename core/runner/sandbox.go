@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -476,6 +477,25 @@ func systemPaths(py *Python) []string {
 	return out
 }
 
+// readRegular reads a regular file, never through a symbolic link, a
+// device or a pipe: toolhost runs as root, and would read whatever a link
+// in a group's folder names on the host.
+func readRegular(path string) ([]byte, error) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
 // groupView returns the folder to mount as a sandbox's /group. The
 // sandbox's tool user is nobody on the host: it reads the group's files
 // only if they are readable by others. When root or a listed file is not,
@@ -483,7 +503,9 @@ func systemPaths(py *Python) []string {
 // owned, and removed, by the caller).
 func groupView(def *definition.Group, root string) (string, bool, error) {
 	readable := func(p string, dir bool) bool {
-		fi, err := os.Stat(p)
+		// A symbolic link is left as it is: mounted, it resolves inside the
+		// sandbox, never on the host.
+		fi, err := os.Lstat(p)
 		if err != nil {
 			return true // missing files are reported by the load
 		}
@@ -510,9 +532,9 @@ func groupView(def *definition.Group, root string) (string, bool, error) {
 		return "", false, err
 	}
 	for _, d := range def.Dependencies {
-		data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(d.Path)))
+		data, err := readRegular(filepath.Join(root, filepath.FromSlash(d.Path)))
 		if err != nil {
-			continue // missing: the load says so
+			continue // missing, or not a regular file: the load says so
 		}
 		dst := filepath.Join(view, filepath.FromSlash(d.Path))
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 
 	"toolhost/core/definition"
 	"toolhost/plugins"
@@ -204,14 +205,20 @@ func (g *Group) adopt(ctx context.Context, sp *spare) error {
 // placeFile makes dst hold src's bytes, readable by others: a hard link
 // when src is readable by others and on the same file system, else a copy.
 func placeFile(src, dst string) error {
-	fi, err := os.Stat(src)
+	// Never through a symbolic link, nor from a device or a pipe: the core
+	// runs as root, and would read whatever it names (a group that lists
+	// one then starts its own sandbox).
+	fi, err := os.Lstat(src)
 	if err != nil {
 		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", src)
 	}
 	if fi.Mode().Perm()&0o004 != 0 && os.Link(src, dst) == nil {
 		return nil
 	}
-	in, err := os.Open(src)
+	in, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return err
 	}

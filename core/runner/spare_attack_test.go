@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"toolhost/core/definition"
 	"toolhost/plugins"
 )
 
@@ -385,6 +386,8 @@ func TestSpareAdoptFailures(t *testing.T) {
 	}{
 		{"a listed folder", map[string]string{"data/": "x"}},
 		{"a file below a listed file", map[string]string{"x.txt": "x", "x.txt/y.txt": ""}},
+		// The core, as root, must not read what a link names.
+		{"a symbolic link to a host file", map[string]string{"link.txt": ""}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before := len(groupFolders(t))
@@ -400,7 +403,9 @@ func TestSpareAdoptFailures(t *testing.T) {
 			for p := range c.extra {
 				p = strings.TrimSuffix(p, "/")
 				deps = append(deps, p)
-				if p == "data" {
+				if p == "link.txt" {
+					os.Symlink("/etc/shadow", filepath.Join(dir, p))
+				} else if p == "data" {
 					os.MkdirAll(filepath.Join(dir, "data"), 0o755)
 					os.WriteFile(filepath.Join(dir, "data", "in.txt"), []byte("x"), 0o644)
 				} else if !strings.Contains(p, "/") {
@@ -416,6 +421,11 @@ func TestSpareAdoptFailures(t *testing.T) {
 				defer g.Close()
 				if r := attack(t, g, "out = 1"); !r.OK {
 					t.Errorf("the group does not work: %+v", r.Error)
+				}
+				if _, ok := c.extra["link.txt"]; ok {
+					if r := attack(t, g, "out = open('/group/link.txt').read()"); r.OK {
+						t.Errorf("THE GROUP READ WHAT ITS LINK NAMES ON THE HOST: %.100s", r.Result)
+					}
 				}
 			}
 			if g != nil && g.PluginPID() == sparePID(sp) {
@@ -587,5 +597,31 @@ func TestSpareLifecycle(t *testing.T) {
 	}
 	if after := len(groupFolders(t)); after > before {
 		t.Errorf("%d group folders left behind: %v", after-before, groupFolders(t))
+	}
+}
+
+// A group's folder that others may not read is copied into a view; a
+// symbolic link in it is not followed on the host (toolhost runs as root),
+// in the copy nor in a spare.
+func TestGroupViewNeverFollowsLinks(t *testing.T) {
+	root := t.TempDir()
+	os.Chmod(root, 0o700)
+	os.WriteFile(filepath.Join(root, "m.py"), []byte("x = 1\n"), 0o600)
+	os.Symlink("/etc/shadow", filepath.Join(root, "secret.txt"))
+	def := &definition.Group{Name: "G", Dependencies: []definition.Dependency{{Path: "m.py"}, {Path: "secret.txt"}}}
+	view, owned, err := groupView(def, root)
+	if err != nil || !owned {
+		t.Fatalf("groupView: %q %v %v", view, owned, err)
+	}
+	defer os.RemoveAll(view)
+	if b, err := os.ReadFile(filepath.Join(view, "m.py")); err != nil || string(b) != "x = 1\n" {
+		t.Errorf("the view's m.py: %q %v", b, err)
+	}
+	if _, err := os.Lstat(filepath.Join(view, "secret.txt")); err == nil {
+		t.Error("THE VIEW HOLDS WHAT A LINK NAMED ON THE HOST")
+	}
+	dst := filepath.Join(t.TempDir(), "secret.txt")
+	if err := placeFile(filepath.Join(root, "secret.txt"), dst); err == nil {
+		t.Error("placeFile followed a symbolic link")
 	}
 }
