@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -192,11 +193,12 @@ func TestToolCallFloodLeavesNothing(t *testing.T) {
 		return &plugins.ToolCallResponse{Error: "refused"}, nil
 	})
 	c, plug := rawClient(t, cb)
-	const n = 5000
+	// As many as may be in flight at once (more end the channel:
+	// TestToolCallAbuseEndsTheChannel).
+	const n = maxToolCalls
 	go func() {
 		for i := range n {
-			// Half of them reuse an id still being served.
-			frame.WriteRaw(plug, marshal(message{ID: uint64(i / 2), Op: opToolCall, ToolCall: &plugins.ToolCallRequest{Tool: "x"}}))
+			frame.WriteRaw(plug, marshal(message{ID: uint64(i), Op: opToolCall, ToolCall: &plugins.ToolCallRequest{Tool: "x"}}))
 		}
 	}()
 	answers := 0
@@ -223,4 +225,56 @@ func TestToolCallFloodLeavesNothing(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatal("call_tool records are left after the flood was answered")
+}
+
+// A plugin that sends a call_tool request again while it is being served,
+// or more requests than may be in flight, breaks the protocol: the channel
+// ends (and the core replaces the process), and every request it was
+// serving is cancelled.
+func TestToolCallAbuseEndsTheChannel(t *testing.T) {
+	tests := []struct {
+		name string
+		ids  func(i int) uint64
+		n    int
+		want string
+	}{
+		{"an id sent again while served", func(int) uint64 { return 7 }, 2, "again while it was being served"},
+		{"more requests than may be in flight", func(i int) uint64 { return uint64(i + 1) }, maxToolCalls + 1, "requests in flight"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			release := make(chan struct{})
+			var cancelled atomic.Int32
+			cb := callbacks(func(ctx context.Context, _ *plugins.ToolCallRequest) (*plugins.ToolCallResponse, error) {
+				select {
+				case <-ctx.Done():
+					cancelled.Add(1)
+				case <-release:
+				}
+				return &plugins.ToolCallResponse{Error: "refused"}, nil
+			})
+			c, plug := rawClient(t, cb)
+			defer close(release)
+			go func() {
+				for i := range tt.n {
+					frame.WriteRaw(plug, marshal(message{ID: tt.ids(i), Op: opToolCall, ToolCall: &plugins.ToolCallRequest{Tool: "x"}}))
+				}
+			}()
+			select {
+			case <-c.Done():
+			case <-time.After(10 * time.Second):
+				t.Fatal("the channel is still open")
+			}
+			if c.err == nil || !strings.Contains(c.err.Error(), tt.want) {
+				t.Errorf("the channel ended with %v, want %q", c.err, tt.want)
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for cancelled.Load() < 1 && time.Now().Before(deadline) {
+				time.Sleep(5 * time.Millisecond)
+			}
+			if cancelled.Load() < 1 {
+				t.Error("the requests being served were not cancelled")
+			}
+		})
+	}
 }

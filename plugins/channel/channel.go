@@ -172,6 +172,12 @@ func (c *conn) shut() {
 	c.f.Close()
 }
 
+// maxToolCalls bounds the toolhost.call_tool requests a plugin process may
+// have in flight at once: a worker makes one at a time, and a group runs
+// a handful of calls at once; more is a plugin that broke the protocol
+// (each one is a goroutine of the core's).
+const maxToolCalls = 1024
+
 // ErrClosed is a call that could not be answered because the channel
 // ended: the plugin process died or broke the protocol.
 var ErrClosed = errors.New("the plugin's data channel closed")
@@ -359,13 +365,24 @@ func (c *Client) read() {
 				c.err = errors.New("the plugin sent a call_tool request without its request")
 				return
 			}
-			ctx, cancel := context.WithCancel(context.Background())
 			c.mu.Lock()
-			if old := c.tools[m.ID]; old != nil {
-				old()
+			_, dup := c.tools[m.ID]
+			over := len(c.tools) >= maxToolCalls
+			var ctx context.Context
+			if !dup && !over {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithCancel(context.Background())
+				c.tools[m.ID] = cancel
 			}
-			c.tools[m.ID] = cancel
 			c.mu.Unlock()
+			switch {
+			case dup:
+				c.err = fmt.Errorf("the plugin sent call_tool request %d again while it was being served", m.ID)
+				return
+			case over:
+				c.err = fmt.Errorf("the plugin has more than %d toolhost.call_tool requests in flight", maxToolCalls)
+				return
+			}
 			go c.serveToolCall(ctx, m.ID, m.ToolCall)
 		case opToolCancel:
 			c.mu.Lock()
