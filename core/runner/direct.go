@@ -145,7 +145,10 @@ func (d *direct) Call(ctx context.Context, req *plugins.CallRequest) (*plugins.C
 // can be left, or asks the plugin's checks first; the worker is forgotten
 // when the plugin stopped it.
 func (d *direct) after(b *borrowed, callable string) string {
-	if b.threads() == 1 && d.clean() {
+	// clean implies that every lent worker has one thread (each alive
+	// one holds at least one of the cgroup's tasks): no /proc read is
+	// needed when it holds.
+	if d.clean() {
 		d.release(b)
 		return ""
 	}
@@ -333,12 +336,12 @@ func (d *direct) usable(b *borrowed, note *string) bool {
 	var why string
 	if b.conn.Pending() {
 		why = "wrote to its answer pipe between calls"
+	} else if d.clean() {
+		return true
 	} else if n := b.threads(); n > 1 {
 		why = fmt.Sprintf("started %d threads between calls", n-1)
-	} else if !d.clean() {
-		return d.recheck(b, note)
 	} else {
-		return true
+		return d.recheck(b, note)
 	}
 	*note = fmt.Sprintf("worker (pid %d) %s; it was replaced", b.id, why)
 	d.stop(b, "no call")
