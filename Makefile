@@ -123,7 +123,7 @@ fuzz:
 # written as JSON to bench.json, to compare versions.
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./core/...
-	$(BIN) bench --runtime both --baselines --via-plugin --scaling 1,2,4,8,16 --density 1,10,50,200 --n 3000 --concurrency 4 --out bench.json sample_groups/bench/bench.yaml noop '{"x": 1}'
+	$(BIN) bench --runtime both --baselines --via-plugin --scaling 1,2,4,8,16 --density 1,10,50,200 --serve-density 200 --n 3000 --concurrency 4 --out bench.json sample_groups/bench/bench.yaml noop '{"x": 1}'
 
 # The console's screenshots in docs/console (README shows them), made by
 # its browser tests in a real Chromium.

@@ -55,6 +55,7 @@ func runBench(env *Env, args []string) int {
 	baselines := fs.Bool("baselines", false, "also measure the baselines over the same function: one python3 process per call, a Python standard-library HTTP tool server, a Go↔python3 pipe round trip (the floor) and the bare call inside python3, each with its ratio to toolhost")
 	outFile := fs.String("out", "", "also write the figures as JSON to `FILE` (to compare versions)")
 	viaPlugin := fs.Bool("via-plugin", false, "also measure the first runtime with every call relayed by the plugin process (the data path without lent workers), beside the direct path")
+	serveGroups := fs.String("serve-density", "", "also hold `LIST` numbers of copies of the group warm in one toolhost serve (e.g. 200), and call each over HTTP in turn: the server's warm calls and its groups' memory")
 	density := fs.String("density", "", "also measure `LIST` numbers of warm groups of the first runtime held at once (e.g. 1,10,50,200; one worker each): their first calls, a warm call to each in turn, and their proportional memory per group")
 	scaling := fs.String("scaling", "", "also measure the throughput of the first runtime with each number of callers in `LIST` (e.g. 1,2,4,8,16; as many workers)")
 	pos, code, ok := parse(fs, args)
@@ -155,6 +156,22 @@ func runBench(env *Env, args []string) int {
 			r, code := benchDensity(env, file, rf, target, argJSON, groups)
 			if code != ExitOK {
 				return code
+			}
+			results = append(results, r)
+		}
+	}
+	if *serveGroups != "" {
+		*rf.runtime = runtimes[0]
+		for _, f := range strings.Split(*serveGroups, ",") {
+			groups, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || groups < 1 {
+				fmt.Fprintf(env.Stderr, "toolhost bench: --serve-density wants numbers of groups, e.g. 200; got %q\n", f)
+				return ExitUsage
+			}
+			r, err := serveDensity(rf, file, name, argJSON, groups)
+			if err != nil {
+				fmt.Fprintf(env.Stderr, "toolhost bench: %v\n", err)
+				return ExitFailure
 			}
 			results = append(results, r)
 		}

@@ -160,7 +160,7 @@ func TestDoctorAndBench(t *testing.T) {
 	}
 	// The baselines, beside toolhost, with their ratios, and the JSON file.
 	outFile := filepath.Join(t.TempDir(), "bench.json")
-	if out, err := exec.Command(bin, "bench", "--n", "30", "--concurrency", "2", "--runtime", "cpython", "--baselines", "--via-plugin", "--scaling", "1,2", "--density", "3", "--out", outFile,
+	if out, err := exec.Command(bin, "bench", "--n", "30", "--concurrency", "2", "--runtime", "cpython", "--baselines", "--via-plugin", "--scaling", "1,2", "--density", "3", "--serve-density", "2", "--out", outFile,
 		filepath.Join(samples, "bench", "bench.yaml"), "noop", `{"x": 1}`).CombinedOutput(); err != nil {
 		t.Fatalf("bench --baselines: %v\n%s", err, out)
 	}
@@ -182,7 +182,11 @@ func TestDoctorAndBench(t *testing.T) {
 				t.Errorf("%v: no cold start from a spare: %v", r["name"], r)
 			}
 		}
-		if strings.HasSuffix(fmt.Sprint(r["name"]), "warm groups") {
+		if fmt.Sprint(r["name"]) == "toolhost serve, 2 warm groups" {
+			if g, _ := r["groups"].(float64); g != 2 || r["pss_mb"].(float64) <= 0 || r["n"].(float64) != 2*20 {
+				t.Errorf("the server's density row: %v", r)
+			}
+		} else if strings.HasSuffix(fmt.Sprint(r["name"]), "warm groups") {
 			if g, _ := r["groups"].(float64); g != 3 || r["pss_mb"].(float64) <= 0 || r["processes"].(float64) < 3 || r["n"].(float64) != 3*20 {
 				t.Errorf("the density row: %v", r)
 			}
@@ -191,7 +195,7 @@ func TestDoctorAndBench(t *testing.T) {
 			t.Errorf("%v: p50_ratio = %v", r["name"], r["p50_ratio"])
 		}
 	}
-	if got := strings.Join(names, "|"); got != "toolhost cpython|toolhost cpython via the plugin process|toolhost cpython, 1 caller|toolhost cpython, 2 callers|toolhost cpython over HTTP|python3 process per call|python3 stdlib HTTP server|Go↔python3 pipe (the floor)|bare call inside python3|toolhost cpython, 3 warm groups" {
+	if got := strings.Join(names, "|"); got != "toolhost cpython|toolhost cpython via the plugin process|toolhost cpython, 1 caller|toolhost cpython, 2 callers|toolhost cpython over HTTP|python3 process per call|python3 stdlib HTTP server|Go↔python3 pipe (the floor)|bare call inside python3|toolhost cpython, 3 warm groups|toolhost serve, 2 warm groups" {
 		t.Errorf("bench --baselines measured %s", got)
 	}
 }
