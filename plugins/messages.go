@@ -7,6 +7,7 @@ package plugins
 
 import (
 	"encoding/json"
+	"errors"
 	"time"
 )
 
@@ -211,6 +212,16 @@ type ToolError struct {
 	Type      string `json:"type,omitempty"`
 	Message   string `json:"message"`
 	Traceback string `json:"traceback,omitempty"`
+}
+
+// AsToolError is err as a ToolError: itself when it is one (or wraps one),
+// else a runtime error with its message.
+func AsToolError(err error) *ToolError {
+	var te *ToolError
+	if errors.As(err, &te) {
+		return te
+	}
+	return &ToolError{Kind: ErrRuntime, Message: err.Error()}
 }
 
 // Error implements error.

@@ -1,6 +1,11 @@
 package plugins
 
-import "fmt"
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"syscall"
+)
 
 // EnvSandbox carries a SandboxConfig, as JSON, from the core to the
 // sandbox's launcher ("toolhost sandbox-launch"), a host process. The
@@ -29,6 +34,20 @@ const EnvSandboxed = "TOOLHOST_SANDBOXED"
 // plugin's end of its data channel (plugins/channel), the descriptor it is
 // on: the plugin process, and the sandbox's launcher on its way there.
 const EnvDataFD = "TOOLHOST_DATA_FD"
+
+// InheritedDataFD is the descriptor EnvDataFD names in this process's
+// environment, marked close-on-exec, with the variable removed; ok is false
+// when there is none.
+func InheritedDataFD() (fd int, ok bool) {
+	v := os.Getenv(EnvDataFD)
+	os.Unsetenv(EnvDataFD)
+	fd, err := strconv.Atoi(v)
+	if err != nil || fd < 3 {
+		return 0, false
+	}
+	syscall.CloseOnExec(fd)
+	return fd, true
+}
 
 // SandboxDataFD is the descriptor init inherits the data channel on (after
 // its configuration, 3, and its own binary, 4).

@@ -17,7 +17,6 @@ import (
 
 	"toolhost/plugins"
 	"toolhost/plugins/channel"
-	"toolhost/plugins/frame"
 	proto "toolhost/plugins/worker"
 )
 
@@ -28,13 +27,13 @@ import (
 // for one more when every worker it has is busy, and gives a worker back
 // when a call went wrong or left something the core cannot clear alone.
 //
-// After each call the core checks, from the host, what the plugin's own
-// after-call checks would: the worker has one thread (/proc/PID/stat of
-// its host pid), no worker it holds has died, and the workers' pids
-// cgroup holds no more tasks than those workers. When all of that holds
-// nothing of the call can outlive it, and the worker serves the next call
-// at once; otherwise the plugin runs its checks (and its sweep) before the
-// answer goes out, as it does on its own calls.
+// After each call, and before an idle worker serves the next one, the
+// core checks from the host what the plugin's own checks would: no worker
+// it holds has died (their pidfds), and the workers' pids cgroup holds no
+// more tasks than those workers, so each has one thread and nothing else
+// runs. When that holds nothing of the call can outlive it, and the worker
+// serves the next call at once; otherwise the plugin runs its checks (and
+// its sweep) first, as it does on its own calls.
 type direct struct {
 	data     *channel.Client
 	limits   plugins.Limits
@@ -94,7 +93,7 @@ func (d *direct) Call(ctx context.Context, req *plugins.CallRequest) (*plugins.C
 		if errors.Is(err, channel.ErrClosed) {
 			return nil, err
 		}
-		resp.Error = asToolError(err)
+		resp.Error = plugins.AsToolError(err)
 		resp.DurationUs = time.Since(start).Microseconds()
 		return resp, nil
 	}
@@ -107,7 +106,7 @@ func (d *direct) Call(ctx context.Context, req *plugins.CallRequest) (*plugins.C
 	b.during = during
 	ended := make(chan struct{})
 	b.exchange.Store(&ended)
-	ans, err := b.conn.Exchange(ctx, proto.CallOf(req), d.limits.AnswerBytes(), deadline(ctx, timeout), d.cb, req.Token)
+	ans, err := b.conn.Exchange(ctx, proto.CallOf(req), d.limits.AnswerBytes(), proto.Deadline(ctx, timeout), d.cb, req.Token)
 	close(ended)
 	if err != nil {
 		if resp.Error = d.failure(b, during, err); resp.Error == nil {
@@ -211,18 +210,10 @@ func (d *direct) failure(b *borrowed, during string, err error) *plugins.ToolErr
 	case <-time.After(pluginWait + time.Second):
 	}
 	d.forget(b)
-	var tl *frame.TooLargeError
-	switch {
-	case errors.Is(err, proto.ErrTimeout):
-		return &plugins.ToolError{Kind: plugins.ErrTimeout, Message: "the worker did not answer in time during " + during + "; it was killed"}
-	case errors.Is(err, proto.ErrCancelled):
-		return &plugins.ToolError{Kind: plugins.ErrCancelled, Message: "the caller went away during " + during + "; its worker was stopped"}
-	case errors.Is(err, proto.ErrForeign):
-		return &plugins.ToolError{Kind: plugins.ErrCrash, Message: fmt.Sprintf("the worker sent an answer that does not belong to %s; it was replaced", during)}
-	case errors.As(err, &tl):
-		return &plugins.ToolError{Kind: plugins.ErrResult, Message: fmt.Sprintf(
-			"the answer of %s is %d bytes, more than the limit of %d (the result limit and the printed output); its worker was replaced", during, tl.Size, tl.Limit)}
-	case l != nil && l.Error != nil:
+	if te := proto.Failure(during, err); te != nil {
+		return te
+	}
+	if l != nil && l.Error != nil {
 		return l.Error
 	}
 	select {
@@ -383,8 +374,7 @@ func (d *direct) borrow(ctx context.Context) (*borrowed, error) {
 		return nil, l.Error
 	}
 	b := &borrowed{id: l.Worker, pidfd: l.Files[2], killed: make(chan *channel.Loan, 1)}
-	resp := l.Files[1]
-	b.conn = proto.Conn{Req: l.Files[0], Resp: resp, Stop: func() { d.stop(b, b.during) }}
+	b.conn = proto.Conn{Req: l.Files[0], Resp: l.Files[1], Stop: func() { d.stop(b, b.during) }}
 	if pid, err := pidOf(b.pidfd); err == nil {
 		b.stat, _ = os.Open("/proc/" + strconv.Itoa(pid) + "/stat")
 	}
@@ -482,20 +472,4 @@ func pidOf(pidfd *os.File) (int, error) {
 		}
 	}
 	return 0, errors.New("no Pid in the pidfd's fdinfo")
-}
-
-func asToolError(err error) *plugins.ToolError {
-	var te *plugins.ToolError
-	if errors.As(err, &te) {
-		return te
-	}
-	return &plugins.ToolError{Kind: plugins.ErrRuntime, Message: err.Error()}
-}
-
-func deadline(ctx context.Context, d time.Duration) time.Time {
-	dl := time.Now().Add(d)
-	if c, ok := ctx.Deadline(); ok && c.Before(dl) {
-		return c
-	}
-	return dl
 }

@@ -78,16 +78,10 @@ func Pair() (core, plugin *os.File, err error) {
 // and marks the descriptor close-on-exec, so that no process this one
 // starts (a worker, and the tool code it runs) inherits it.
 func Inherited() *os.File {
-	v := os.Getenv(plugins.EnvDataFD)
-	os.Unsetenv(plugins.EnvDataFD)
-	if v == "" {
+	fd, ok := plugins.InheritedDataFD()
+	if !ok {
 		return nil
 	}
-	var fd int
-	if _, err := fmt.Sscanf(v, "%d", &fd); err != nil || fd < 3 {
-		return nil
-	}
-	syscall.CloseOnExec(fd)
 	// Non-blocking, through Go's poller: the plugin process may run on one
 	// thread (GOMAXPROCS=1), and a reader blocked in a plain read(2) would
 	// keep the calls it starts from running until the runtime takes its

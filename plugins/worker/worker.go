@@ -238,6 +238,35 @@ func (c *Conn) Exchange(ctx context.Context, req Request, maxFrame int, deadline
 	}
 }
 
+// Deadline is d from now, or ctx's deadline when that comes first.
+func Deadline(ctx context.Context, d time.Duration) time.Time {
+	dl := time.Now().Add(d)
+	if c, ok := ctx.Deadline(); ok && c.Before(dl) {
+		return c
+	}
+	return dl
+}
+
+// Failure is the error of an exchange that failed by the protocol (its
+// deadline, its caller gone, a foreign or oversized frame), during names
+// the exchange; nil for any other error (the worker died: only its host
+// can say how).
+func Failure(during string, err error) *plugins.ToolError {
+	var tl *frame.TooLargeError
+	switch {
+	case errors.Is(err, ErrTimeout):
+		return &plugins.ToolError{Kind: plugins.ErrTimeout, Message: "the worker did not answer in time during " + during + "; it was killed"}
+	case errors.Is(err, ErrCancelled):
+		return &plugins.ToolError{Kind: plugins.ErrCancelled, Message: "the caller went away during " + during + "; its worker was stopped"}
+	case errors.Is(err, ErrForeign):
+		return &plugins.ToolError{Kind: plugins.ErrCrash, Message: fmt.Sprintf("the worker sent an answer that does not belong to %s; it was replaced", during)}
+	case errors.As(err, &tl):
+		return &plugins.ToolError{Kind: plugins.ErrResult, Message: fmt.Sprintf(
+			"the answer of %s is %d bytes, more than the limit of %d (the result limit and the printed output); its worker was replaced", during, tl.Size, tl.Limit)}
+	}
+	return nil
+}
+
 // Bound enforces the result and output limits on an answer, whatever the
 // worker's runner.py claims: printed output and an exception's text are
 // cut at their limits; a result past ResultBytes is a result error (and

@@ -72,7 +72,7 @@ func (p *Pool) Load(ctx context.Context, callables []plugins.Callable) (*plugins
 	if err != nil {
 		return nil, err
 	}
-	a, err := w.roundtrip(&describeFrame{Op: "describe", Callables: callables}, describeFrameLimit, deadline(ctx, startTimeout))
+	a, err := w.roundtrip(&describeFrame{Op: "describe", Callables: callables}, describeFrameLimit, proto.Deadline(ctx, startTimeout))
 	if err != nil {
 		p.release(w)
 		return nil, w.describeFailure("describe", err)
@@ -90,7 +90,7 @@ func (p *Pool) Call(ctx context.Context, req *plugins.CallRequest) *plugins.Call
 	w, note, err := p.acquire(ctx)
 	resp.Note = note
 	if err != nil {
-		resp.Error = toolError(err)
+		resp.Error = plugins.AsToolError(err)
 		resp.DurationUs = time.Since(start).Microseconds()
 		return resp
 	}
@@ -99,7 +99,7 @@ func (p *Pool) Call(ctx context.Context, req *plugins.CallRequest) *plugins.Call
 	if timeout <= 0 {
 		timeout = plugins.DefaultCallTimeout
 	}
-	ans, err := w.exchange(ctx, proto.CallOf(req), p.answerLimit(), deadline(ctx, timeout), p.Callbacks, req.Token)
+	ans, err := w.exchange(ctx, proto.CallOf(req), p.answerLimit(), proto.Deadline(ctx, timeout), p.Callbacks, req.Token)
 	w.calls++
 	var tooLarge *plugins.ToolError
 	if err == nil {
@@ -177,21 +177,6 @@ func (p *Pool) afterCall(w *worker, c string) string {
 		w.kill()
 	}
 	return note
-}
-
-func deadline(ctx context.Context, d time.Duration) time.Time {
-	dl := time.Now().Add(d)
-	if c, ok := ctx.Deadline(); ok && c.Before(dl) {
-		return c
-	}
-	return dl
-}
-
-func toolError(err error) *plugins.ToolError {
-	if te, ok := err.(*plugins.ToolError); ok {
-		return te
-	}
-	return &plugins.ToolError{Kind: plugins.ErrRuntime, Message: err.Error()}
 }
 
 // acquire takes an idle worker, or starts one while fewer than the pool
@@ -289,7 +274,7 @@ func (p *Pool) start(ctx context.Context) (*worker, error) {
 		return w, nil
 	}
 	var pid int
-	w, err := startWorker(p.python, p.env, p.init, deadline(ctx, startTimeout), func(n int) {
+	w, err := startWorker(p.python, p.env, p.init, proto.Deadline(ctx, startTimeout), func(n int) {
 		pid = n
 		p.mu.Lock()
 		p.pids[n] = true

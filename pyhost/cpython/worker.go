@@ -6,7 +6,6 @@ package cpython
 import (
 	"context"
 	_ "embed"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -22,7 +21,6 @@ import (
 
 	"toolhost/core/tail"
 	"toolhost/plugins"
-	"toolhost/plugins/frame"
 	proto "toolhost/plugins/worker"
 )
 
@@ -57,7 +55,6 @@ type worker struct {
 	cmd     *exec.Cmd
 	req     *os.File // our end of the worker's fd 3
 	resp    *os.File // our end of the worker's fd 4
-	respFd  int      // resp's descriptor, for FIONREAD
 	tail    *tail.Buffer
 	pid     int
 	exited  chan struct{}
@@ -131,7 +128,7 @@ func startWorker(python string, env []string, init initFrame, deadline time.Time
 		outR.Close()
 		return nil, fmt.Errorf("start %s: %w", python, err)
 	}
-	w := &worker{cmd: cmd, req: reqW, resp: respR, respFd: int(respR.Fd()), tail: tail.New(4096), pid: cmd.Process.Pid, exited: make(chan struct{}), pidfd: pidfd}
+	w := &worker{cmd: cmd, req: reqW, resp: respR, tail: tail.New(4096), pid: cmd.Process.Pid, exited: make(chan struct{}), pidfd: pidfd}
 	// In the sandbox, the worker joins the workers' cgroup before it runs
 	// any tool code (it waits for its first frame).
 	for _, cg := range workerCgroups() {
@@ -285,19 +282,8 @@ func (w *worker) alive() bool {
 // describeFailure explains why a worker stopped answering: its exit
 // status and the last lines it wrote to stderr.
 func (w *worker) describeFailure(during string, err error) *plugins.ToolError {
-	if errors.Is(err, proto.ErrTimeout) {
-		return &plugins.ToolError{Kind: plugins.ErrTimeout, Message: "the worker did not answer in time during " + during + "; it was killed"}
-	}
-	if errors.Is(err, proto.ErrCancelled) {
-		return &plugins.ToolError{Kind: plugins.ErrCancelled, Message: "the caller went away during " + during + "; its worker was stopped"}
-	}
-	if errors.Is(err, proto.ErrForeign) {
-		return &plugins.ToolError{Kind: plugins.ErrCrash, Message: fmt.Sprintf("the worker sent an answer that does not belong to %s; it was replaced", during)}
-	}
-	var tl *frame.TooLargeError
-	if errors.As(err, &tl) {
-		return &plugins.ToolError{Kind: plugins.ErrResult, Message: fmt.Sprintf(
-			"the answer of %s is %d bytes, more than the limit of %d (the result limit and the printed output); its worker was replaced", during, tl.Size, tl.Limit)}
+	if te := proto.Failure(during, err); te != nil {
+		return te
 	}
 	select {
 	case <-w.exited:

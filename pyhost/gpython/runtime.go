@@ -220,7 +220,7 @@ func (r *Runtime) Call(ctx gocontext.Context, req *plugins.CallRequest) *plugins
 	defer cancel()
 	in, err := r.acquire(ctx)
 	if err != nil {
-		resp.Error = asToolError(err)
+		resp.Error = plugins.AsToolError(err)
 		return resp
 	}
 	fn, te := in.function(req.Callable)
@@ -340,14 +340,6 @@ func (r *Runtime) Close() {
 			return
 		}
 	}
-}
-
-func asToolError(err error) *plugins.ToolError {
-	var te *plugins.ToolError
-	if errors.As(err, &te) {
-		return te
-	}
-	return &plugins.ToolError{Kind: plugins.ErrRuntime, Message: err.Error()}
 }
 
 // toolError turns a gpython exception into {type, message, traceback}.

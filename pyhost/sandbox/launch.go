@@ -165,13 +165,10 @@ func Launch() {
 // inheritedData is the plugin's data channel that the core gave the
 // launcher (named by EnvDataFD), or nil.
 func inheritedData() *os.File {
-	v := os.Getenv(plugins.EnvDataFD)
-	os.Unsetenv(plugins.EnvDataFD)
-	fd, err := strconv.Atoi(v)
-	if err != nil || fd < 3 {
+	fd, ok := plugins.InheritedDataFD()
+	if !ok {
 		return nil
 	}
-	syscall.CloseOnExec(fd)
 	return os.NewFile(uintptr(fd), "data-channel")
 }
 
