@@ -19,6 +19,17 @@ FUZZTIME ?= 1m
 # Fuzz targets: package and function, one per parser of outside input.
 FUZZ_TARGETS := ./core/typeexpr:FuzzParse ./core/definition:FuzzLoad ./core/arguments:FuzzCheck ./core/schema:FuzzAppendString ./plugins/frame:FuzzRead ./core/definition:FuzzLoadAgent ./core/templates:FuzzRender ./core/blocks:FuzzParseMarkdown ./core/relpath:FuzzCheck ./core/cli:FuzzParseSessionLine ./core/requirements:FuzzParse ./core/strictjson:FuzzDecode ./core/mcpserver:FuzzQueryVars
 
+# No PostgreSQL server of storage/pgtest may outlive its tests. Each runs
+# from a folder named toolhost-pgtest-RUN-*, which is on its command line;
+# RUN is this make's own tag, so that another run's servers on the machine
+# do not count. A server killed with its test process may take a moment.
+ifndef TOOLHOST_PGTEST_RUN
+TOOLHOST_PGTEST_RUN := $(shell od -An -N4 -tx4 /dev/urandom | tr -d ' \n')
+endif
+export TOOLHOST_PGTEST_RUN
+PG_LEFTOVERS = for i in 1 2 3 4 5 6; do pgrep -f '[t]oolhost-pgtest-$(TOOLHOST_PGTEST_RUN)-' >/dev/null || exit 0; sleep 0.5; done; \
+	echo "make: PostgreSQL servers of the tests (storage/pgtest) are still running:"; pgrep -af '[t]oolhost-pgtest-$(TOOLHOST_PGTEST_RUN)-'; exit 1
+
 .PHONY: all build run schemas test lint unit fuzz fuzz-short race bench tools tools-run screenshots clean
 
 all: build
@@ -57,7 +68,14 @@ test: tools lint unit fuzz-short
 # it cannot be installed here. Chromium, for the console's browser tests
 # (Debian's chromium package, installed when missing). And node with npm,
 # for the MCP client on the TypeScript SDK (its packages come from npm,
-# pinned by its lock).
+# pinned by its lock). And PostgreSQL's server binaries (initdb, postgres),
+# for the tests of the PostgreSQL storage: storage/pgtest runs a private
+# server of its own in a temporary folder. Debian's server packages
+# (postgresql, and postgresql-15 under it) create a system cluster on
+# install and start it: a drop-in of postgresql-common's createcluster.conf
+# turns that off first, and any system cluster still running afterwards is
+# stopped, so the install leaves no server running.
+PG_FOUND := command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1
 tools:
 	@command -v python3 >/dev/null || { echo "make: python3 is needed; installing it"; apt-get update && apt-get install -y python3; }
 	@command -v slirp4netns >/dev/null || { echo "make: slirp4netns gives sandboxes their network under --network allow; installing it"; \
@@ -70,6 +88,12 @@ tools:
 	@test -d core/mcpserver/testdata/tsclient/node_modules || { command -v npm >/dev/null || { echo "make: the TypeScript MCP client test (TestMCPTypeScriptClient) needs node and npm"; exit 1; }; \
 		echo "make: installing the TypeScript MCP client's npm packages (core/mcpserver/testdata/tsclient)"; \
 		npm ci --prefix core/mcpserver/testdata/tsclient --no-audit --no-fund >/dev/null || { echo "make: npm ci in core/mcpserver/testdata/tsclient failed"; exit 1; }; }
+	@$(PG_FOUND) || { echo "make: the PostgreSQL storage's tests (storage/pgtest) need PostgreSQL's server binaries; installing Debian's postgresql package (its system cluster neither created nor started)"; \
+		mkdir -p /etc/postgresql-common/createcluster.d && echo 'create_main_cluster = false' > /etc/postgresql-common/createcluster.d/toolhost-no-main-cluster.conf; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql) >/dev/null || { echo "make: could not install postgresql"; exit 1; }; \
+		pg_lsclusters -h 2>/dev/null | while read -r ver name port status rest; do \
+			case $$status in online*) pg_ctlcluster $$ver $$name stop || true;; esac; done; \
+		$(PG_FOUND) || { echo "make: postgresql is installed but initdb is not found"; exit 1; }; }
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -78,6 +102,7 @@ lint:
 
 unit:
 	$(GO) test -count=1 ./...
+	@$(PG_LEFTOVERS)
 
 # Every test with the race detector, in the test binaries and in the
 # toolhost processes they start (server, plugin processes): a race there
@@ -89,6 +114,7 @@ RACE_LIMIT_PKGS := ./core/runner ./core/templates
 race:
 	TOOLHOST_TEST_RACE=1 GORACE=halt_on_error=1 $(GO) test -race -count=1 $$($(GO) list ./... | grep -v -e /core/runner -e /core/templates)
 	GORACE=halt_on_error=1 $(GO) test -race -count=1 $(RACE_LIMIT_PKGS)
+	@$(PG_LEFTOVERS)
 
 # The soak run (outside `make test`): SOAK_CALLS calls from SOAK_CLIENTS
 # clients through a real server, every other one hostile (crashes,
