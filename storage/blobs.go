@@ -24,18 +24,43 @@ func (s *DB) OpenFile(ctx context.Context, tenantID int64, path string) (FileInf
 	if err != nil {
 		return fi, nil, err
 	}
-	f, err := os.Open(s.BlobPath(fi.SHA256))
+	p, err := s.LocalBlob(ctx, fi.SHA256)
+	if err != nil {
+		return fi, nil, err
+	}
+	f, err := os.Open(p)
 	return fi, f, err
 }
 
+// LocalBlob returns the path of the bytes with the given sha256 in this
+// node's blob folder; on PostgreSQL it first copies them from the database
+// when the folder has no copy yet. Call it inside WithBlobs (or hold the
+// path only as long as nothing can collect it).
+func (s *DB) LocalBlob(ctx context.Context, sha string) (string, error) {
+	p := s.BlobPath(sha)
+	if s.dialect != postgresDialect {
+		return p, nil
+	}
+	if _, err := os.Stat(p); err == nil {
+		return p, nil
+	}
+	return p, s.pgFetchBlob(ctx, sha)
+}
+
 // CollectBlobs deletes the blobs no file of any tenant refers to (left by
-// replaced and deleted files) and returns how many it deleted and their
-// bytes. Uploads wait while it runs. Materialised group folders hold
+// replaced and deleted files) and returns how many it deleted from this
+// node's folder and their bytes (on PostgreSQL it first deletes them from
+// the database, one node at a time). Uploads wait while it runs. Materialised group folders hold
 // copies of their blobs, which are not touched.
 func (s *DB) CollectBlobs(ctx context.Context) (n int, bytes int64, err error) {
+	if s.dialect == postgresDialect {
+		if err := s.pgCollectBlobs(ctx); err != nil {
+			return 0, 0, err
+		}
+	}
 	s.blobMu.Lock()
 	defer s.blobMu.Unlock()
-	shas, err := queryAll(ctx, s.sql, []string(nil), func(r *sql.Rows, sha *string) error { return r.Scan(sha) },
+	shas, err := queryAll(ctx, s, []string(nil), func(r *sql.Rows, sha *string) error { return r.Scan(sha) },
 		`SELECT DISTINCT sha256 FROM files`)
 	if err != nil {
 		return 0, 0, err

@@ -22,64 +22,76 @@ type LedgerEntry struct {
 // ClaimKey takes an idempotency key for a call. It answers owned=true when
 // the caller now holds the key (no entry, an expired one, or a running one
 // older than stale, whose server died) and must run the call and Complete
-// it; otherwise it answers the entry found.
+// it; otherwise it answers the entry found. Claims are exactly-once across
+// every node of the database: the first insert of the key wins, and taking
+// over an expired or abandoned entry is a compare-and-set on its row.
 func (s *DB) ClaimKey(ctx context.Context, tenantID int64, key, hash string, window, stale time.Duration) (*LedgerEntry, bool, error) {
-	tx, err := s.sql.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, false, err
-	}
-	defer tx.Rollback()
-	var e LedgerEntry
-	var state, created, expires string
-	err = tx.QueryRowContext(ctx, `SELECT request_hash, state, response, created_at, expires_at FROM idempotency WHERE tenant_id = ? AND key = ?`,
-		tenantID, key).Scan(&e.RequestHash, &state, &e.Response, &created, &expires)
-	nowT := time.Now().UTC()
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-	case err != nil:
-		return nil, false, err
-	default:
-		exp, _ := time.Parse(time.RFC3339Nano, expires)
-		cre, _ := time.Parse(time.RFC3339Nano, created)
+	for attempt := 0; ; attempt++ {
+		nowT := time.Now().UTC()
+		created, expires := nowT.Format(time.RFC3339Nano), nowT.Add(window).Format(time.RFC3339Nano)
+		res, err := s.exec(ctx, `INSERT INTO idempotency (tenant_id, key, request_hash, state, response, created_at, expires_at)
+			VALUES (?, ?, ?, 'running', NULL, ?, ?) ON CONFLICT (tenant_id, key) DO NOTHING`, tenantID, key, hash, created, expires)
+		if err != nil {
+			return nil, false, err
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			return nil, true, nil
+		}
+		var e LedgerEntry
+		var state, oldCreated, oldExpires string
+		err = s.row(ctx, `SELECT request_hash, state, response, created_at, expires_at FROM idempotency WHERE tenant_id = ? AND key = ?`,
+			tenantID, key).Scan(&e.RequestHash, &state, &e.Response, &oldCreated, &oldExpires)
+		if errors.Is(err, sql.ErrNoRows) && attempt < 3 {
+			continue // released meanwhile: claim it again
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		exp, _ := time.Parse(time.RFC3339Nano, oldExpires)
+		cre, _ := time.Parse(time.RFC3339Nano, oldCreated)
 		expired := nowT.After(exp)
 		abandoned := state == "running" && nowT.Sub(cre) > stale
 		if !expired && !abandoned {
 			e.Running = state == "running"
 			return &e, false, nil
 		}
+		// Take it over, unless another claimant did first.
+		res, err = s.exec(ctx, `UPDATE idempotency SET request_hash = ?, state = 'running', response = NULL, created_at = ?, expires_at = ?
+			WHERE tenant_id = ? AND key = ? AND created_at = ? AND state = ?`, hash, created, expires, tenantID, key, oldCreated, state)
+		if err != nil {
+			return nil, false, err
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			return nil, true, nil
+		}
+		if attempt >= 3 {
+			return nil, false, errors.New("idempotency key: too many concurrent claims")
+		}
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO idempotency (tenant_id, key, request_hash, state, response, created_at, expires_at)
-		VALUES (?, ?, ?, 'running', NULL, ?, ?)
-		ON CONFLICT (tenant_id, key) DO UPDATE SET request_hash = excluded.request_hash, state = 'running', response = NULL,
-			created_at = excluded.created_at, expires_at = excluded.expires_at`,
-		tenantID, key, hash, nowT.Format(time.RFC3339Nano), nowT.Add(window).Format(time.RFC3339Nano)); err != nil {
-		return nil, false, err
-	}
-	return nil, true, tx.Commit()
 }
 
 // CompleteKey stores the answer of the call that holds a key.
 func (s *DB) CompleteKey(ctx context.Context, tenantID int64, key string, response []byte) error {
-	_, err := s.sql.ExecContext(ctx, `UPDATE idempotency SET state = 'done', response = ? WHERE tenant_id = ? AND key = ?`, response, tenantID, key)
+	_, err := s.exec(ctx, `UPDATE idempotency SET state = 'done', response = ? WHERE tenant_id = ? AND key = ?`, response, tenantID, key)
 	return err
 }
 
 // ReleaseKey gives up a key whose call could not finish, so that a retry
 // runs it.
 func (s *DB) ReleaseKey(ctx context.Context, tenantID int64, key string) error {
-	_, err := s.sql.ExecContext(ctx, `DELETE FROM idempotency WHERE tenant_id = ? AND key = ? AND state = 'running'`, tenantID, key)
+	_, err := s.exec(ctx, `DELETE FROM idempotency WHERE tenant_id = ? AND key = ? AND state = 'running'`, tenantID, key)
 	return err
 }
 
 // PruneKeys deletes expired keys and continuations.
 func (s *DB) PruneKeys(ctx context.Context) (int64, error) {
 	n := now()
-	res, err := s.sql.ExecContext(ctx, `DELETE FROM idempotency WHERE expires_at < ?`, n)
+	res, err := s.exec(ctx, `DELETE FROM idempotency WHERE expires_at < ?`, n)
 	if err != nil {
 		return 0, err
 	}
 	a, _ := res.RowsAffected()
-	res, err = s.sql.ExecContext(ctx, `DELETE FROM continuations WHERE expires_at < ?`, n)
+	res, err = s.exec(ctx, `DELETE FROM continuations WHERE expires_at < ?`, n)
 	if err != nil {
 		return a, err
 	}
@@ -107,7 +119,7 @@ func (s *DB) SaveContinuation(ctx context.Context, tenantID int64, c Continuatio
 	if err != nil {
 		return "", err
 	}
-	_, err = s.sql.ExecContext(ctx, `INSERT INTO continuations (id, tenant_id, group_name, tool, arguments, session_id, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+	_, err = s.exec(ctx, `INSERT INTO continuations (id, tenant_id, group_name, tool, arguments, session_id, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		id, tenantID, c.Group, c.Tool, string(args), c.SessionID, time.Now().UTC().Add(ttl).Format(time.RFC3339Nano))
 	return id, err
 }
@@ -116,7 +128,7 @@ func (s *DB) SaveContinuation(ctx context.Context, tenantID int64, c Continuatio
 func (s *DB) Continuation(ctx context.Context, tenantID int64, id string) (*Continuation, error) {
 	var c Continuation
 	var args, expires string
-	err := s.sql.QueryRowContext(ctx, `SELECT group_name, tool, arguments, session_id, expires_at FROM continuations WHERE id = ? AND tenant_id = ?`, id, tenantID).
+	err := s.row(ctx, `SELECT group_name, tool, arguments, session_id, expires_at FROM continuations WHERE id = ? AND tenant_id = ?`, id, tenantID).
 		Scan(&c.Group, &c.Tool, &args, &c.SessionID, &expires)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrGone

@@ -22,15 +22,18 @@ type Agent struct {
 
 // PutAgent creates or replaces an agent by name.
 func (s *DB) PutAgent(ctx context.Context, tenantID int64, name string, yaml []byte) error {
-	_, err := s.sql.ExecContext(ctx, `INSERT INTO agents (tenant_id, name, yaml, updated_at) VALUES (?, ?, ?, ?)
+	_, err := s.exec(ctx, `INSERT INTO agents (tenant_id, name, yaml, updated_at) VALUES (?, ?, ?, ?)
 		ON CONFLICT (tenant_id, name) DO UPDATE SET yaml = excluded.yaml, updated_at = excluded.updated_at`, tenantID, name, yaml, now())
+	if err == nil {
+		s.notify(ctx, Change{Kind: ChangeAgents, Tenant: tenantID, Name: name})
+	}
 	return err
 }
 
 // Agent returns one agent.
 func (s *DB) Agent(ctx context.Context, tenantID int64, name string) (Agent, error) {
 	a := Agent{Name: name}
-	err := s.sql.QueryRowContext(ctx, `SELECT yaml, updated_at FROM agents WHERE tenant_id = ? AND name = ?`, tenantID, name).Scan(&a.YAML, &a.UpdatedAt)
+	err := s.row(ctx, `SELECT yaml, updated_at FROM agents WHERE tenant_id = ? AND name = ?`, tenantID, name).Scan(&a.YAML, &a.UpdatedAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return a, ErrNotFound
 	}
@@ -39,7 +42,7 @@ func (s *DB) Agent(ctx context.Context, tenantID int64, name string) (Agent, err
 
 // Agents lists a tenant's agents.
 func (s *DB) Agents(ctx context.Context, tenantID int64) ([]Agent, error) {
-	return queryAll(ctx, s.sql, []Agent(nil), func(r *sql.Rows, a *Agent) error { return r.Scan(&a.Name, &a.YAML, &a.UpdatedAt) },
+	return queryAll(ctx, s, []Agent(nil), func(r *sql.Rows, a *Agent) error { return r.Scan(&a.Name, &a.YAML, &a.UpdatedAt) },
 		`SELECT name, yaml, updated_at FROM agents WHERE tenant_id = ? ORDER BY name`, tenantID)
 }
 
@@ -47,7 +50,11 @@ func (s *DB) Agents(ctx context.Context, tenantID int64) ([]Agent, error) {
 // and messages too) but can no longer call tools. ErrNotFound when there
 // is no such agent.
 func (s *DB) DeleteAgent(ctx context.Context, tenantID int64, name string) error {
-	return execFound(ctx, s.sql, `DELETE FROM agents WHERE tenant_id = ? AND name = ?`, tenantID, name)
+	if err := execFound(ctx, s, `DELETE FROM agents WHERE tenant_id = ? AND name = ?`, tenantID, name); err != nil {
+		return err
+	}
+	s.notify(ctx, Change{Kind: ChangeAgents, Tenant: tenantID, Name: name})
+	return nil
 }
 
 // Session is a stored session.
@@ -78,10 +85,13 @@ func (s *DB) SaveSession(ctx context.Context, tenantID int64, sess *Session) err
 		finished = sess.FinishedAt
 	}
 	tags, _ := json.Marshal(sess.AllowedTags)
-	_, err = s.sql.ExecContext(ctx, `INSERT INTO sessions (id, tenant_id, agent, state, variables, closed, created_at, finished_at, allowed_tags)
+	_, err = s.exec(ctx, `INSERT INTO sessions (id, tenant_id, agent, state, variables, closed, created_at, finished_at, allowed_tags)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET state = excluded.state, variables = excluded.variables, closed = excluded.closed, finished_at = excluded.finished_at`,
 		sess.ID, tenantID, sess.Agent, sess.State, string(vars), sess.Closed, sess.CreatedAt, finished, string(tags))
+	if err == nil {
+		s.notify(ctx, Change{Kind: ChangeSession, Tenant: tenantID, Name: sess.ID})
+	}
 	return err
 }
 
@@ -105,7 +115,7 @@ func scanSession(row interface{ Scan(...any) error }, sess *Session) error {
 // Session returns a tenant's session.
 func (s *DB) Session(ctx context.Context, tenantID int64, id string) (*Session, error) {
 	sess := &Session{}
-	err := scanSession(s.sql.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = ? AND tenant_id = ?`, id, tenantID), sess)
+	err := scanSession(s.row(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = ? AND tenant_id = ?`, id, tenantID), sess)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -118,18 +128,18 @@ func (s *DB) Session(ctx context.Context, tenantID int64, id string) (*Session, 
 // Sessions lists a tenant's sessions (of one agent when agent is not
 // empty): the newest limit of them (all when limit <= 0), oldest first.
 func (s *DB) Sessions(ctx context.Context, tenantID int64, agent string, limit int) ([]*Session, error) {
-	if limit <= 0 {
-		limit = -1 // SQLite: no limit
-	}
 	q := `SELECT ` + sessionColumns + ` FROM sessions WHERE tenant_id = ?`
 	args := []any{tenantID}
 	if agent != "" {
 		q += ` AND agent = ?`
 		args = append(args, agent)
 	}
-	q += ` ORDER BY created_at DESC, rowid DESC LIMIT ?`
-	args = append(args, limit)
-	out, err := queryAll(ctx, s.sql, []*Session{}, func(r *sql.Rows, sess **Session) error {
+	q += ` ORDER BY created_at DESC, id DESC`
+	if limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, limit)
+	}
+	out, err := queryAll(ctx, s, []*Session{}, func(r *sql.Rows, sess **Session) error {
 		*sess = &Session{}
 		return scanSession(r, *sess)
 	}, q, args...)
@@ -139,7 +149,7 @@ func (s *DB) Sessions(ctx context.Context, tenantID int64, agent string, limit i
 
 // AddMessage appends an outgoing message to a session.
 func (s *DB) AddMessage(ctx context.Context, sessionID, text string) error {
-	_, err := s.sql.ExecContext(ctx, `INSERT INTO messages (session_id, text, created_at) VALUES (?, ?, ?)`, sessionID, text, now())
+	_, err := s.exec(ctx, `INSERT INTO messages (session_id, text, created_at) VALUES (?, ?, ?)`, sessionID, text, now())
 	return err
 }
 
@@ -151,7 +161,7 @@ type Message struct {
 
 // Messages lists a session's outgoing messages in order.
 func (s *DB) Messages(ctx context.Context, sessionID string) ([]Message, error) {
-	return queryAll(ctx, s.sql, []Message{}, func(r *sql.Rows, m *Message) error { return r.Scan(&m.Text, &m.CreatedAt) },
+	return queryAll(ctx, s, []Message{}, func(r *sql.Rows, m *Message) error { return r.Scan(&m.Text, &m.CreatedAt) },
 		`SELECT text, created_at FROM messages WHERE session_id = ? ORDER BY id`, sessionID)
 }
 
@@ -165,7 +175,7 @@ type Unanswered struct {
 
 // AddUnanswered records a question.
 func (s *DB) AddUnanswered(ctx context.Context, tenantID int64, sessionID, question string) error {
-	_, err := s.sql.ExecContext(ctx, `INSERT INTO unanswered (tenant_id, session_id, question, created_at) VALUES (?, ?, ?, ?)`,
+	_, err := s.exec(ctx, `INSERT INTO unanswered (tenant_id, session_id, question, created_at) VALUES (?, ?, ?, ?)`,
 		tenantID, sessionID, question, now())
 	return err
 }
@@ -173,11 +183,13 @@ func (s *DB) AddUnanswered(ctx context.Context, tenantID int64, sessionID, quest
 // UnansweredQuestions lists a tenant's unanswered questions: the newest
 // limit of them (all when limit <= 0), oldest first.
 func (s *DB) UnansweredQuestions(ctx context.Context, tenantID int64, limit int) ([]Unanswered, error) {
-	if limit <= 0 {
-		limit = -1 // SQLite: no limit
+	q, args := `SELECT id, session_id, question, created_at FROM unanswered WHERE tenant_id = ? ORDER BY id DESC`, []any{tenantID}
+	if limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, limit)
 	}
-	us, err := queryAll(ctx, s.sql, []Unanswered{}, func(r *sql.Rows, u *Unanswered) error { return r.Scan(&u.ID, &u.SessionID, &u.Question, &u.CreatedAt) },
-		`SELECT id, session_id, question, created_at FROM unanswered WHERE tenant_id = ? ORDER BY id DESC LIMIT ?`, tenantID, limit)
+	us, err := queryAll(ctx, s, []Unanswered{}, func(r *sql.Rows, u *Unanswered) error { return r.Scan(&u.ID, &u.SessionID, &u.Question, &u.CreatedAt) },
+		q, args...)
 	slices.Reverse(us)
 	return us, err
 }
@@ -185,16 +197,20 @@ func (s *DB) UnansweredQuestions(ctx context.Context, tenantID int64, limit int)
 // DeleteUnanswered removes a reviewed question; ErrNotFound when the tenant
 // has no question of that id.
 func (s *DB) DeleteUnanswered(ctx context.Context, tenantID, id int64) error {
-	return execFound(ctx, s.sql, `DELETE FROM unanswered WHERE tenant_id = ? AND id = ?`, tenantID, id)
+	return execFound(ctx, s, `DELETE FROM unanswered WHERE tenant_id = ? AND id = ?`, tenantID, id)
 }
 
 // ErrNoFTS5 is a binary built without SQLite's FTS5.
 var ErrNoFTS5 = errors.New("knowledge search needs SQLite FTS5: build toolhost with -tags sqlite_fts5 (make build does)")
 
-// ensureFTS makes the full-text index on first use.
+// ensureFTS makes the full-text index on first use (SQLite; PostgreSQL's
+// is made by its migrations).
 func (s *DB) ensureFTS(ctx context.Context) error {
+	if s.dialect == postgresDialect {
+		return nil
+	}
 	s.ftsOnce.Do(func() {
-		_, s.ftsErr = s.sql.ExecContext(ctx, `CREATE VIRTUAL TABLE IF NOT EXISTS knowledge_fts USING fts5(name UNINDEXED, tenant_id UNINDEXED, content, tokenize='unicode61')`)
+		_, s.ftsErr = s.exec(ctx, `CREATE VIRTUAL TABLE IF NOT EXISTS knowledge_fts USING fts5(name UNINDEXED, tenant_id UNINDEXED, content, tokenize='unicode61')`)
 		if s.ftsErr != nil && strings.Contains(s.ftsErr.Error(), "no such module") {
 			s.ftsErr = ErrNoFTS5
 		}
@@ -227,13 +243,13 @@ func (s *DB) PutKnowledge(ctx context.Context, tenantID int64, name, content str
 	if err := s.ensureFTS(ctx); err != nil {
 		return err
 	}
-	tx, err := s.sql.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
 	ps := passages(content)
-	if _, err := tx.ExecContext(ctx, `INSERT INTO knowledge (tenant_id, name, content, passages, updated_at) VALUES (?, ?, ?, ?, ?)
+	if _, err := tx.exec(ctx, `INSERT INTO knowledge (tenant_id, name, content, passages, updated_at) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (tenant_id, name) DO UPDATE SET content = excluded.content, passages = excluded.passages, updated_at = excluded.updated_at`,
 		tenantID, name, content, len(ps), now()); err != nil {
 		return err
@@ -242,7 +258,7 @@ func (s *DB) PutKnowledge(ctx context.Context, tenantID int64, name, content str
 		return err
 	}
 	for i, p := range ps {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO knowledge_fts (name, tenant_id, content) VALUES (?, ?, ?)`, fmt.Sprintf("%s#%d", name, i+1), tenantID, p); err != nil {
+		if err := s.insertPassage(ctx, tx, tenantID, name, i+1, p); err != nil {
 			return err
 		}
 	}
@@ -273,15 +289,19 @@ func (s *DB) SearchKnowledge(ctx context.Context, tenantID int64, names []string
 	if err := s.ensureFTS(ctx); err != nil {
 		return nil, err
 	}
-	// Each word of the query is a term; quoting keeps FTS5 syntax out.
-	var terms []string
-	for _, w := range strings.FieldsFunc(query, func(r rune) bool {
+	// Each word of the query is a term (quoted for FTS5, to keep its
+	// syntax out; a plainto_tsquery of its own on PostgreSQL).
+	terms := strings.FieldsFunc(query, func(r rune) bool {
 		return !(r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r > 127)
-	}) {
-		terms = append(terms, `"`+strings.ReplaceAll(w, `"`, `""`)+`"`)
-	}
+	})
 	if len(terms) == 0 {
 		return []Passage{}, nil
+	}
+	if s.dialect == postgresDialect {
+		return s.pgSearchKnowledge(ctx, tenantID, names, terms, limit)
+	}
+	for i, t := range terms {
+		terms[i] = `"` + strings.ReplaceAll(t, `"`, `""`) + `"`
 	}
 	// The documents are filtered in the query, not after it: another
 	// document of the tenant that matches better must not crowd out the
@@ -289,14 +309,19 @@ func (s *DB) SearchKnowledge(ctx context.Context, tenantID int64, names []string
 	q := `SELECT name, content, -bm25(knowledge_fts) FROM knowledge_fts WHERE knowledge_fts MATCH ? AND tenant_id = ?`
 	args := []any{strings.Join(terms, " OR "), tenantID}
 	if len(names) > 0 {
-		q += ` AND substr(name, 1, instr(name, '#') - 1) IN (` + strings.TrimSuffix(strings.Repeat("?, ", len(names)), ", ") + `)`
+		q += ` AND substr(name, 1, instr(name, '#') - 1) IN (` + placeholders(len(names)) + `)`
 		for _, n := range names {
 			args = append(args, n)
 		}
 	}
 	q += ` ORDER BY bm25(knowledge_fts) LIMIT ?`
 	args = append(args, limit)
-	return queryAll(ctx, s.sql, []Passage{}, func(r *sql.Rows, p *Passage) error { return r.Scan(&p.Source, &p.Text, &p.Score) }, q, args...)
+	return queryAll(ctx, s, []Passage{}, func(r *sql.Rows, p *Passage) error { return r.Scan(&p.Source, &p.Text, &p.Score) }, q, args...)
+}
+
+// placeholders is n comma-separated ? placeholders.
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
 }
 
 // KnowledgeDoc describes a stored knowledge document.
@@ -311,7 +336,7 @@ type KnowledgeDoc struct {
 func (s *DB) Knowledge(ctx context.Context, tenantID int64) ([]KnowledgeDoc, error) {
 	// The text is read only for documents stored before passages were
 	// counted at upload.
-	return queryAll(ctx, s.sql, []KnowledgeDoc{}, func(r *sql.Rows, d *KnowledgeDoc) error {
+	return queryAll(ctx, s, []KnowledgeDoc{}, func(r *sql.Rows, d *KnowledgeDoc) error {
 		var counted sql.NullInt64
 		var content sql.NullString
 		if err := r.Scan(&d.Name, &d.Size, &counted, &content, &d.UpdatedAt); err != nil {
@@ -322,14 +347,14 @@ func (s *DB) Knowledge(ctx context.Context, tenantID int64) ([]KnowledgeDoc, err
 			d.Passages = len(passages(content.String))
 		}
 		return nil
-	}, `SELECT name, length(CAST(content AS BLOB)), passages, CASE WHEN passages IS NULL THEN content END, updated_at
+	}, `SELECT name, `+s.byteLength("content")+`, passages, CASE WHEN passages IS NULL THEN content END, updated_at
 		FROM knowledge WHERE tenant_id = ? ORDER BY name`, tenantID)
 }
 
 // KnowledgeText returns one document's text; ErrNotFound when there is none.
 func (s *DB) KnowledgeText(ctx context.Context, tenantID int64, name string) (string, error) {
 	var content string
-	err := s.sql.QueryRowContext(ctx, `SELECT content FROM knowledge WHERE tenant_id = ? AND name = ?`, tenantID, name).Scan(&content)
+	err := s.row(ctx, `SELECT content FROM knowledge WHERE tenant_id = ? AND name = ?`, tenantID, name).Scan(&content)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", ErrNotFound
 	}
@@ -342,7 +367,7 @@ func (s *DB) DeleteKnowledge(ctx context.Context, tenantID int64, name string) e
 	if err := s.ensureFTS(ctx); err != nil {
 		return err
 	}
-	tx, err := s.sql.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return err
 	}
@@ -357,9 +382,13 @@ func (s *DB) DeleteKnowledge(ctx context.Context, tenantID int64, name string) e
 }
 
 // deletePassages removes a document's passages ("NAME#N") from the index.
-func deletePassages(ctx context.Context, tx *sql.Tx, tenantID int64, name string) error {
+func deletePassages(ctx context.Context, tx *txn, tenantID int64, name string) error {
+	if tx.s.dialect == postgresDialect {
+		_, err := tx.exec(ctx, `DELETE FROM knowledge_passages WHERE tenant_id = ? AND doc = ?`, tenantID, name)
+		return err
+	}
 	prefix := name + "#"
-	_, err := tx.ExecContext(ctx, `DELETE FROM knowledge_fts WHERE tenant_id = ? AND substr(name, 1, ?) = ?`, tenantID, len([]rune(prefix)), prefix)
+	_, err := tx.exec(ctx, `DELETE FROM knowledge_fts WHERE tenant_id = ? AND substr(name, 1, ?) = ?`, tenantID, len([]rune(prefix)), prefix)
 	return err
 }
 
@@ -378,7 +407,7 @@ func (s *DB) AddLog(ctx context.Context, tenantID int64, sessionID, kind, event 
 	if err != nil {
 		return err
 	}
-	_, err = s.sql.ExecContext(ctx, `INSERT INTO logs (tenant_id, session_id, kind, event, data, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+	_, err = s.exec(ctx, `INSERT INTO logs (tenant_id, session_id, kind, event, data, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
 		tenantID, sessionID, kind, event, string(b), now())
 	return err
 }
@@ -389,12 +418,12 @@ func (s *DB) Logs(ctx context.Context, tenantID int64, sessionID string, kinds .
 	q := `SELECT id, kind, event, data, created_at FROM logs WHERE tenant_id = ? AND session_id = ?`
 	args := []any{tenantID, sessionID}
 	if len(kinds) > 0 {
-		q += ` AND kind IN (?` + strings.Repeat(",?", len(kinds)-1) + `)`
+		q += ` AND kind IN (` + placeholders(len(kinds)) + `)`
 		for _, k := range kinds {
 			args = append(args, k)
 		}
 	}
-	return queryAll(ctx, s.sql, []LogEntry{}, scanLogEntry, q+` ORDER BY id`, args...)
+	return queryAll(ctx, s, []LogEntry{}, scanLogEntry, q+` ORDER BY id`, args...)
 }
 
 // scanLogEntry reads a row of (id, kind, event, data, created_at).
@@ -410,7 +439,7 @@ func scanLogEntry(r *sql.Rows, e *LogEntry) error {
 // PruneLogs deletes log entries older than keep and returns how many.
 func (s *DB) PruneLogs(ctx context.Context, keep time.Duration) (int64, error) {
 	cutoff := time.Now().Add(-keep).UTC().Format(time.RFC3339Nano)
-	res, err := s.sql.ExecContext(ctx, `DELETE FROM logs WHERE created_at < ?`, cutoff)
+	res, err := s.exec(ctx, `DELETE FROM logs WHERE created_at < ?`, cutoff)
 	if err != nil {
 		return 0, err
 	}
@@ -421,7 +450,7 @@ func (s *DB) PruneLogs(ctx context.Context, keep time.Duration) (int64, error) {
 // `toolhost logs`, which has no token).
 func (s *DB) SessionTenant(ctx context.Context, id string) (int64, error) {
 	var t int64
-	err := s.sql.QueryRowContext(ctx, `SELECT tenant_id FROM sessions WHERE id = ?`, id).Scan(&t)
+	err := s.row(ctx, `SELECT tenant_id FROM sessions WHERE id = ?`, id).Scan(&t)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, ErrNotFound
 	}
@@ -458,8 +487,8 @@ func (s *DB) LogView(ctx context.Context, tenantID int64, sessionID, kind string
 // warnings: the newest limit of them (all when limit <= 0), oldest first;
 // contains filters by a part of a warning.
 func (s *DB) SearchWarnings(ctx context.Context, tenantID int64, contains string, limit int) ([]LogEntry, error) {
-	rows, err := s.sql.QueryContext(ctx, `SELECT id, kind, event, data, created_at FROM logs
-		WHERE tenant_id = ? AND json_extract(data, '$.warnings') IS NOT NULL ORDER BY id DESC`, tenantID)
+	rows, err := s.query(ctx, `SELECT id, kind, event, data, created_at FROM logs
+		WHERE tenant_id = ? AND `+s.jsonHas("data", "warnings")+` ORDER BY id DESC`, tenantID)
 	if err != nil {
 		return nil, err
 	}

@@ -34,7 +34,7 @@ const DefaultMaxFileSize = 50 << 20
 
 // Server serves the API.
 type Server struct {
-	DB       *storage.DB
+	DB       storage.Store
 	Registry *registry.Registry
 	// Calls is the call path (made over Registry when nil).
 	Calls *calls.Service

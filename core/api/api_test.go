@@ -37,7 +37,7 @@ func newServer(t testing.TB) (*httptest.Server, string, *registry.Registry) {
 
 // newServerWith is newServer with a hook to set Server fields before it
 // serves; it also returns the database.
-func newServerWith(t testing.TB, set func(*Server)) (*httptest.Server, string, *registry.Registry, *storage.DB) {
+func newServerWith(t testing.TB, set func(*Server)) (*httptest.Server, string, *registry.Registry, storage.Store) {
 	t.Helper()
 	db, err := storage.Open(t.TempDir())
 	if err != nil {
@@ -269,7 +269,7 @@ func BenchmarkHTTPCall(b *testing.B) {
 
 // newBenchServer is newServer that also returns the database and the
 // server's call path.
-func newBenchServer(b *testing.B) (*httptest.Server, string, *registry.Registry, *storage.DB, *calls.Service) {
+func newBenchServer(b *testing.B) (*httptest.Server, string, *registry.Registry, storage.Store, *calls.Service) {
 	var cs *calls.Service
 	srv, token, reg, db := newServerWith(b, func(s *Server) { cs = s.Calls })
 	return srv, token, reg, db, cs

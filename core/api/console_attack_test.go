@@ -238,7 +238,7 @@ states:
 `
 
 // atkTenant is the id of a token's tenant.
-func atkTenant(t *testing.T, db *storage.DB, token string) int64 {
+func atkTenant(t *testing.T, db storage.Store, token string) int64 {
 	t.Helper()
 	tn, err := db.TenantByToken(context.Background(), token)
 	if err != nil {

@@ -24,7 +24,7 @@ import (
 // them (core/console has the tests in a real Chromium).
 
 // consoleServer is a server with the console, and a signed-in client.
-func consoleServer(t *testing.T) (*httptest.Server, string, *http.Client, *storage.DB) {
+func consoleServer(t *testing.T) (*httptest.Server, string, *http.Client, storage.Store) {
 	t.Helper()
 	srv, token, _, db := newServerWith(t, func(s *Server) {
 		s.Console = &console.Console{DB: s.DB, Registry: s.Registry, Calls: s.Calls}

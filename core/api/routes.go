@@ -366,3 +366,12 @@ func serveList[T any](w http.ResponseWriter, r *http.Request, fetch func(ctx con
 	writeJSON(w, http.StatusOK, v)
 	return nil
 }
+
+// ForgetTokens drops every cached token: the next request of each asks
+// the database again (another node revoked a token).
+func (s *Server) ForgetTokens() {
+	s.tokens.Range(func(k, _ any) bool {
+		s.tokens.Delete(k)
+		return true
+	})
+}

@@ -225,9 +225,13 @@ func (s *Service) Engine(ctx context.Context, tenant int64, agentName string) (*
 
 // InSession runs f on a tenant's session, read afresh, holding the
 // session's lock: the work on one session (a call, a change of state, its
-// finish) is done one at a time, whichever door it came through.
+// finish) is done one at a time, whichever door (and, on PostgreSQL,
+// whichever node) it came through.
 func (s *Service) InSession(ctx context.Context, tenant int64, id string, f func(sess *storage.Session) error) error {
-	unlock := s.sessionLocks.lock(sessionKey(tenant, id))
+	unlock, err := s.db.Lock(ctx, sessionKey(tenant, id))
+	if err != nil {
+		return err
+	}
 	defer unlock()
 	sess, err := s.db.Session(ctx, tenant, id)
 	if err != nil {
@@ -273,7 +277,7 @@ func agentKey(tenant int64, name string) string { return fmt.Sprintf("a/%d/%s", 
 
 // tenantStore is the session store of one tenant, in the database.
 type tenantStore struct {
-	db     *storage.DB
+	db     storage.Store
 	tenant int64
 }
 

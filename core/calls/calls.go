@@ -27,7 +27,7 @@ const ContinuationTTL = time.Hour
 
 // Config configures a Service.
 type Config struct {
-	DB       *storage.DB
+	DB       storage.Store
 	Registry *registry.Registry
 	// Observer counts every call (the server's /metrics); may be nil.
 	Observer pipeline.Observer
@@ -41,18 +41,17 @@ type Config struct {
 
 // Service is the call path of the server.
 type Service struct {
-	db       *storage.DB
+	db       storage.Store
 	reg      *registry.Registry
 	observer pipeline.Observer
 	timeout  time.Duration
 	renderer *templates.Renderer
 	agents   agentCache
-	// sessionLocks serialises the work on one session, whichever door
-	// (the API, MCP) it comes through.
-	sessionLocks keyedLocks
 	// changed wakes the watchers of a session (state, finish) or of an
-	// agent (a new definition).
+	// agent (a new definition), changed here or by another node.
 	changed watch.Hub
+	// unwatch stops hearing of other nodes' changes.
+	unwatch func()
 }
 
 // New makes the call path over a registry and hands the registry its
@@ -65,11 +64,27 @@ func New(cfg Config) *Service {
 	s := &Service{db: cfg.DB, reg: cfg.Registry, observer: cfg.Observer, timeout: cfg.Timeout,
 		renderer: templates.NewRenderer(exe, 2, 2*time.Second, 1<<20)}
 	cfg.Registry.SetToolCalls(s.toolCall)
+	s.unwatch = cfg.DB.Watch(s.heard)
 	return s
 }
 
+// heard wakes the watchers of what another node changed.
+func (s *Service) heard(c storage.Change) {
+	switch c.Kind {
+	case storage.ChangeSession:
+		s.changed.Notify(sessionKey(c.Tenant, c.Name))
+	case storage.ChangeAgents:
+		s.changed.Notify(agentKey(c.Tenant, c.Name))
+	case storage.ChangeAll:
+		s.changed.NotifyAll()
+	}
+}
+
 // Close stops the template workers.
-func (s *Service) Close() { s.renderer.Close() }
+func (s *Service) Close() {
+	s.unwatch()
+	s.renderer.Close()
+}
 
 // Pipeline is the call pipeline of a tenant: its warm groups, its ledger,
 // continuations and system log.
@@ -106,7 +121,7 @@ func (r groupRunner) Run(ctx context.Context, inv *pipeline.Invocation) *plugins
 
 // tenantLedger is the idempotency ledger of one tenant.
 type tenantLedger struct {
-	db     *storage.DB
+	db     storage.Store
 	tenant int64
 }
 
@@ -123,7 +138,7 @@ func (l tenantLedger) Release(ctx context.Context, key string) error {
 }
 
 type tenantContinuations struct {
-	db     *storage.DB
+	db     storage.Store
 	tenant int64
 }
 
@@ -133,7 +148,7 @@ func (c tenantContinuations) Save(ctx context.Context, cont storage.Continuation
 
 // tenantLog is the system log of one tenant.
 type tenantLog struct {
-	db     *storage.DB
+	db     storage.Store
 	tenant int64
 }
 

@@ -4,13 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-
-	"toolhost/storage"
 )
 
 func runLogs(env *Env, args []string) int {
 	fs := newFlags(env, "logs")
 	data := fs.String("data", "./data", "data `DIR`ectory of the server")
+	dbURL := addDBFlag(fs)
 	kind := fs.String("kind", "", "system or trace (default: both)")
 	pos, code, ok := parse(fs, args)
 	if !ok {
@@ -26,7 +25,7 @@ func runLogs(env *Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "toolhost logs: --kind must be system or trace, got %q\n", *kind)
 		return ExitUsage
 	}
-	db, err := storage.Open(*data)
+	db, err := openStore(context.Background(), *data, *dbURL)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "toolhost logs: %v\n", err)
 		return ExitFailure

@@ -39,7 +39,8 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 func runServe(env *Env, args []string) int {
 	fs := newFlags(env, "serve")
 	rf := addRunFlags(fs)
-	data := fs.String("data", "./data", "data `DIR`ectory (database, files, environments)")
+	data := fs.String("data", "./data", "data `DIR`ectory (database, files, environments); with --db postgres://..., this node's local caches only")
+	dbURL := addDBFlag(fs)
 	addr := fs.String("addr", "127.0.0.1:8080", "`HOST:PORT` to listen on")
 	maxFileMB := fs.Int("max-file-mb", api.DefaultMaxFileSize>>20, "largest uploaded file, in `MiB`")
 	maxWarm := fs.Int("max-warm", 32, "groups whose plugin processes are kept warm")
@@ -68,12 +69,15 @@ func runServe(env *Env, args []string) int {
 		return ExitFailure
 	}
 	defer unlock()
-	db, err := storage.Open(*data)
+	db, err := openStore(context.Background(), *data, *dbURL)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "toolhost serve: %v\n", err)
 		return ExitFailure
 	}
 	defer db.Close()
+	if db.Backend() == "postgres" && !flagGiven(fs, "token-cache") {
+		*tokenCache = PostgresTokenCache
+	}
 	runner.CleanStaleCgroups()
 	opts, code := runOptions(env, "serve", rf)
 	if code != ExitOK {
@@ -121,6 +125,12 @@ func runServe(env *Env, args []string) int {
 		BodyGrace: *bodyGrace, BodyMinRate: int64(*bodyRate) << 10, MaxUploads: *maxUploads,
 		MCP:     &mcpserver.Handler{Calls: cs, Registry: reg, Version: api.Version(), Logger: log, BaseContext: base},
 		Console: &console.Console{DB: db, Registry: reg, Calls: cs, MaxFileSize: int64(*maxFileMB) << 20, Log: log}}
+	unwatch := db.Watch(func(c storage.Change) {
+		if c.Kind == storage.ChangeTokens || c.Kind == storage.ChangeAll {
+			apiServer.ForgetTokens()
+		}
+	})
+	defer unwatch()
 	srv := &http.Server{
 		Handler:     apiServer.Handler(),
 		BaseContext: func(net.Listener) context.Context { return base },
@@ -186,24 +196,17 @@ func waitIdle(s *api.Server, d time.Duration) bool {
 // prune deletes session logs older than keep, expired idempotency keys and
 // continuations, file blobs no file refers to, and requirements
 // environments unused for venvKeep, at start and hourly.
-func prune(ctx context.Context, db *storage.DB, reg *registry.Registry, keep, venvKeep time.Duration, log *slog.Logger) {
+func prune(ctx context.Context, db storage.Store, reg *registry.Registry, keep, venvKeep time.Duration, log *slog.Logger) {
 	t := time.NewTicker(time.Hour)
 	defer t.Stop()
 	for {
-		if n, err := db.PruneLogs(ctx, keep); err != nil {
-			log.Error("pruning logs", "error", err)
-		} else if n > 0 {
-			log.Info("pruned logs", "entries", n)
-		}
-		if n, err := db.PruneKeys(ctx); err != nil {
-			log.Error("pruning idempotency keys", "error", err)
-		} else if n > 0 {
-			log.Info("pruned expired idempotency keys and continuations", "entries", n)
-		}
-		if n, bytes, err := db.CollectBlobs(ctx); err != nil {
-			log.Error("collecting unreferenced file blobs", "error", err)
-		} else if n > 0 {
-			log.Info("collected unreferenced file blobs", "blobs", n, "bytes", bytes)
+		// The database's part runs on one node at a time; each node's
+		// environments are its own.
+		if release, ok, err := db.TryLock(ctx, "toolhost/prune"); err != nil {
+			log.Error("pruning: cannot take the prune lock", "error", err)
+		} else if ok {
+			pruneStore(ctx, db, keep, log)
+			release()
 		}
 		if n, err := reg.PruneVenvs(venvKeep); err != nil {
 			log.Error("removing unused requirements environments", "error", err)
@@ -215,6 +218,25 @@ func prune(ctx context.Context, db *storage.DB, reg *registry.Registry, keep, ve
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// pruneStore deletes from the store what prune deletes there.
+func pruneStore(ctx context.Context, db storage.Store, keep time.Duration, log *slog.Logger) {
+	if n, err := db.PruneLogs(ctx, keep); err != nil {
+		log.Error("pruning logs", "error", err)
+	} else if n > 0 {
+		log.Info("pruned logs", "entries", n)
+	}
+	if n, err := db.PruneKeys(ctx); err != nil {
+		log.Error("pruning idempotency keys", "error", err)
+	} else if n > 0 {
+		log.Info("pruned expired idempotency keys and continuations", "entries", n)
+	}
+	if n, bytes, err := db.CollectBlobs(ctx); err != nil {
+		log.Error("collecting unreferenced file blobs", "error", err)
+	} else if n > 0 {
+		log.Info("collected unreferenced file blobs", "blobs", n, "bytes", bytes)
 	}
 }
 
@@ -258,7 +280,7 @@ func runOptions(env *Env, cmd string, rf runFlags) (runner.Options, int) {
 // importGroups uploads every group folder under dirs (a folder holding a
 // .yaml definition, or the folders right below) with its files for tenant
 // "default", and returns a new token of that tenant.
-func importGroups(ctx context.Context, db *storage.DB, reg *registry.Registry, cs *calls.Service, dirs []string, max int64) (string, error) {
+func importGroups(ctx context.Context, db storage.Store, reg *registry.Registry, cs *calls.Service, dirs []string, max int64) (string, error) {
 	tenant, err := db.TenantByName(ctx, "default")
 	token := ""
 	if errors.Is(err, storage.ErrNotFound) {
@@ -326,7 +348,7 @@ func groupFolders(dir string) ([]string, error) {
 // importFolder uploads a folder's files (paths relative to it), its
 // knowledge/ documents, and its group definitions; it returns its agent
 // definitions, to be stored once every group is.
-func importFolder(ctx context.Context, db *storage.DB, reg *registry.Registry, tenant int64, dir string, max int64) ([][]byte, error) {
+func importFolder(ctx context.Context, db storage.Store, reg *registry.Registry, tenant int64, dir string, max int64) ([][]byte, error) {
 	defs := definitionsIn(dir)
 	knowledge := filepath.Join(dir, "knowledge")
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
@@ -437,15 +459,15 @@ func cacheTime(d time.Duration) time.Duration {
 }
 
 // tenantUsage is the synopsis of every tenant subcommand.
-const tenantUsage = `toolhost tenant create NAME [--data DIR]
-toolhost tenant token NAME [--data DIR]
-toolhost tenant revoke TOKEN|- [--data DIR]
-toolhost tenant list [--data DIR]`
+const tenantUsage = `toolhost tenant create NAME [--data DIR | --db URL]
+toolhost tenant token NAME [--data DIR | --db URL]
+toolhost tenant revoke TOKEN|- [--data DIR | --db URL]
+toolhost tenant list [--data DIR | --db URL]`
 
 func runTenant(env *Env, args []string) int {
 	subs := map[string]struct {
 		nargs int
-		run   func(ctx context.Context, env *Env, db *storage.DB, args []string) error
+		run   func(ctx context.Context, env *Env, db storage.Store, args []string) error
 	}{
 		"create": {1, tenantCreate},
 		"token":  {1, tenantToken},
@@ -471,6 +493,7 @@ func runTenant(env *Env, args []string) int {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
 	data := fs.String("data", "./data", "data `DIR`ectory")
+	dbURL := addDBFlag(fs)
 	pos, code, ok := parse(fs, args[1:])
 	if !ok {
 		return code
@@ -479,7 +502,7 @@ func runTenant(env *Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "toolhost %s: want %d argument(s), got %d\n", name, sub.nargs, len(pos))
 		return ExitUsage
 	}
-	db, err := storage.Open(*data)
+	db, err := openStore(context.Background(), *data, *dbURL)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "toolhost %s: %v\n", name, err)
 		return ExitFailure
@@ -495,7 +518,7 @@ func runTenant(env *Env, args []string) int {
 	return ExitOK
 }
 
-func tenantCreate(ctx context.Context, env *Env, db *storage.DB, args []string) error {
+func tenantCreate(ctx context.Context, env *Env, db storage.Store, args []string) error {
 	_, token, err := db.CreateTenant(ctx, args[0])
 	if err == nil {
 		fmt.Fprintln(env.Stdout, token)
@@ -503,7 +526,7 @@ func tenantCreate(ctx context.Context, env *Env, db *storage.DB, args []string) 
 	return err
 }
 
-func tenantToken(ctx context.Context, env *Env, db *storage.DB, args []string) error {
+func tenantToken(ctx context.Context, env *Env, db storage.Store, args []string) error {
 	t, err := db.TenantByName(ctx, args[0])
 	if err != nil {
 		return fmt.Errorf("tenant %q: %w", args[0], err)
@@ -517,7 +540,7 @@ func tenantToken(ctx context.Context, env *Env, db *storage.DB, args []string) e
 
 // tenantRevoke reads the token from standard input when it is "-", so that
 // it need not appear in the process list or the shell history.
-func tenantRevoke(ctx context.Context, env *Env, db *storage.DB, args []string) error {
+func tenantRevoke(ctx context.Context, env *Env, db storage.Store, args []string) error {
 	token := args[0]
 	if token == "-" {
 		b, err := io.ReadAll(io.LimitReader(env.Stdin, 4096))
@@ -537,7 +560,7 @@ func tenantRevoke(ctx context.Context, env *Env, db *storage.DB, args []string) 
 	return err
 }
 
-func tenantList(ctx context.Context, env *Env, db *storage.DB, _ []string) error {
+func tenantList(ctx context.Context, env *Env, db storage.Store, _ []string) error {
 	ts, err := db.Tenants(ctx)
 	if err != nil {
 		return err
@@ -550,4 +573,38 @@ func tenantList(ctx context.Context, env *Env, db *storage.DB, _ []string) error
 		fmt.Fprintf(env.Stdout, "%s\t%d token(s)\n", t.Name, n)
 	}
 	return nil
+}
+
+// DBEnv is the environment variable that gives --db its default.
+const DBEnv = "TOOLHOST_DB"
+
+// addDBFlag adds --db: the database, PostgreSQL by URL, or nothing for
+// SQLite in the data folder. Its default is read from the environment only
+// when used (dbURL), so that --help never prints a password.
+func addDBFlag(fs *flag.FlagSet) *string {
+	return fs.String("db", "", "the database: a postgres://USER:PASS@HOST/DB URL (several nodes may share it; $"+DBEnv+" when not given), or none for SQLite in the --data folder")
+}
+
+// PostgresTokenCache is how long a node trusts a verified token on
+// PostgreSQL when --token-cache is not given: revocations reach every node
+// at once through the feed of changes; this bounds it if one is missed.
+const PostgresTokenCache = 5 * time.Second
+
+// openStore opens the store that --data and --db (or $TOOLHOST_DB) name.
+func openStore(ctx context.Context, data, db string) (storage.Store, error) {
+	if db == "" {
+		db = os.Getenv(DBEnv)
+	}
+	s, err := storage.OpenURL(ctx, data, db)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// flagGiven reports whether the command line set a flag.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }

@@ -57,7 +57,7 @@ func (c *Console) bodyLimit(r *http.Request) int64 {
 // Console serves the web console: server-rendered pages (html/template)
 // with small scripts, over the same registry and call path as the API.
 type Console struct {
-	DB       *storage.DB
+	DB       storage.Store
 	Registry *registry.Registry
 	Calls    *calls.Service
 	// MaxFileSize bounds an uploaded file.

@@ -187,7 +187,7 @@ func sqliteLedger(t *testing.T) Ledger {
 }
 
 type testLedger struct {
-	db *storage.DB
+	db storage.Store
 	t  int64
 }
 

@@ -71,7 +71,11 @@ func (r *Registry) layOut(ctx context.Context, tenant int64, def *definition.Gro
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 			return "", err
 		}
-		if err := copyBlob(r.db.BlobPath(e.sha), dst); err != nil {
+		src, err := r.db.LocalBlob(ctx, e.sha)
+		if err != nil {
+			return "", fmt.Errorf("lay out %s: %w", e.path, err)
+		}
+		if err := copyBlob(src, dst); err != nil {
 			return "", fmt.Errorf("lay out %s: %w", e.path, err)
 		}
 	}

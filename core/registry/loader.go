@@ -20,6 +20,9 @@ type job struct {
 	tenant     int64
 	name       string
 	generation int64
+	// warm starts the plugin process of a generation that is Ready
+	// already (made Ready by another node) instead of loading it.
+	warm bool
 }
 
 // resume queues every group that was Installing when the server stopped.
@@ -36,7 +39,7 @@ func (r *Registry) resume(ctx context.Context) error {
 		for _, g := range groups {
 			switch definition.Status(g.Status) {
 			case definition.Installing:
-				r.jobs <- job{t.ID, g.Name, g.Generation}
+				r.enqueue(job{tenant: t.ID, name: g.Name, generation: g.Generation}, true)
 			case definition.Ready:
 				r.mu.Lock()
 				r.serving[servingKey{t.ID, g.Name}] = g
@@ -49,7 +52,7 @@ func (r *Registry) resume(ctx context.Context) error {
 
 func (r *Registry) queue(tenant int64, name string, status definition.Status, gen int64) {
 	if status == definition.Installing {
-		r.jobs <- job{tenant, name, gen}
+		r.enqueue(job{tenant: tenant, name: name, generation: gen}, true)
 	}
 }
 
@@ -122,15 +125,29 @@ func (r *Registry) loader() {
 		case <-r.stop:
 			return
 		case j := <-r.jobs:
-			r.load(j)
+			if j.warm {
+				r.prewarm(j)
+			} else {
+				r.load(j)
+			}
+			r.mu.Lock()
+			delete(r.queued, j)
+			r.mu.Unlock()
 		}
 	}
 }
 
 // load installs, imports and checks one generation of a group, then
-// records Ready or Error unless the group changed meanwhile.
+// records Ready or Error unless the group changed meanwhile. It holds the
+// group's load lock throughout: one node loads a group at a time, and
+// one whose node died is taken up by another's sweep.
 func (r *Registry) load(j job) {
 	ctx := context.Background()
+	unlock, ok, err := r.db.TryLock(ctx, loadLock(j.tenant, j.name))
+	if err != nil || !ok {
+		return // another node (or loader) has it
+	}
+	defer unlock()
 	g, err := r.db.Group(ctx, j.tenant, j.name)
 	if err != nil || g.Generation != j.generation || definition.Status(g.Status) != definition.Installing {
 		return
@@ -154,7 +171,7 @@ func (r *Registry) load(j job) {
 	}
 	view.Status, view.Message = status, msg
 	report, _ := json.Marshal(view)
-	_, ok, err := r.db.SetGroupStatus(ctx, j.tenant, j.name, j.generation, string(status), string(report))
+	_, ok, err = r.db.SetGroupStatus(ctx, j.tenant, j.name, j.generation, string(status), string(report))
 	r.invalidate(j.tenant)
 	if err != nil || !ok {
 		r.forget(j.tenant, j.name, j.generation)

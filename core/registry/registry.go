@@ -27,7 +27,7 @@ import (
 
 // Config configures a Registry.
 type Config struct {
-	DB *storage.DB
+	DB storage.Store
 	// Run is how groups run; its Packages.CacheDir defaults to
 	// DATA/venvs.
 	Run runner.Options
@@ -36,21 +36,28 @@ type Config struct {
 	IdleAfter time.Duration
 	// Loaders is how many groups load (install, import, check) at once.
 	Loaders int
-	Log     *slog.Logger
+	// Sweep is how often to look for groups that another node left
+	// Installing when it stopped; 0: every 3 s when the store is shared
+	// (PostgreSQL), never on SQLite.
+	Sweep time.Duration
+	Log   *slog.Logger
 }
 
 // Registry is the groups and files of every tenant.
 type Registry struct {
-	db    *storage.DB
+	db    storage.Store
 	run   runner.Options
 	warm  *runner.Warm
 	log   *slog.Logger
 	roots string
 
-	jobs   chan job
-	wg     sync.WaitGroup
-	stop   chan struct{}
-	closed sync.Once
+	jobs chan job
+	// queued is the jobs queued or running (guarded by mu).
+	queued  map[job]bool
+	unwatch func()
+	wg      sync.WaitGroup
+	stop    chan struct{}
+	closed  sync.Once
 
 	// changed wakes the watchers of a tenant's groups (MCP sessions) at
 	// every invalidation.
@@ -92,7 +99,7 @@ func New(ctx context.Context, cfg Config) (*Registry, error) {
 		cfg.Run.Packages.CacheDir = filepath.Join(cfg.DB.Dir(), "venvs")
 	}
 	r := &Registry{db: cfg.DB, run: cfg.Run, warm: runner.NewWarm(cfg.MaxWarm, cfg.IdleAfter), log: cfg.Log,
-		roots: filepath.Join(cfg.DB.Dir(), "roots"), jobs: make(chan job, 4096), stop: make(chan struct{}),
+		roots: filepath.Join(cfg.DB.Dir(), "roots"), jobs: make(chan job, 4096), queued: map[job]bool{}, stop: make(chan struct{}),
 		defs: map[string]*definition.Group{}, dirs: map[string]string{}, index: map[int64]*toolIndex{}, changes: map[int64]uint64{}, gens: map[*definition.Group]generation{}, serving: map[servingKey]storage.Group{}}
 	// No plugin process outlives the server that started it, so no group
 	// folder is in use yet: the ones earlier runs laid out (for every
@@ -106,9 +113,17 @@ func New(ctx context.Context, cfg Config) (*Registry, error) {
 		r.wg.Add(1)
 		go r.loader()
 	}
+	r.unwatch = cfg.DB.Watch(r.heard)
 	if err := r.resume(ctx); err != nil {
 		r.Close()
 		return nil, err
+	}
+	if cfg.Sweep == 0 && cfg.DB.Backend() == "postgres" {
+		cfg.Sweep = 3 * time.Second
+	}
+	if cfg.Sweep > 0 {
+		r.wg.Add(1)
+		go r.sweep(cfg.Sweep)
 	}
 	return r, nil
 }
@@ -116,6 +131,7 @@ func New(ctx context.Context, cfg Config) (*Registry, error) {
 // Close stops the loaders and every warm plugin process.
 func (r *Registry) Close() {
 	r.closed.Do(func() {
+		r.unwatch()
 		close(r.stop)
 		r.wg.Wait()
 		r.warm.Close()

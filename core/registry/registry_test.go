@@ -24,7 +24,7 @@ var toolhostBin string
 
 func TestMain(m *testing.M) { testbin.Main(m, &toolhostBin) }
 
-func newRegistry(t testing.TB) (*Registry, *storage.DB, int64) {
+func newRegistry(t testing.TB) (*Registry, storage.Store, int64) {
 	t.Helper()
 	db, err := storage.Open(t.TempDir())
 	if err != nil {
@@ -40,7 +40,7 @@ func newRegistry(t testing.TB) (*Registry, *storage.DB, int64) {
 }
 
 // openRegistry starts a registry on db, closed when the test ends.
-func openRegistry(t testing.TB, db *storage.DB) *Registry {
+func openRegistry(t testing.TB, db storage.Store) *Registry {
 	t.Helper()
 	sb, err := runner.NewSandbox(toolhostBin, "allow")
 	if err != nil {

@@ -285,7 +285,7 @@ func figureTable(names []string, cols []leftFigures) string {
 
 // startServerEnv starts `toolhost serve` as startServer does, with extra
 // environment (a private TMPDIR) and its stderr kept for failures.
-func startServerEnv(t *testing.T, env []string, data, addr string, extra ...string) (*server, *syncBuffer) {
+func startServerEnv(t testing.TB, env []string, data, addr string, extra ...string) (*server, *syncBuffer) {
 	t.Helper()
 	args := append([]string{"serve", "--data", data, "--addr", addr}, extra...)
 	cmd := exec.Command(bin, args...)

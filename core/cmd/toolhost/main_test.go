@@ -11,12 +11,21 @@ import (
 	"testing"
 
 	"toolhost/core/internal/testbin"
+	"toolhost/storage/pgtest"
 )
 
 // bin is the toolhost binary built once for these tests.
 var bin string
 
-func TestMain(m *testing.M) { testbin.Main(m, &bin) }
+// TestMain builds the binary and, for the tests of several nodes, serves
+// a private PostgreSQL cluster (started on first use, stopped at the end).
+func TestMain(m *testing.M) {
+	var cleanup func()
+	bin, cleanup = testbin.Build()
+	code := pgtest.Main(m)
+	cleanup()
+	os.Exit(code)
+}
 
 func exitCode(err error) int {
 	var ee *exec.ExitError

@@ -20,7 +20,7 @@ import (
 
 // server is a running `toolhost serve`.
 type server struct {
-	t    *testing.T
+	t    testing.TB
 	cmd  *exec.Cmd
 	base string
 	data string
@@ -46,7 +46,7 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-func freePort(t *testing.T) string {
+func freePort(t testing.TB) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +129,7 @@ func (s *server) do(token, method, path string, body io.Reader, out any) int {
 	return resp.StatusCode
 }
 
-func tenant(t *testing.T, data, name string) string {
+func tenant(t testing.TB, data, name string) string {
 	out, err := exec.Command(bin, "tenant", "create", name, "--data", data).Output()
 	if err != nil {
 		t.Fatalf("tenant create: %v", err)

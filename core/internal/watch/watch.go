@@ -90,3 +90,13 @@ func Any(watches ...func() (<-chan struct{}, func())) (<-chan struct{}, func()) 
 		})
 	}
 }
+
+// NotifyAll wakes every waiter of every key (what changed is not known).
+func (h *Hub) NotifyAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for key, e := range h.chans {
+		close(e.ch)
+		delete(h.chans, key)
+	}
+}
