@@ -139,11 +139,11 @@ func (r *Registry) loader() {
 
 // load installs, imports and checks one generation of a group, then
 // records Ready or Error unless the group changed meanwhile. It holds the
-// group's load lock throughout: one node loads a group at a time, and
-// one whose node died is taken up by another's sweep.
+// generation's load lock throughout: one node loads it at a time, and one
+// whose node died is taken up by another's sweep.
 func (r *Registry) load(j job) {
 	ctx := context.Background()
-	unlock, ok, err := r.db.TryLock(ctx, loadLock(j.tenant, j.name))
+	unlock, ok, err := r.db.TryLock(ctx, loadLock(j.tenant, j.name, j.generation))
 	if err != nil || !ok {
 		return // another node (or loader) has it
 	}

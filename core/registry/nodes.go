@@ -13,9 +13,10 @@ import (
 	"toolhost/storage"
 )
 
-// loadLock names the lock a node holds while it loads a group.
-func loadLock(tenant int64, name string) string {
-	return "load/" + warmKey(tenant, name, 0)
+// loadLock names the lock a node holds while it loads a generation of a
+// group (a newer generation loads beside it, as on one node).
+func loadLock(tenant int64, name string, gen int64) string {
+	return "load/" + warmKey(tenant, name, gen)
 }
 
 // heard applies a change another node made.

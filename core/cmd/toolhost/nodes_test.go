@@ -185,6 +185,22 @@ func TestTwoNodesOnePostgres(t *testing.T) {
 		}
 	}
 
+	// A change made through B (a new version of the group's code) is
+	// served in its new version by A too.
+	v2 := strings.Replace(string(mustRead(t, filepath.Join(dir, "nodes.py"))), `return {"word": word}`, `return {"word": word, "version": 2}`, 1)
+	if code := b.do(tok, "PUT", "/v1/files/nodes.py", strings.NewReader(v2), nil); code != 200 {
+		t.Fatalf("new nodes.py on B: %d", code)
+	}
+	changed := time.Now()
+	if !pollUntil(60*time.Second, func() bool {
+		var an nodeAnswer
+		code := a.do(tok, "POST", "/v1/calls", strings.NewReader(`{"tool":"where","arguments":{"word":"v"}}`), &an)
+		return code == 200 && an.Success && an.Content["version"] == float64(2)
+	}) {
+		t.Fatal("A does not serve the version uploaded through B")
+	}
+	t.Logf("a new version uploaded through B was served by A after %v", time.Since(changed).Round(time.Millisecond))
+
 	// A token revoked is refused by both nodes within the bound (5 s on
 	// PostgreSQL; the feed of changes makes it at once). B trusts it
 	// first, so its cache holds it.
@@ -327,6 +343,16 @@ tools:
 			t.Errorf("%s: the key's answer after the kill: %+v", n.base, again)
 		}
 	}
+}
+
+// mustRead reads a file.
+func mustRead(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // run runs the toolhost binary and returns its standard output.
