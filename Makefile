@@ -141,14 +141,17 @@ fuzz:
 		tail -n 1 $$log; \
 	done
 
-# Go benchmarks of the parsers and schemas, then the end-to-end table: a
+# Go benchmarks of the parsers and schemas, of the storage (the ledger's
+# claim on SQLite and on PostgreSQL beside a SELECT 1) and of serving from
+# several nodes (real servers on SQLite and on one PostgreSQL: calls/s and
+# session calls), then the end-to-end table: a
 # trivial tool on both runtimes, beside the baselines over the same
 # function (one python3 process per call, a Python standard-library HTTP
 # tool server, a Go-python3 pipe round trip as the floor, the bare call
 # inside python3), each with its ratio to toolhost; the table is also
 # written as JSON to bench.json, to compare versions.
 bench: build
-	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./core/...
+	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./core/... ./storage/...
 	$(BIN) bench --runtime both --baselines --via-plugin --scaling 1,2,4,8,16 --density 1,10,50,200 --serve-density 200 --n 3000 --concurrency 4 --out bench.json sample_groups/bench/bench.yaml noop '{"x": 1}'
 
 # The console's screenshots in docs/console (README shows them), made by
