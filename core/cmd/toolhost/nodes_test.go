@@ -201,6 +201,30 @@ func TestTwoNodesOnePostgres(t *testing.T) {
 	}
 	t.Logf("a new version uploaded through B was served by A after %v", time.Since(changed).Round(time.Millisecond))
 
+	// A continuation made on A resumes on B (the next page of a table).
+	cars, _ := filepath.Abs("../../../sample_groups/car_search")
+	a.upload(tok, cars, "cars.py")
+	if code := a.do(tok, "POST", "/v1/groups", bytes.NewReader(mustRead(t, filepath.Join(cars, "car_search.yaml"))), nil); code != 200 {
+		t.Fatalf("put Car Search on A: %d", code)
+	}
+	a.waitStatus(tok, "Car Search", "Ready")
+	b.waitStatus(tok, "Car Search", "Ready")
+	type paged struct {
+		Success bool             `json:"success"`
+		Blocks  []map[string]any `json:"blocks"`
+	}
+	var page paged
+	if code := a.do(tok, "POST", "/v1/calls", strings.NewReader(`{"tool":"search_cars","arguments":{"query":"o"}}`), &page); code != 200 || len(page.Blocks) != 2 {
+		t.Fatalf("search on A: %d %+v", code, page)
+	}
+	cont, _ := page.Blocks[1]["continuation"].(map[string]any)
+	contID, _ := cont["id"].(string)
+	var next paged
+	if code := b.do(tok, "POST", "/v1/continuations", strings.NewReader(`{"id":"`+contID+`"}`), &next); code != 200 || len(next.Blocks) != 2 ||
+		!strings.Contains(fmt.Sprint(next.Blocks[1]["rows"]), "Skoda") {
+		t.Errorf("the continuation made on A, on B: %d %+v", code, next)
+	}
+
 	// A token revoked is refused by both nodes within the bound (5 s on
 	// PostgreSQL; the feed of changes makes it at once). B trusts it
 	// first, so its cache holds it.
@@ -278,6 +302,7 @@ tools:
 	t.Logf("B finished the install A was killed in after %v", time.Since(killed).Round(time.Millisecond))
 	for _, c := range []struct{ body, key, want string }{
 		{`{"tool":"shout","arguments":{"text":"hi"}}`, "", "HI!"},
+		{`{"tool":"search_cars","arguments":{"query":"Skoda"}}`, "", `"count":1`},
 		{`{"tool":"where","arguments":{"word":"after"}}`, "word", "after"},
 		{`{"tool":"sleep","arguments":{"seconds":0.01}}`, "", ""},
 	} {
@@ -302,7 +327,7 @@ tools:
 		paths = append(paths, f.Path)
 	}
 	sort.Strings(paths)
-	if strings.Join(paths, ",") != "data/big.bin,needs.py,nodes.py,requirements.txt" {
+	if strings.Join(paths, ",") != "cars.py,data/big.bin,needs.py,nodes.py,requirements.txt" {
 		t.Errorf("files after the kill: %v", paths)
 	}
 	resp, err := http.NewRequest("GET", b.base+"/v1/files/data/big.bin", nil)
