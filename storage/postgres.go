@@ -316,6 +316,12 @@ func (s *DB) pgPutFileOnce(ctx context.Context, tenantID int64, fi FileInfo, tmp
 		return err
 	}
 	defer tx.Rollback()
+	if err := tx.lockTenant(ctx, tenantID); err != nil {
+		return err
+	}
+	if err := tx.checkBytes(ctx, tenantID, fi.Path, "", fi.Size); err != nil {
+		return err
+	}
 	res, err := tx.exec(ctx, `INSERT INTO blobs (sha256, size) VALUES (?, ?) ON CONFLICT (sha256) DO NOTHING`, fi.SHA256, fi.Size)
 	if err != nil {
 		return err

@@ -22,8 +22,22 @@ type Agent struct {
 
 // PutAgent creates or replaces an agent by name.
 func (s *DB) PutAgent(ctx context.Context, tenantID int64, name string, yaml []byte) error {
-	_, err := s.exec(ctx, `INSERT INTO agents (tenant_id, name, yaml, updated_at) VALUES (?, ?, ?, ?)
+	tx, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := tx.lockTenant(ctx, tenantID); err != nil {
+		return err
+	}
+	if err := tx.checkCount(ctx, tenantID, "agents", name); err != nil {
+		return err
+	}
+	_, err = tx.exec(ctx, `INSERT INTO agents (tenant_id, name, yaml, updated_at) VALUES (?, ?, ?, ?)
 		ON CONFLICT (tenant_id, name) DO UPDATE SET yaml = excluded.yaml, updated_at = excluded.updated_at`, tenantID, name, yaml, now())
+	if err == nil {
+		err = tx.Commit()
+	}
 	if err == nil {
 		s.notify(ctx, Change{Kind: ChangeAgents, Tenant: tenantID, Name: name})
 	}
@@ -248,6 +262,12 @@ func (s *DB) PutKnowledge(ctx context.Context, tenantID int64, name, content str
 		return err
 	}
 	defer tx.Rollback()
+	if err := tx.lockTenant(ctx, tenantID); err != nil {
+		return err
+	}
+	if err := tx.checkBytes(ctx, tenantID, "", name, int64(len(content))); err != nil {
+		return err
+	}
 	ps := passages(content)
 	if _, err := tx.exec(ctx, `INSERT INTO knowledge (tenant_id, name, content, passages, updated_at) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (tenant_id, name) DO UPDATE SET content = excluded.content, passages = excluded.passages, updated_at = excluded.updated_at`,

@@ -54,6 +54,8 @@ type DB struct {
 	pg *pgState
 	// locks are this process's holders of named locks.
 	locks localLocks
+	// quotas are the server's default quotas.
+	quotas quotaDefaults
 
 	ftsOnce sync.Once
 	ftsErr  error
@@ -375,13 +377,23 @@ func (s *DB) PutFile(ctx context.Context, tenantID int64, path string, r io.Read
 		s.notify(ctx, Change{Kind: ChangeGroups, Tenant: tenantID})
 		return fi, nil
 	}
+	tx, err := s.begin(ctx)
+	if err != nil {
+		return FileInfo{}, err
+	}
+	defer tx.Rollback()
+	if err := tx.checkBytes(ctx, tenantID, path, "", n); err != nil {
+		return FileInfo{}, err
+	}
 	if err := s.cacheBlob(tmp.Name(), sha); err != nil {
 		return FileInfo{}, err
 	}
-	_, err = s.exec(ctx, `INSERT INTO files (tenant_id, path, size, sha256, uploaded_at) VALUES (?, ?, ?, ?, ?)
+	if _, err = tx.exec(ctx, `INSERT INTO files (tenant_id, path, size, sha256, uploaded_at) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (tenant_id, path) DO UPDATE SET size = excluded.size, sha256 = excluded.sha256, uploaded_at = excluded.uploaded_at`,
-		tenantID, path, fi.Size, fi.SHA256, fi.UploadedAt)
-	return fi, err
+		tenantID, path, fi.Size, fi.SHA256, fi.UploadedAt); err != nil {
+		return FileInfo{}, err
+	}
+	return fi, tx.Commit()
 }
 
 // cacheBlob moves a complete temporary file into the blob folder under its
@@ -450,12 +462,26 @@ type Group struct {
 // PutGroup creates or replaces a group by name and returns its new
 // generation.
 func (s *DB) PutGroup(ctx context.Context, tenantID int64, g Group) (int64, error) {
+	tx, err := s.begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	if err := tx.lockTenant(ctx, tenantID); err != nil {
+		return 0, err
+	}
+	if err := tx.checkCount(ctx, tenantID, "groups", g.Name); err != nil {
+		return 0, err
+	}
 	var gen int64
-	err := s.row(ctx, `INSERT INTO groups (tenant_id, name, yaml, status, report, generation, updated_at)
+	err = tx.row(ctx, `INSERT INTO groups (tenant_id, name, yaml, status, report, generation, updated_at)
 		VALUES (?, ?, ?, ?, ?, 1, ?)
 		ON CONFLICT (tenant_id, name) DO UPDATE SET yaml = excluded.yaml, status = excluded.status, report = excluded.report,
 			generation = groups.generation + 1, updated_at = excluded.updated_at
 		RETURNING generation`, tenantID, g.Name, g.YAML, g.Status, g.Report, now()).Scan(&gen)
+	if err == nil {
+		err = tx.Commit()
+	}
 	if err == nil {
 		s.notify(ctx, Change{Kind: ChangeGroups, Tenant: tenantID, Name: g.Name})
 	}

@@ -22,6 +22,7 @@ type Store interface {
 	Knowledge
 	Logs
 	Ledger
+	Quotas
 	Coordinator
 	// Backend names the backend: "sqlite" or "postgres".
 	Backend() string
@@ -116,6 +117,19 @@ type Ledger interface {
 	Continuation(ctx context.Context, tenantID int64, id string) (*Continuation, error)
 }
 
+// Quotas are what each tenant may take: the server's defaults, each
+// tenant's overrides, and what it holds. PutFile, PutKnowledge, PutGroup
+// and PutAgent refuse (QuotaError, nothing stored) what would exceed them.
+type Quotas interface {
+	SetQuotaDefaults(q Quota)
+	QuotaDefaults() Quota
+	TenantQuota(ctx context.Context, tenantID int64) (Quota, error)
+	SetTenantQuota(ctx context.Context, tenantID int64, q Quota) error
+	EffectiveQuota(ctx context.Context, tenantID int64) (Quota, error)
+	Usage(ctx context.Context, tenantID int64) (Usage, error)
+	PruneLogVolume(ctx context.Context) (int64, error)
+}
+
 // Coordinator is what nodes on one database agree through. On SQLite
 // (one node) the locks are the process's own and the feed is silent.
 type Coordinator interface {
@@ -147,6 +161,8 @@ const (
 	ChangeTokens ChangeKind = "tokens"
 	// ChangeSession is a tenant's session Name (its id) saved.
 	ChangeSession ChangeKind = "session"
+	// ChangeQuota is a tenant's quota changed.
+	ChangeQuota ChangeKind = "quota"
 )
 
 // Change is one change made by a node, as other nodes hear of it.
