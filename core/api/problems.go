@@ -90,6 +90,7 @@ func problemFor(err error) (p *Problem, ok bool) {
 		st *session.ToolError
 		ag *calls.AgentError
 		be *calls.BuiltinError
+		qe *storage.QuotaError
 	)
 	switch {
 	case errors.As(err, &p):
@@ -160,6 +161,12 @@ func problemFor(err error) (p *Problem, ok bool) {
 		return newProblem(st.Status, title, st.Message, extra), true
 
 	// Storage.
+	case errors.As(err, &qe):
+		extra := map[string]any{"resource": qe.Resource, "used": qe.Used, "requested": qe.Requested, "allowed": qe.Allowed}
+		if qe.Resource == "storage_bytes" {
+			return newProblem(http.StatusInsufficientStorage, "Storage quota exceeded", qe.Error()+"; nothing was stored", extra), true
+		}
+		return newProblem(http.StatusForbidden, "Quota exceeded", qe.Error()+"; nothing was stored", extra), true
 	case errors.Is(err, storage.ErrNotFound):
 		return newProblem(http.StatusNotFound, "Not Found", err.Error(), nil), true
 	case errors.Is(err, storage.ErrNoFTS5):

@@ -70,6 +70,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) error {
 	case path == "/metrics":
 		return only(r, "GET", func() error {
 			s.Metrics.Write(w, s.Registry.Warm(), s.Registry.WorkerProcesses())
+			s.writeTenantMetrics(w, r)
 			return nil
 		})
 	case path == "/v1/openapi.json":
@@ -202,6 +203,8 @@ func (s *Server) routeTenant(w http.ResponseWriter, r *http.Request, path string
 			return s.deleteKnowledge(w, r, name)
 		}
 		return methodNotAllowed("GET, PUT, DELETE")
+	case path == "/v1/usage":
+		return only(r, "GET", func() error { return s.usage(w, r) })
 	case path == "/v1/unanswered":
 		return only(r, "GET", func() error { return s.listUnanswered(w, r) })
 	case strings.HasPrefix(path, "/v1/unanswered/"):

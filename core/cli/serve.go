@@ -53,6 +53,7 @@ func runServe(env *Env, args []string) int {
 	bodyRate := fs.Int("body-min-rate", api.DefaultBodyMinRate>>10, "after --body-grace, a request body must arrive at no less than `KiB/s`, or the server answers 408 and closes the connection")
 	grace := fs.Duration("shutdown-grace", 30*time.Second, "on SIGTERM or SIGINT, how long the calls in flight may take to finish; the ones still running then answer 503 with error kind unavailable")
 	maxUploads := fs.Int("max-uploads", api.DefaultMaxUploads, "request bodies one tenant may have in transfer at once (429 past it)")
+	quotaVals := addQuotaFlags(fs, "quota-", serveQuotaDefaults)
 	var loads multiFlag
 	fs.Var(&loads, "load", "import the groups under `DIR` (with their files) for tenant \"default\" and print its token; repeatable")
 	if _, code, ok := parse(fs, args); !ok {
@@ -75,6 +76,12 @@ func runServe(env *Env, args []string) int {
 		return ExitFailure
 	}
 	defer db.Close()
+	defaults, err := quotaDefaults(quotaVals)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "toolhost serve: %v\n", err)
+		return ExitUsage
+	}
+	db.SetQuotaDefaults(defaults)
 	if db.Backend() == "postgres" && !flagGiven(fs, "token-cache") {
 		*tokenCache = PostgresTokenCache
 	}
@@ -227,6 +234,11 @@ func pruneStore(ctx context.Context, db storage.Store, keep time.Duration, log *
 		log.Error("pruning logs", "error", err)
 	} else if n > 0 {
 		log.Info("pruned logs", "entries", n)
+	}
+	if n, err := db.PruneLogVolume(ctx); err != nil {
+		log.Error("pruning logs past their tenants' quotas", "error", err)
+	} else if n > 0 {
+		log.Info("pruned logs past their tenants' quotas", "entries", n)
 	}
 	if n, err := db.PruneKeys(ctx); err != nil {
 		log.Error("pruning idempotency keys", "error", err)
@@ -462,7 +474,10 @@ func cacheTime(d time.Duration) time.Duration {
 const tenantUsage = `toolhost tenant create NAME [--data DIR | --db URL]
 toolhost tenant token NAME [--data DIR | --db URL]
 toolhost tenant revoke TOKEN|- [--data DIR | --db URL]
-toolhost tenant list [--data DIR | --db URL]`
+toolhost tenant list [--data DIR | --db URL]
+toolhost tenant quota NAME [--storage-mb N] [--groups N] [--agents N] [--log-mb N]
+    [--concurrent-calls N] [--calls-per-second X] [--burst N] [--warm-groups N]
+    [--data DIR | --db URL]      (each: a number, unlimited, or default)`
 
 func runTenant(env *Env, args []string) int {
 	subs := map[string]struct {
@@ -473,6 +488,7 @@ func runTenant(env *Env, args []string) int {
 		"token":  {1, tenantToken},
 		"revoke": {1, tenantRevoke},
 		"list":   {0, tenantList},
+		"quota":  {1, nil},
 	}
 	if len(args) == 0 || args[0] == "" {
 		fmt.Fprintf(env.Stderr, "toolhost tenant: want one of:\n%s\n", tenantUsage)
@@ -494,6 +510,12 @@ func runTenant(env *Env, args []string) int {
 	fs.SetOutput(env.Stderr)
 	data := fs.String("data", "./data", "data `DIR`ectory")
 	dbURL := addDBFlag(fs)
+	if args[0] == "quota" {
+		vals := addQuotaFlags(fs, "", nil)
+		sub.run = func(ctx context.Context, env *Env, db storage.Store, args []string) error {
+			return tenantQuota(ctx, env, db, args, vals)
+		}
+	}
 	pos, code, ok := parse(fs, args[1:])
 	if !ok {
 		return code
@@ -510,7 +532,7 @@ func runTenant(env *Env, args []string) int {
 	defer db.Close()
 	if err := sub.run(context.Background(), env, db, pos); err != nil {
 		fmt.Fprintf(env.Stderr, "toolhost %s: %v\n", name, err)
-		if errors.Is(err, storage.ErrExists) || errors.Is(err, storage.ErrNotFound) {
+		if errors.Is(err, storage.ErrExists) || errors.Is(err, storage.ErrNotFound) || errors.Is(err, errUsage) {
 			return ExitUsage
 		}
 		return ExitFailure
@@ -570,7 +592,15 @@ func tenantList(ctx context.Context, env *Env, db storage.Store, _ []string) err
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(env.Stdout, "%s\t%d token(s)\n", t.Name, n)
+		q, err := db.TenantQuota(ctx, t.ID)
+		if err != nil {
+			return err
+		}
+		quota := quotaSummary(q)
+		if quota == "" {
+			quota = "default quota"
+		}
+		fmt.Fprintf(env.Stdout, "%s\t%d token(s)\t%s\n", t.Name, n, quota)
 	}
 	return nil
 }

@@ -145,7 +145,17 @@ func (r *Registry) load(j job) {
 	ctx := context.Background()
 	unlock, ok, err := r.db.TryLock(ctx, loadLock(j.tenant, j.name, j.generation))
 	if err != nil || !ok {
-		return // another node (or loader) has it
+		// Another loader (of this node or another) has it: ask again in
+		// a moment, in case it was loading a deleted group's generation of
+		// the same number, or stops before it is done.
+		time.AfterFunc(time.Second, func() {
+			select {
+			case <-r.stop:
+			default:
+				r.enqueue(j, false)
+			}
+		})
+		return
 	}
 	defer unlock()
 	g, err := r.db.Group(ctx, j.tenant, j.name)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -249,4 +250,17 @@ func (w *Warm) Close() {
 			e.g.Close()
 		}
 	}
+}
+
+// CountPrefix is how many warm groups have a key starting with prefix.
+func (w *Warm) CountPrefix(prefix string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for k := range w.groups {
+		if strings.HasPrefix(k, prefix) {
+			n++
+		}
+	}
+	return n
 }
