@@ -125,14 +125,16 @@ func (r *Registry) loader() {
 		case <-r.stop:
 			return
 		case j := <-r.jobs:
+			// Out of the queue before it runs: the same job offered while
+			// it runs (the group stored again meanwhile) is queued again.
+			r.mu.Lock()
+			delete(r.queued, j)
+			r.mu.Unlock()
 			if j.warm {
 				r.prewarm(j)
 			} else {
 				r.load(j)
 			}
-			r.mu.Lock()
-			delete(r.queued, j)
-			r.mu.Unlock()
 		}
 	}
 }
@@ -148,7 +150,7 @@ func (r *Registry) load(j job) {
 		// Another loader (of this node or another) has it: ask again in
 		// a moment, in case it was loading a deleted group's generation of
 		// the same number, or stops before it is done.
-		time.AfterFunc(time.Second, func() {
+		time.AfterFunc(250*time.Millisecond, func() {
 			select {
 			case <-r.stop:
 			default:

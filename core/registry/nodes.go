@@ -98,7 +98,7 @@ func (r *Registry) sweep(period time.Duration) {
 	}
 }
 
-// enqueue queues a job unless the same one is queued or running. A full
+// enqueue queues a job unless the same one is queued already. A full
 // queue is waited for when wait is set; otherwise the job is dropped (the
 // next sweep, or the next change heard, offers it again).
 func (r *Registry) enqueue(j job, wait bool) {

@@ -53,7 +53,7 @@ type Registry struct {
 	roots string
 
 	jobs chan job
-	// queued is the jobs queued or running (guarded by mu).
+	// queued is the jobs in the queue, not yet taken (guarded by mu).
 	queued  map[job]bool
 	unwatch func()
 	wg      sync.WaitGroup
