@@ -43,7 +43,7 @@ func TestLocks(t *testing.T) {
 							go func(db *DB, k int) {
 								defer wg.Done()
 								for r := 0; r < tt.rounds; r++ {
-									release, err := db.Lock(ctx, fmt.Sprint("test/", k))
+									_, release, err := db.Lock(ctx, fmt.Sprint("test/", k))
 									if err != nil {
 										errs <- err.Error()
 										return
@@ -89,26 +89,26 @@ func TestTryLockAcrossNodes(t *testing.T) {
 	forEachBackendNodes(t, func(t *testing.T, open nodes) {
 		a, b := open(t)
 		ctx := context.Background()
-		release, ok, err := a.TryLock(ctx, "load/x")
+		release, ok, err := tryLock(a, ctx, "load/x")
 		if err != nil || !ok {
 			t.Fatalf("first TryLock: %v %v", ok, err)
 		}
-		if _, ok, _ := a.TryLock(ctx, "load/x"); ok {
+		if _, ok, _ := tryLock(a, ctx, "load/x"); ok {
 			t.Error("the same node took a held lock twice")
 		}
 		if b.Backend() == "postgres" {
-			if _, ok, _ := b.TryLock(ctx, "load/x"); ok {
+			if _, ok, _ := tryLock(b, ctx, "load/x"); ok {
 				t.Error("another node took a held lock")
 			}
 		}
-		if r2, ok, _ := a.TryLock(ctx, "load/y"); !ok {
+		if r2, ok, _ := tryLock(a, ctx, "load/y"); !ok {
 			t.Error("another name was refused")
 		} else {
 			r2()
 		}
 		release()
 		release() // twice is harmless
-		r3, ok, err := b.TryLock(ctx, "load/x")
+		r3, ok, err := tryLock(b, ctx, "load/x")
 		if err != nil || !ok {
 			t.Fatalf("after release: %v %v", ok, err)
 		}
@@ -118,10 +118,10 @@ func TestTryLockAcrossNodes(t *testing.T) {
 		}
 		// A node that dies holding a lock loses it.
 		r3()
-		if _, ok, _ := a.TryLock(ctx, "load/z"); !ok {
+		if _, ok, _ := tryLock(a, ctx, "load/z"); !ok {
 			t.Fatal("load/z was refused")
 		}
-		if _, ok, _ := b.TryLock(ctx, "load/z"); ok {
+		if _, ok, _ := tryLock(b, ctx, "load/z"); ok {
 			t.Fatal("load/z held by a was taken by b")
 		}
 		a.Close()
@@ -130,7 +130,7 @@ func TestTryLockAcrossNodes(t *testing.T) {
 		var r func()
 		deadline := time.Now().Add(3 * time.Second)
 		for r == nil && time.Now().Before(deadline) {
-			r, _, _ = b.TryLock(ctx, "load/z")
+			r, _, _ = tryLock(b, ctx, "load/z")
 			time.Sleep(5 * time.Millisecond)
 		}
 		if r == nil {
@@ -149,18 +149,18 @@ func TestLockWaitsForTheHolder(t *testing.T) {
 		if a.Backend() != "postgres" {
 			b = a // SQLite: one node; its own goroutines wait
 		}
-		release, err := a.Lock(context.Background(), "session/1")
+		_, release, err := a.Lock(context.Background(), "session/1")
 		if err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
 		defer cancel()
-		if _, err := b.Lock(ctx, "session/1"); err == nil {
+		if _, _, err := b.Lock(ctx, "session/1"); err == nil {
 			t.Fatal("took a held lock")
 		}
 		got := make(chan error, 1)
 		go func() {
-			r, err := b.Lock(context.Background(), "session/1")
+			_, r, err := b.Lock(context.Background(), "session/1")
 			if err == nil {
 				r()
 			}

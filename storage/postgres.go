@@ -84,6 +84,10 @@ type pgState struct {
 	// lockGen counts the lock connections: a lock taken on an earlier one
 	// (which broke, and took its locks with it) is not released on this.
 	lockGen int
+	// lockLost ends (with ErrLockLost) when the lock connection of
+	// lockGen goes: every lock taken on it is lost.
+	lockLost  context.Context
+	loseLocks context.CancelCauseFunc
 
 	watchMu  sync.Mutex
 	watchers map[int]func(Change)
@@ -94,12 +98,26 @@ type pgState struct {
 	once sync.Once
 }
 
+// ErrLockLost is the cause of a held lock's context when the lock ended
+// without its release: the node's lock connection broke, and the database
+// let the lock go (another node may hold it now).
+var ErrLockLost = errors.New("the lock is lost: the connection that held it broke")
+
+// lockQueryTimeout bounds a query on the lock connection; lockPing is how
+// often the connection is checked, so that its holders hear of a break
+// within about that time.
+const (
+	lockQueryTimeout = 5 * time.Second
+	lockPing         = time.Second
+)
+
 func newPGState(url string, db *sql.DB) *pgState {
 	b := make([]byte, 8)
 	rand.Read(b)
 	p := &pgState{url: url, db: db, node: hex.EncodeToString(b), watchers: map[int]func(Change){},
 		stop: make(chan struct{}), done: make(chan struct{})}
 	go p.listen()
+	go p.keepLocks()
 	return p
 }
 
@@ -109,11 +127,43 @@ func (p *pgState) close() {
 		<-p.done
 		p.lockMu.Lock()
 		if p.lockConn != nil {
-			discard(p.lockConn)
-			p.lockConn = nil
+			p.dropLockConn(errors.New("the store is closed"))
 		}
 		p.lockMu.Unlock()
 	})
+}
+
+// dropLockConn closes the lock connection for good (its locks go with it)
+// and tells the holders of its locks. The caller holds lockMu.
+func (p *pgState) dropLockConn(cause error) {
+	discard(p.lockConn)
+	p.lockConn = nil
+	p.loseLocks(fmt.Errorf("%w: %v", ErrLockLost, cause))
+}
+
+// keepLocks pings the lock connection every lockPing until the store
+// closes: a connection that broke (the server restarted, a proxy or an
+// operator cut it) is dropped and the holders of its locks are told,
+// instead of believing they still hold locks the database gave away.
+func (p *pgState) keepLocks() {
+	t := time.NewTicker(lockPing)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-t.C:
+		}
+		p.lockMu.Lock()
+		if p.lockConn != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), lockQueryTimeout)
+			if err := p.lockConn.PingContext(ctx); err != nil {
+				p.dropLockConn(err)
+			}
+			cancel()
+		}
+		p.lockMu.Unlock()
+	}
 }
 
 // discard closes a connection for good instead of returning it to the
@@ -130,41 +180,48 @@ func lockKey(name string) int64 {
 }
 
 // tryLock asks the database for a session advisory lock on the node's
-// lock connection. The caller holds the node's own lock of name, so the
-// connection (whose locks are reentrant) never takes one twice.
-func (p *pgState) tryLock(ctx context.Context, name string) (func(), bool, error) {
+// lock connection, and returns with its release a context that ends when
+// the lock is lost. The caller holds the node's own lock of name, so the
+// connection (whose locks are reentrant) never takes one twice. The query
+// runs on a context of its own: a caller that gives up (its client hung
+// up) must not break the connection that holds the node's other locks.
+func (p *pgState) tryLock(ctx context.Context, name string) (context.Context, func(), bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, false, err
+	}
 	p.lockMu.Lock()
 	defer p.lockMu.Unlock()
 	if p.lockConn == nil {
 		c, err := p.db.Conn(ctx)
 		if err != nil {
-			return nil, false, err
+			return nil, nil, false, err
 		}
 		p.lockConn, p.lockGen = c, p.lockGen+1
+		p.lockLost, p.loseLocks = context.WithCancelCause(context.Background())
 	}
+	qctx, cancel := context.WithTimeout(context.Background(), lockQueryTimeout)
+	defer cancel()
 	var ok bool
-	if err := p.lockConn.QueryRowContext(ctx, `SELECT pg_try_advisory_lock($1)`, lockKey(name)).Scan(&ok); err != nil {
+	if err := p.lockConn.QueryRowContext(qctx, `SELECT pg_try_advisory_lock($1)`, lockKey(name)).Scan(&ok); err != nil {
 		// Whatever broke, the connection goes (with every lock it held):
 		// none that holds locks may return to the pool.
-		discard(p.lockConn)
-		p.lockConn = nil
-		return nil, false, err
+		p.dropLockConn(err)
+		return nil, nil, false, err
 	}
 	if !ok {
-		return nil, false, nil
+		return nil, nil, false, nil
 	}
 	gen := p.lockGen
 	var once sync.Once
-	return func() {
+	return p.lockLost, func() {
 		once.Do(func() {
 			p.lockMu.Lock()
 			defer p.lockMu.Unlock()
 			if p.lockConn != nil && p.lockGen == gen {
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), lockQueryTimeout)
 				defer cancel()
 				if _, err := p.lockConn.ExecContext(ctx, `SELECT pg_advisory_unlock($1)`, lockKey(name)); err != nil {
-					discard(p.lockConn)
-					p.lockConn = nil
+					p.dropLockConn(err)
 				}
 			}
 		})
@@ -173,19 +230,19 @@ func (p *pgState) tryLock(ctx context.Context, name string) (func(), bool, error
 
 // lock waits for the database's lock of name, asking again after a short
 // and growing pause (no connection is held by a waiter).
-func (p *pgState) lock(ctx context.Context, name string) (func(), error) {
+func (p *pgState) lock(ctx context.Context, name string) (context.Context, func(), error) {
 	pause := time.Millisecond
 	for {
-		release, ok, err := p.tryLock(ctx, name)
+		lost, release, ok, err := p.tryLock(ctx, name)
 		if err != nil && ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		}
 		if ok {
-			return release, nil
+			return lost, release, nil
 		}
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		case <-time.After(pause):
 		}
 		if pause < 50*time.Millisecond {
@@ -402,8 +459,11 @@ func (s *DB) pgFetchBlob(ctx context.Context, sha string) error {
 // one node at a time. Each goes in its own statement: one that an upload
 // refers to meanwhile stays (its foreign key refuses the delete).
 func (s *DB) pgCollectBlobs(ctx context.Context) error {
-	release, ok, err := s.TryLock(ctx, "toolhost/collect-blobs")
-	if err != nil || !ok {
+	_, release, err := s.TryLock(ctx, "toolhost/collect-blobs")
+	if errors.Is(err, ErrLocked) {
+		return nil // another node collects
+	}
+	if err != nil {
 		return err
 	}
 	defer release()

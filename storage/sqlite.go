@@ -5,6 +5,7 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 )
@@ -107,35 +108,65 @@ func (l *localLocks) release(name string, e *localLock) func() {
 	}
 }
 
+// ErrLocked is TryLock's answer when another holder has the lock.
+var ErrLocked = errors.New("the lock is held")
+
 // Lock takes the named lock, waiting for it while another holder has it,
-// and returns its release: on SQLite the process's own lock, on
-// PostgreSQL the node's and then the database's.
-func (s *DB) Lock(ctx context.Context, name string) (func(), error) {
+// and returns its release and a context, derived from ctx, that ends at
+// the release or when the lock is lost (on PostgreSQL, with ErrLockLost as
+// its cause: the node's lock connection broke). On SQLite the lock is the
+// process's own; on PostgreSQL the node's and then the database's.
+func (s *DB) Lock(ctx context.Context, name string) (context.Context, func(), error) {
 	release, err := s.locks.lock(ctx, name)
-	if err != nil || s.pg == nil {
-		return release, err
+	if err != nil {
+		return nil, nil, err
 	}
-	unlock, err := s.pg.lock(ctx, name)
+	if s.pg == nil {
+		held, cancel := context.WithCancel(ctx)
+		return held, func() { cancel(); release() }, nil
+	}
+	lost, unlock, err := s.pg.lock(ctx, name)
 	if err != nil {
 		release()
-		return nil, err
+		return nil, nil, err
 	}
-	return func() { unlock(); release() }, nil
+	h, r := s.held(ctx, lost, func() { unlock(); release() })
+	return h, r, nil
 }
 
 // TryLock takes the named lock if no holder has it, of this node or
-// another, and reports whether it did.
-func (s *DB) TryLock(ctx context.Context, name string) (func(), bool, error) {
+// another (ErrLocked otherwise), and returns what Lock does.
+func (s *DB) TryLock(ctx context.Context, name string) (context.Context, func(), error) {
 	release, ok := s.locks.tryLock(name)
-	if !ok || s.pg == nil {
-		return release, ok, nil
+	if !ok {
+		return nil, nil, ErrLocked
 	}
-	unlock, ok, err := s.pg.tryLock(ctx, name)
+	if s.pg == nil {
+		held, cancel := context.WithCancel(ctx)
+		return held, func() { cancel(); release() }, nil
+	}
+	lost, unlock, ok, err := s.pg.tryLock(ctx, name)
 	if err != nil || !ok {
 		release()
-		return nil, false, err
+		if err == nil {
+			err = ErrLocked
+		}
+		return nil, nil, err
 	}
-	return func() { unlock(); release() }, true, nil
+	h, r := s.held(ctx, lost, func() { unlock(); release() })
+	return h, r, nil
+}
+
+// held is the context of a database lock: it ends with ctx, at the
+// release, or when lost ends (the lock connection broke).
+func (s *DB) held(ctx, lost context.Context, release func()) (context.Context, func()) {
+	held, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(lost, func() { cancel(context.Cause(lost)) })
+	return held, func() {
+		stop()
+		cancel(nil)
+		release()
+	}
 }
 
 // Watch calls fn for each change another node makes. On SQLite there is

@@ -134,12 +134,16 @@ type Quotas interface {
 // (one node) the locks are the process's own and the feed is silent.
 type Coordinator interface {
 	// Lock takes the named lock, waiting for it while another holder (of
-	// this node or another) has it, and returns its release. A node that
+	// this node or another) has it, and returns a context and the lock's
+	// release. The context, derived from ctx, ends at the release or when
+	// the lock is lost (cause ErrLockLost: the database let it go, as when
+	// the node's connection to it broke): work done under a lock runs on
+	// it, so that it stops before another holder's starts. A node that
 	// dies releases its locks.
-	Lock(ctx context.Context, name string) (release func(), err error)
-	// TryLock takes the named lock if it is free and reports whether it
-	// did.
-	TryLock(ctx context.Context, name string) (release func(), ok bool, err error)
+	Lock(ctx context.Context, name string) (held context.Context, release func(), err error)
+	// TryLock takes the named lock if it is free and returns what Lock
+	// does; ErrLocked when another holder has it.
+	TryLock(ctx context.Context, name string) (held context.Context, release func(), err error)
 	// Watch calls fn for each change another node makes (fn must not
 	// block for long), until stop is called.
 	Watch(fn func(Change)) (stop func())

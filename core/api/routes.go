@@ -249,7 +249,7 @@ func (s *Server) routeSession(w http.ResponseWriter, r *http.Request, path strin
 	if len(seg) == 2 {
 		action = seg[1]
 	}
-	return s.inSession(r, seg[0], func(sess *storage.Session) error {
+	return s.inSession(r, seg[0], func(r *http.Request, sess *storage.Session) error {
 		switch action {
 		case "":
 			return only(r, "GET", func() error { return s.getSession(w, r, sess) })

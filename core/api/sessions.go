@@ -55,8 +55,11 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 
 // inSession runs f on the session id of the request's tenant, holding the
 // session's lock: the requests of one session are served one at a time.
-func (s *Server) inSession(r *http.Request, id string, f func(sess *storage.Session) error) error {
-	err := s.Calls.InSession(r.Context(), tenantOf(r).ID, id, f)
+// f gets the request on the lock's context (see calls.Service.InSession).
+func (s *Server) inSession(r *http.Request, id string, f func(r *http.Request, sess *storage.Session) error) error {
+	err := s.Calls.InSession(r.Context(), tenantOf(r).ID, id, func(ctx context.Context, sess *storage.Session) error {
+		return f(r.WithContext(ctx), sess)
+	})
 	var ns *calls.NoSessionError
 	if errors.As(err, &ns) {
 		return &notFoundError{ns.Error()}

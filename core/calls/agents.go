@@ -226,9 +226,11 @@ func (s *Service) Engine(ctx context.Context, tenant int64, agentName string) (*
 // InSession runs f on a tenant's session, read afresh, holding the
 // session's lock: the work on one session (a call, a change of state, its
 // finish) is done one at a time, whichever door (and, on PostgreSQL,
-// whichever node) it came through.
-func (s *Service) InSession(ctx context.Context, tenant int64, id string, f func(sess *storage.Session) error) error {
-	unlock, err := s.db.Lock(ctx, sessionKey(tenant, id))
+// whichever node) it came through. f runs on the lock's context: it ends
+// with ctx, and also if the lock is lost (the node's connection to the
+// database broke, and another node may take the session meanwhile).
+func (s *Service) InSession(ctx context.Context, tenant int64, id string, f func(ctx context.Context, sess *storage.Session) error) error {
+	ctx, unlock, err := s.db.Lock(ctx, sessionKey(tenant, id))
 	if err != nil {
 		return err
 	}
@@ -240,7 +242,7 @@ func (s *Service) InSession(ctx context.Context, tenant int64, id string, f func
 		}
 		return err
 	}
-	return f(sess)
+	return f(ctx, sess)
 }
 
 // NoSessionError is a session id the tenant has no session of.

@@ -39,14 +39,14 @@ func runMCP(env *Env, args []string) int {
 		ID:     id,
 		Agent:  ls.eng.Agent.Name,
 		Engine: func(context.Context) (*session.Engine, error) { return ls.eng, nil },
-		In: func(_ context.Context, id string, f func(*storage.Session) error) error {
+		In: func(ctx context.Context, id string, f func(context.Context, *storage.Session) error) error {
 			mu.Lock()
 			defer mu.Unlock()
 			s, ok := ls.store.Session(id)
 			if !ok {
 				return fmt.Errorf("no session %q", id)
 			}
-			return f(s)
+			return f(ctx, s)
 		},
 		Changed: func() (<-chan struct{}, func()) { return hub.Watch(id) },
 	}

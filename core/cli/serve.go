@@ -209,11 +209,11 @@ func prune(ctx context.Context, db storage.Store, reg *registry.Registry, keep, 
 	for {
 		// The database's part runs on one node at a time; each node's
 		// environments are its own.
-		if release, ok, err := db.TryLock(ctx, "toolhost/prune"); err != nil {
-			log.Error("pruning: cannot take the prune lock", "error", err)
-		} else if ok {
-			pruneStore(ctx, db, keep, log)
+		if held, release, err := db.TryLock(ctx, "toolhost/prune"); err == nil {
+			pruneStore(held, db, keep, log)
 			release()
+		} else if !errors.Is(err, storage.ErrLocked) {
+			log.Error("pruning: cannot take the prune lock", "error", err)
 		}
 		if n, err := reg.PruneVenvs(venvKeep); err != nil {
 			log.Error("removing unused requirements environments", "error", err)

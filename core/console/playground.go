@@ -6,6 +6,7 @@ package console
 // blocks). Calls take the pipeline like every other door.
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -73,21 +74,24 @@ func (c *Console) playground(w http.ResponseWriter, r *http.Request, action stri
 		}
 		return writeJSON(w, map[string]any{"session": sess, "skills": skills})
 	case "session":
-		return c.inSession(w, r, req.Session, func(eng *session.Engine, s *storage.Session) (any, error) {
+		return c.inSession(w, r, req.Session, func(r *http.Request, eng *session.Engine, s *storage.Session) (any, error) {
 			return c.sessionView(r, eng, s)
 		})
 	case "session-call":
-		return c.inSession(w, r, req.Session, func(eng *session.Engine, s *storage.Session) (any, error) {
+		return c.inSession(w, r, req.Session, func(r *http.Request, eng *session.Engine, s *storage.Session) (any, error) {
+			ctx := r.Context()
 			e := *eng
 			e.Door = pipeline.DoorConsole
 			return e.Call(ctx, s, req.Tool, req.Arguments)
 		})
 	case "state":
-		return c.inSession(w, r, req.Session, func(eng *session.Engine, s *storage.Session) (any, error) {
+		return c.inSession(w, r, req.Session, func(r *http.Request, eng *session.Engine, s *storage.Session) (any, error) {
+			ctx := r.Context()
 			return nil, eng.SetState(ctx, s, req.State)
 		})
 	case "finish":
-		return c.inSession(w, r, req.Session, func(eng *session.Engine, s *storage.Session) (any, error) {
+		return c.inSession(w, r, req.Session, func(r *http.Request, eng *session.Engine, s *storage.Session) (any, error) {
+			ctx := r.Context()
 			skills, err := eng.Finish(ctx, s)
 			return map[string]any{"skills": skills}, err
 		})
@@ -97,15 +101,17 @@ func (c *Console) playground(w http.ResponseWriter, r *http.Request, action stri
 
 // inSession runs f on a session of the tenant, under its lock, and
 // answers what f returns (a refusal as 422 with its message).
-func (c *Console) inSession(w http.ResponseWriter, r *http.Request, id string, f func(*session.Engine, *storage.Session) (any, error)) error {
+// f gets the request on the lock's context (see calls.Service.InSession).
+func (c *Console) inSession(w http.ResponseWriter, r *http.Request, id string, f func(*http.Request, *session.Engine, *storage.Session) (any, error)) error {
 	tenant := tenantOf(r).ID
 	var out any
-	err := c.Calls.InSession(r.Context(), tenant, id, func(s *storage.Session) error {
-		eng, err := c.Calls.Engine(r.Context(), tenant, s.Agent)
+	err := c.Calls.InSession(r.Context(), tenant, id, func(ctx context.Context, s *storage.Session) error {
+		r := r.WithContext(ctx)
+		eng, err := c.Calls.Engine(ctx, tenant, s.Agent)
 		if err != nil {
 			return err
 		}
-		out, err = f(eng, s)
+		out, err = f(r, eng, s)
 		return err
 	})
 	var ns *calls.NoSessionError
@@ -305,12 +311,12 @@ func (c *Console) playgroundPage(w http.ResponseWriter, r *http.Request) error {
 		// no second round trip.
 		id := q.Get("session")
 		var view any
-		err := c.Calls.InSession(r.Context(), tenant, id, func(s *storage.Session) error {
-			eng, err := c.Calls.Engine(r.Context(), tenant, s.Agent)
+		err := c.Calls.InSession(r.Context(), tenant, id, func(ctx context.Context, s *storage.Session) error {
+			eng, err := c.Calls.Engine(ctx, tenant, s.Agent)
 			if err != nil {
 				return err
 			}
-			view, err = c.sessionView(r, eng, s)
+			view, err = c.sessionView(r.WithContext(ctx), eng, s)
 			return err
 		})
 		var ns *calls.NoSessionError

@@ -110,7 +110,7 @@ type SessionCatalog struct {
 	// agent or its groups may have changed).
 	Engine func(ctx context.Context) (*session.Engine, error)
 	// In runs f on the session, read afresh, holding its lock.
-	In func(ctx context.Context, id string, f func(s *storage.Session) error) error
+	In func(ctx context.Context, id string, f func(ctx context.Context, s *storage.Session) error) error
 	// Changed returns a channel closed at the next change of the session,
 	// its agent or its groups, and its stop.
 	Changed func() (<-chan struct{}, func())
@@ -163,7 +163,7 @@ func (c *SessionCatalog) Start(ctx context.Context, vars map[string]any) (string
 // order; none once the session finished.
 func (c *SessionCatalog) Tools(ctx context.Context) ([]Tool, error) {
 	var tools []Tool
-	err := c.In(ctx, c.ID, func(s *storage.Session) error {
+	err := c.In(ctx, c.ID, func(ctx context.Context, s *storage.Session) error {
 		if s.Closed {
 			return nil
 		}
@@ -189,7 +189,7 @@ func (c *SessionCatalog) Tools(ctx context.Context) ([]Tool, error) {
 // finished, is refused).
 func (c *SessionCatalog) Call(ctx context.Context, name string, args json.RawMessage) (*pipeline.Answer, error) {
 	var a *pipeline.Answer
-	err := c.In(ctx, c.ID, func(s *storage.Session) error {
+	err := c.In(ctx, c.ID, func(ctx context.Context, s *storage.Session) error {
 		eng, err := c.engine(ctx)
 		if err != nil {
 			return err
@@ -212,7 +212,7 @@ func (c *SessionCatalog) Finish(ctx context.Context) error {
 	if !started {
 		return nil
 	}
-	return c.In(ctx, c.ID, func(s *storage.Session) error {
+	return c.In(ctx, c.ID, func(ctx context.Context, s *storage.Session) error {
 		if s.Closed {
 			return nil
 		}

@@ -221,7 +221,7 @@ func (h *Handler) agentCatalog(tenant int64, agent, id string, tags []string) *S
 		Engine: func(ctx context.Context) (*session.Engine, error) {
 			return h.Calls.Engine(ctx, tenant, agent)
 		},
-		In: func(ctx context.Context, id string, f func(*storage.Session) error) error {
+		In: func(ctx context.Context, id string, f func(context.Context, *storage.Session) error) error {
 			return h.Calls.InSession(ctx, tenant, id, f)
 		},
 		Abandon: func(ctx context.Context, s *storage.Session, reason string) error {

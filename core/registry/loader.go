@@ -142,11 +142,13 @@ func (r *Registry) loader() {
 // load installs, imports and checks one generation of a group, then
 // records Ready or Error unless the group changed meanwhile. It holds the
 // generation's load lock throughout: one node loads it at a time, and one
-// whose node died is taken up by another's sweep.
+// whose node died is taken up by another's sweep. A lock lost on the way
+// (the node's connection to the database broke) records nothing: the group
+// stays Installing for the sweep of whichever node takes it next.
 func (r *Registry) load(j job) {
 	ctx := context.Background()
-	unlock, ok, err := r.db.TryLock(ctx, loadLock(j.tenant, j.name, j.generation))
-	if err != nil || !ok {
+	held, unlock, err := r.db.TryLock(ctx, loadLock(j.tenant, j.name, j.generation))
+	if err != nil {
 		// Another loader (of this node or another) has it: ask again in
 		// a moment, in case it was loading a deleted group's generation of
 		// the same number, or stops before it is done.
@@ -181,9 +183,14 @@ func (r *Registry) load(j job) {
 	} else {
 		release()
 	}
+	if held.Err() != nil {
+		r.log.Warn("the load lock was lost during the load: its status is left to the next sweep", "tenant", j.tenant, "group", j.name,
+			"generation", j.generation, "cause", context.Cause(held))
+		return
+	}
 	view.Status, view.Message = status, msg
 	report, _ := json.Marshal(view)
-	_, ok, err = r.db.SetGroupStatus(ctx, j.tenant, j.name, j.generation, string(status), string(report))
+	_, ok, err := r.db.SetGroupStatus(ctx, j.tenant, j.name, j.generation, string(status), string(report))
 	r.invalidate(j.tenant)
 	if err != nil || !ok {
 		r.forget(j.tenant, j.name, j.generation)

@@ -1,0 +1,116 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"testing"
+	"time"
+
+	"toolhost/storage/pgtest"
+)
+
+// tryLock is TryLock as (release, ok, err), ok false for ErrLocked.
+func tryLock(db *DB, ctx context.Context, name string) (func(), bool, error) {
+	_, release, err := db.TryLock(ctx, name)
+	if errors.Is(err, ErrLocked) {
+		return nil, false, nil
+	}
+	return release, err == nil, err
+}
+
+// pgNodes opens two PostgreSQL nodes on one fresh database and returns
+// them with its address.
+func pgNodes(t *testing.T) (a, b *DB, dsn string) {
+	t.Helper()
+	dsn = pgtest.DSN(t)
+	open := func() (*DB, error) { return OpenPostgres(context.Background(), t.TempDir(), dsn) }
+	return mustOpen(t, open), mustOpen(t, open), dsn
+}
+
+// TestLockSurvivesACanceledCaller: a caller whose context is done (a
+// client that hung up while its request waited for a session's lock) must
+// not take the node's other locks with it. The node's lock connection
+// holds every lock of the node; dropping it for a canceled query released
+// them all in the database while their holders still believed they held
+// them, and another node took them.
+func TestLockSurvivesACanceledCaller(t *testing.T) {
+	a, b, _ := pgNodes(t)
+	ctx := context.Background()
+	_, release, err := a.Lock(ctx, "s/1/held")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	for i := 0; i < 20; i++ {
+		if r, ok, _ := tryLock(a, canceled, "s/1/other"); ok {
+			r()
+		}
+		if _, r, err := a.Lock(canceled, "s/1/other"); err == nil {
+			r()
+		}
+	}
+	if r, ok, err := tryLock(b, ctx, "s/1/held"); err != nil || ok {
+		if ok {
+			r()
+		}
+		t.Fatalf("node B took the lock node A holds (ok %v, err %v): a canceled caller on A released A's locks", ok, err)
+	}
+}
+
+// terminateLockConn ends, as an operator or a failing network would, the
+// server processes of a database that last ran an advisory lock's query
+// (the nodes' lock connections), and returns how many.
+func terminateLockConn(t *testing.T, dsn string) int {
+	t.Helper()
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	err = db.QueryRow(`SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid() AND query LIKE '%advisory%'`).Scan(&n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestLockLostWithItsConnection: when the connection that holds a node's
+// locks breaks (the server restarts, a proxy drops it, an operator kills
+// it), the database releases them and another node may take them; the
+// holders must hear of it, through the lock's context, so that two nodes
+// never work on one session or one load believing each holds its lock.
+func TestLockLostWithItsConnection(t *testing.T) {
+	a, b, dsn := pgNodes(t)
+	ctx := context.Background()
+	lctx, release, err := a.Lock(ctx, "s/1/held")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	if n := terminateLockConn(t, dsn); n == 0 {
+		t.Fatal("found no lock connection to terminate")
+	}
+	select {
+	case <-lctx.Done():
+	case <-time.After(5 * time.Second):
+		if r, ok, _ := tryLock(b, ctx, "s/1/held"); ok {
+			r()
+			t.Fatal("node B holds the lock node A still believes it holds")
+		}
+		t.Fatal("the holder was not told that its lock is lost")
+	}
+	if !errors.Is(context.Cause(lctx), ErrLockLost) {
+		t.Errorf("the held context ended with %v, want ErrLockLost", context.Cause(lctx))
+	}
+	// The node goes on: new locks are taken on a new connection.
+	r, ok, err := tryLock(a, ctx, "s/1/next")
+	if err != nil || !ok {
+		t.Fatalf("after the break: %v %v", ok, err)
+	}
+	r()
+}
