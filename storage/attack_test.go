@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,4 +115,51 @@ func TestLockLostWithItsConnection(t *testing.T) {
 		t.Fatalf("after the break: %v %v", ok, err)
 	}
 	r()
+}
+
+// TestSearchKnowledgeBoundsItsQuery: a query is the words an API client
+// or a model sends (TriggerKBSearch). Each count of words made a query
+// text of its own, kept for good by the cache of rebound queries, and
+// more words than PostgreSQL's 65535 parameters failed: a client sending
+// queries of n, n+1, n+2, ... words grew the server's memory without
+// bound. The words are deduplicated and capped, and the cache is bounded.
+func TestSearchKnowledgeBoundsItsQuery(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, open opener) {
+		db := open(t, t.TempDir())
+		ctx := context.Background()
+		tn, _, err := db.CreateTenant(ctx, "acme")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.PutKnowledge(ctx, tn.ID, "doc", "the word zebra is here\n\nand nothing else"); err != nil {
+			t.Fatal(err)
+		}
+		var words []string
+		for i := 0; i < 70000; i++ {
+			words = append(words, fmt.Sprintf("w%d", i))
+		}
+		// The word that matches comes first; a huge query still answers.
+		ps, err := db.SearchKnowledge(ctx, tn.ID, nil, "zebra "+strings.Join(words, " "), 5)
+		if err != nil || len(ps) != 1 {
+			t.Fatalf("a query of 70001 words: %v %v", ps, err)
+		}
+		before := reboundEntries()
+		for n := 1; n <= 300; n++ {
+			if _, err := db.SearchKnowledge(ctx, tn.ID, []string{"doc"}, strings.Join(words[:n], " "), 5); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if grew := reboundEntries() - before; grew > 100 {
+			t.Errorf("300 queries of distinct lengths left %d more rebound queries in the cache", grew)
+		}
+		if n := reboundEntries(); n > maxRebound {
+			t.Errorf("the cache of rebound queries holds %d, more than %d", n, maxRebound)
+		}
+	})
+}
+
+func reboundEntries() int {
+	n := 0
+	rebound.Range(func(any, any) bool { n++; return true })
+	return n
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -20,8 +21,18 @@ const (
 )
 
 // rebound caches queries rebound to PostgreSQL's $N placeholders: the hot
-// paths (logs, the ledger) run the same few queries again and again.
-var rebound sync.Map // string → string
+// paths (logs, the ledger) run the same few queries again and again. It
+// keeps at most maxRebound of them: a query built for its arguments (IN
+// lists, search terms) has as many texts as counts of them, and what a
+// client sends must not grow the server's memory.
+var (
+	rebound      sync.Map // string → string
+	reboundCount atomic.Int64
+)
+
+// maxRebound bounds the cache of rebound queries (toolhost's fixed
+// queries are about a hundred).
+const maxRebound = 1024
 
 // q returns a query written with ? placeholders in the backend's own: as
 // is for SQLite, $1, $2, ... for PostgreSQL. The queries are toolhost's
@@ -45,7 +56,11 @@ func (s *DB) q(query string) string {
 		b.WriteByte(query[i])
 	}
 	out := b.String()
-	rebound.Store(query, out)
+	if reboundCount.Load() < maxRebound {
+		if _, loaded := rebound.LoadOrStore(query, out); !loaded {
+			reboundCount.Add(1)
+		}
+	}
 	return out
 }
 

@@ -314,6 +314,7 @@ func (s *DB) SearchKnowledge(ctx context.Context, tenantID int64, names []string
 	terms := strings.FieldsFunc(query, func(r rune) bool {
 		return !(r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r > 127)
 	})
+	terms = searchTerms(terms)
 	if len(terms) == 0 {
 		return []Passage{}, nil
 	}
@@ -337,6 +338,30 @@ func (s *DB) SearchKnowledge(ctx context.Context, tenantID int64, names []string
 	q += ` ORDER BY bm25(knowledge_fts) LIMIT ?`
 	args = append(args, limit)
 	return queryAll(ctx, s, []Passage{}, func(r *sql.Rows, p *Passage) error { return r.Scan(&p.Source, &p.Text, &p.Score) }, q, args...)
+}
+
+// maxSearchTerms is how many distinct words of a query are searched: the
+// query comes from a client (or a model), and each word is a parameter of
+// the statement and a term the database ranks.
+const maxSearchTerms = 32
+
+// searchTerms are a query's words, each once (case aside: both indexes
+// lowercase), the first maxSearchTerms of them.
+func searchTerms(words []string) []string {
+	seen := map[string]bool{}
+	out := words[:0]
+	for _, w := range words {
+		k := strings.ToLower(w)
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		out = append(out, w)
+		if len(out) == maxSearchTerms {
+			break
+		}
+	}
+	return out
 }
 
 // placeholders is n comma-separated ? placeholders.
