@@ -163,3 +163,33 @@ func reboundEntries() int {
 	rebound.Range(func(any, any) bool { n++; return true })
 	return n
 }
+
+// TestMigrationsRaceOnAnEmptyDatabase: nodes that start at once on an
+// empty database apply each migration once, and every one opens.
+func TestMigrationsRaceOnAnEmptyDatabase(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	const n = 6
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		go func() {
+			db, err := OpenPostgres(context.Background(), t.TempDir(), dsn)
+			if err == nil {
+				db.Close()
+			}
+			errs <- err
+		}()
+	}
+	for i := 0; i < n; i++ {
+		if err := <-errs; err != nil {
+			t.Errorf("a node starting at once with %d others: %v", n-1, err)
+		}
+	}
+	db := mustOpen(t, func() (*DB, error) { return OpenPostgres(context.Background(), t.TempDir(), dsn) })
+	var applied, names int
+	if err := db.sql.QueryRow(`SELECT count(*), count(DISTINCT name) FROM schema_migrations`).Scan(&applied, &names); err != nil {
+		t.Fatal(err)
+	}
+	if applied != names || applied == 0 {
+		t.Errorf("%d migrations recorded for %d names", applied, names)
+	}
+}
