@@ -193,3 +193,45 @@ func TestMigrationsRaceOnAnEmptyDatabase(t *testing.T) {
 		t.Errorf("%d migrations recorded for %d names", applied, names)
 	}
 }
+
+// TestLateCompleteAfterTakeover: a claim that went stale (its node
+// stalled, or judged by a clock running ahead) is taken over by another
+// claimant; the first owner finishing late must neither store its answer
+// over the new owner's call nor release the new owner's claim (which let a
+// third claimant run the call once more).
+func TestLateCompleteAfterTakeover(t *testing.T) {
+	forEachBackendNodes(t, func(t *testing.T, open nodes) {
+		a, b := open(t)
+		ctx := context.Background()
+		ten, _, err := a.CreateTenant(ctx, "acme")
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, owned, err := a.ClaimKey(ctx, ten.ID, "k", "h", time.Hour, time.Hour)
+		if err != nil || !owned {
+			t.Fatalf("first claim: %v %v", owned, err)
+		}
+		time.Sleep(30 * time.Millisecond)
+		second, owned, err := b.ClaimKey(ctx, ten.ID, "k", "h", time.Hour, 10*time.Millisecond)
+		if err != nil || !owned {
+			t.Fatalf("takeover: %v %v", owned, err)
+		}
+		if err := a.ReleaseKey(ctx, ten.ID, "k", first.Claim); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.CompleteKey(ctx, ten.ID, "k", first.Claim, []byte(`"first"`)); !errors.Is(err, ErrClaimLost) {
+			t.Errorf("the first owner's late complete: %v, want ErrClaimLost", err)
+		}
+		e, owned, err := a.ClaimKey(ctx, ten.ID, "k", "h", time.Hour, time.Hour)
+		if err != nil || owned || !e.Running {
+			t.Fatalf("while the new owner runs: %+v %v %v (a third claimant must wait)", e, owned, err)
+		}
+		if err := b.CompleteKey(ctx, ten.ID, "k", second.Claim, []byte(`"second"`)); err != nil {
+			t.Fatal(err)
+		}
+		e, _, _ = a.ClaimKey(ctx, ten.ID, "k", "h", time.Hour, time.Hour)
+		if e == nil || e.Running || string(e.Response) != `"second"` {
+			t.Errorf("after both: %+v", e)
+		}
+	})
+}

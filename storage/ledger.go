@@ -17,17 +17,30 @@ type LedgerEntry struct {
 	// Running is true while the first call is still in progress.
 	Running  bool
 	Response []byte
+	// Claim, when the caller owns the key, names its claim: Complete and
+	// Release change the entry only while it is still this claim's.
+	Claim string
 }
+
+// ErrClaimLost is CompleteKey's answer when the key's entry is no longer
+// the caller's claim: it went stale and another claimant took it over (the
+// first owner's answer is not stored over the new owner's call).
+var ErrClaimLost = errors.New("the idempotency key was taken over by another claimant")
 
 // ClaimKey takes an idempotency key for a call. It answers owned=true when
 // the caller now holds the key (no entry, an expired one, or a running one
 // older than stale, whose server died) and must run the call and Complete
 // it; otherwise it answers the entry found. Claims are exactly-once across
 // every node of the database: the first insert of the key wins, and taking
-// over an expired or abandoned entry is a compare-and-set on its row.
+// over an expired or abandoned entry is a compare-and-set on its row. The
+// times are the database's (on PostgreSQL its clock, not the node's): a
+// node whose clock runs ahead must not find a running call abandoned.
 func (s *DB) ClaimKey(ctx context.Context, tenantID int64, key, hash string, window, stale time.Duration) (*LedgerEntry, bool, error) {
 	for attempt := 0; ; attempt++ {
-		nowT := time.Now().UTC()
+		nowT, err := s.clock(ctx)
+		if err != nil {
+			return nil, false, err
+		}
 		created, expires := nowT.Format(time.RFC3339Nano), nowT.Add(window).Format(time.RFC3339Nano)
 		res, err := s.exec(ctx, `INSERT INTO idempotency (tenant_id, key, request_hash, state, response, created_at, expires_at)
 			VALUES (?, ?, ?, 'running', NULL, ?, ?) ON CONFLICT (tenant_id, key) DO NOTHING`, tenantID, key, hash, created, expires)
@@ -35,7 +48,7 @@ func (s *DB) ClaimKey(ctx context.Context, tenantID int64, key, hash string, win
 			return nil, false, err
 		}
 		if n, _ := res.RowsAffected(); n == 1 {
-			return nil, true, nil
+			return &LedgerEntry{Claim: created}, true, nil
 		}
 		var e LedgerEntry
 		var state, oldCreated, oldExpires string
@@ -62,7 +75,7 @@ func (s *DB) ClaimKey(ctx context.Context, tenantID int64, key, hash string, win
 			return nil, false, err
 		}
 		if n, _ := res.RowsAffected(); n == 1 {
-			return nil, true, nil
+			return &LedgerEntry{Claim: created}, true, nil
 		}
 		if attempt >= 3 {
 			return nil, false, errors.New("idempotency key: too many concurrent claims")
@@ -70,17 +83,37 @@ func (s *DB) ClaimKey(ctx context.Context, tenantID int64, key, hash string, win
 	}
 }
 
-// CompleteKey stores the answer of the call that holds a key.
-func (s *DB) CompleteKey(ctx context.Context, tenantID int64, key string, response []byte) error {
-	_, err := s.exec(ctx, `UPDATE idempotency SET state = 'done', response = ? WHERE tenant_id = ? AND key = ?`, response, tenantID, key)
-	return err
+// CompleteKey stores the answer of the call that holds a key by claim
+// (LedgerEntry.Claim); ErrClaimLost when another claimant took it over.
+func (s *DB) CompleteKey(ctx context.Context, tenantID int64, key, claim string, response []byte) error {
+	res, err := s.exec(ctx, `UPDATE idempotency SET state = 'done', response = ? WHERE tenant_id = ? AND key = ? AND state = 'running' AND created_at = ?`,
+		response, tenantID, key, claim)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrClaimLost
+	}
+	return nil
 }
 
 // ReleaseKey gives up a key whose call could not finish, so that a retry
-// runs it.
-func (s *DB) ReleaseKey(ctx context.Context, tenantID int64, key string) error {
-	_, err := s.exec(ctx, `DELETE FROM idempotency WHERE tenant_id = ? AND key = ? AND state = 'running'`, tenantID, key)
+// runs it; a claim taken over meanwhile is left to its new owner.
+func (s *DB) ReleaseKey(ctx context.Context, tenantID int64, key, claim string) error {
+	_, err := s.exec(ctx, `DELETE FROM idempotency WHERE tenant_id = ? AND key = ? AND state = 'running' AND created_at = ?`, tenantID, key, claim)
 	return err
+}
+
+// clock is the time claims are stamped and judged with: on PostgreSQL the
+// database server's, which every node shares, on SQLite (one node) the
+// process's.
+func (s *DB) clock(ctx context.Context) (time.Time, error) {
+	if s.dialect != postgresDialect {
+		return time.Now().UTC(), nil
+	}
+	var t time.Time
+	err := s.row(ctx, `SELECT clock_timestamp()`).Scan(&t)
+	return t.UTC(), err
 }
 
 // PruneKeys deletes expired keys and continuations.

@@ -198,6 +198,7 @@ func TestClaimKeyAcrossNodes(t *testing.T) {
 			key := fmt.Sprint("k", round)
 			var owners atomic.Int32
 			var wg sync.WaitGroup
+			var claim atomic.Value
 			start := make(chan struct{})
 			errs := make(chan error, 16)
 			for i := 0; i < 16; i++ {
@@ -213,6 +214,7 @@ func TestClaimKeyAcrossNodes(t *testing.T) {
 					}
 					if owned {
 						owners.Add(1)
+						claim.Store(e.Claim)
 					} else if e == nil || !e.Running || e.RequestHash != "h" {
 						errs <- fmt.Errorf("a duplicate saw %+v", e)
 					}
@@ -227,7 +229,7 @@ func TestClaimKeyAcrossNodes(t *testing.T) {
 			if owners.Load() != 1 {
 				t.Fatalf("round %d: %d owners of one key", round, owners.Load())
 			}
-			if err := b.CompleteKey(ctx, ten.ID, key, []byte(`{"ok":1}`)); err != nil {
+			if err := b.CompleteKey(ctx, ten.ID, key, claim.Load().(string), []byte(`{"ok":1}`)); err != nil {
 				t.Fatal(err)
 			}
 			e, owned, err := a.ClaimKey(ctx, ten.ID, key, "h", time.Hour, time.Minute)

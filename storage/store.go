@@ -110,8 +110,8 @@ type Logs interface {
 // Ledger is the idempotency ledger and the continuations of paged tables.
 type Ledger interface {
 	ClaimKey(ctx context.Context, tenantID int64, key, hash string, window, stale time.Duration) (*LedgerEntry, bool, error)
-	CompleteKey(ctx context.Context, tenantID int64, key string, response []byte) error
-	ReleaseKey(ctx context.Context, tenantID int64, key string) error
+	CompleteKey(ctx context.Context, tenantID int64, key, claim string, response []byte) error
+	ReleaseKey(ctx context.Context, tenantID int64, key, claim string) error
 	PruneKeys(ctx context.Context) (int64, error)
 	SaveContinuation(ctx context.Context, tenantID int64, c Continuation, ttl time.Duration) (string, error)
 	Continuation(ctx context.Context, tenantID int64, id string) (*Continuation, error)

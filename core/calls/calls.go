@@ -129,12 +129,12 @@ func (l tenantLedger) Claim(ctx context.Context, key, hash string, window, stale
 	return l.db.ClaimKey(ctx, l.tenant, key, hash, window, stale)
 }
 
-func (l tenantLedger) Complete(ctx context.Context, key string, resp []byte) error {
-	return l.db.CompleteKey(ctx, l.tenant, key, resp)
+func (l tenantLedger) Complete(ctx context.Context, key, claim string, resp []byte) error {
+	return l.db.CompleteKey(ctx, l.tenant, key, claim, resp)
 }
 
-func (l tenantLedger) Release(ctx context.Context, key string) error {
-	return l.db.ReleaseKey(ctx, l.tenant, key)
+func (l tenantLedger) Release(ctx context.Context, key, claim string) error {
+	return l.db.ReleaseKey(ctx, l.tenant, key, claim)
 }
 
 type tenantContinuations struct {

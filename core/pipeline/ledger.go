@@ -14,8 +14,10 @@ import (
 // Ledger keeps idempotency keys (SQLite in the server, memory in the CLI).
 type Ledger interface {
 	Claim(ctx context.Context, key, hash string, window, stale time.Duration) (*storage.LedgerEntry, bool, error)
-	Complete(ctx context.Context, key string, response []byte) error
-	Release(ctx context.Context, key string) error
+	// Complete and Release name the claim Claim gave its owner
+	// (LedgerEntry.Claim): a key taken over since is left alone.
+	Complete(ctx context.Context, key, claim string, response []byte) error
+	Release(ctx context.Context, key, claim string) error
 }
 
 // Continuations keeps the continuations of paged tables.
@@ -59,11 +61,11 @@ func (m *MemoryLedger) Claim(_ context.Context, key, hash string, window, _ time
 		return &storage.LedgerEntry{RequestHash: e.hash, Running: e.running, Response: e.resp}, false, nil
 	}
 	m.entries[key] = &memEntry{hash: hash, running: true, expires: time.Now().Add(window)}
-	return nil, true, nil
+	return &storage.LedgerEntry{}, true, nil
 }
 
 // Complete implements Ledger.
-func (m *MemoryLedger) Complete(_ context.Context, key string, resp []byte) error {
+func (m *MemoryLedger) Complete(_ context.Context, key, _ string, resp []byte) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if e, ok := m.entries[key]; ok {
@@ -73,7 +75,7 @@ func (m *MemoryLedger) Complete(_ context.Context, key string, resp []byte) erro
 }
 
 // Release implements Ledger.
-func (m *MemoryLedger) Release(_ context.Context, key string) error {
+func (m *MemoryLedger) Release(_ context.Context, key, _ string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.entries, key)

@@ -194,11 +194,11 @@ type testLedger struct {
 func (l testLedger) Claim(ctx context.Context, key, hash string, window, stale time.Duration) (*storage.LedgerEntry, bool, error) {
 	return l.db.ClaimKey(ctx, l.t, key, hash, window, stale)
 }
-func (l testLedger) Complete(ctx context.Context, key string, r []byte) error {
-	return l.db.CompleteKey(ctx, l.t, key, r)
+func (l testLedger) Complete(ctx context.Context, key, claim string, r []byte) error {
+	return l.db.CompleteKey(ctx, l.t, key, claim, r)
 }
-func (l testLedger) Release(ctx context.Context, key string) error {
-	return l.db.ReleaseKey(ctx, l.t, key)
+func (l testLedger) Release(ctx context.Context, key, claim string) error {
+	return l.db.ReleaseKey(ctx, l.t, key, claim)
 }
 
 // TestIdempotencyConcurrency: N parallel duplicates run the tool exactly

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"toolhost/core/definition"
 	"toolhost/core/runner"
 	"toolhost/plugins"
+	"toolhost/storage"
 )
 
 // TagError is a tool whose tags meet none of the allowed ones.
@@ -70,12 +72,14 @@ func (p *Pipeline) policy(ctx context.Context, req *Request) (*Answer, error) {
 	}
 	hash := hashArgs(map[string]any{"tool": t.ObjectName, "args": req.args})
 	timeout := p.timeoutOf(t)
+	var claim string
 	for {
 		entry, owned, err := p.Ledger.Claim(ctx, key, hash, window, 2*timeout+time.Minute)
 		if err != nil {
 			return nil, err
 		}
 		if owned {
+			claim = entry.Claim
 			break
 		}
 		if entry.RequestHash != hash {
@@ -104,7 +108,7 @@ func (p *Pipeline) policy(ctx context.Context, req *Request) (*Answer, error) {
 	case err != nil || stopped && a.Runtime != plugins.RuntimeGPython:
 		// A call stopped from outside did not happen as far as the key
 		// goes: the next attempt runs it.
-		p.Ledger.Release(context.WithoutCancel(ctx), key)
+		p.Ledger.Release(context.WithoutCancel(ctx), key, claim)
 		return a, err
 	case stopped:
 		// A stopped gpython call runs on to its end in the background: the
@@ -114,7 +118,7 @@ func (p *Pipeline) policy(ctx context.Context, req *Request) (*Answer, error) {
 	}
 	a.IdempotencyKey = key
 	b, _ := json.Marshal(a)
-	if err := p.Ledger.Complete(context.WithoutCancel(ctx), key, b); err != nil {
+	if err := p.Ledger.Complete(context.WithoutCancel(ctx), key, claim, b); err != nil && !errors.Is(err, storage.ErrClaimLost) {
 		return nil, err
 	}
 	return a, nil
