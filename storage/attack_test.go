@@ -235,3 +235,30 @@ func TestLateCompleteAfterTakeover(t *testing.T) {
 		}
 	})
 }
+
+// TestFeedCarriesLongNames: a change whose name (a tenant's group or
+// agent) is too long for a NOTIFY payload (8000 bytes) failed to send,
+// and the other nodes never heard of it: they served the tenant's old
+// groups. It now comes without its name.
+func TestFeedCarriesLongNames(t *testing.T) {
+	a, b, _ := pgNodes(t)
+	ctx := context.Background()
+	ten, _, err := a.CreateTenant(ctx, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan Change, 10)
+	stop := b.Watch(func(c Change) { got <- c })
+	defer stop()
+	if _, err := a.PutGroup(ctx, ten.ID, Group{Name: strings.Repeat("x", 9000), YAML: []byte("y"), Status: "Installing", Report: "{}"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case c := <-got:
+		if c.Kind != ChangeGroups || c.Tenant != ten.ID || c.Name != "" {
+			t.Errorf("heard %+v", c)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("the change of a group with a 9000-byte name was never heard")
+	}
+}

@@ -251,11 +251,20 @@ func (p *pgState) lock(ctx context.Context, name string) (context.Context, func(
 	}
 }
 
+// maxPayload is the most a NOTIFY payload may hold (PostgreSQL refuses
+// 8000 bytes and more), with room to spare.
+const maxPayload = 7000
+
 // notify sends a change to every node (itself included: it ignores its
-// own).
+// own). A name too long for a payload (names are the tenants') is left
+// out: the change is then about every one of the tenant's kind.
 func (p *pgState) notify(ctx context.Context, s *DB, c Change) {
 	c.Node = p.node
 	b, _ := json.Marshal(c)
+	if len(b) > maxPayload {
+		c.Name = ""
+		b, _ = json.Marshal(c)
+	}
 	if _, err := s.exec(ctx, `SELECT pg_notify(?, ?)`, changesChannel, string(b)); err != nil {
 		// The change is stored; nodes that miss it drop their caches when
 		// their feed reconnects, or at their caches' expiry.

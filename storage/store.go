@@ -173,7 +173,9 @@ const (
 type Change struct {
 	Kind   ChangeKind `json:"k"`
 	Tenant int64      `json:"t,omitempty"`
-	Name   string     `json:"n,omitempty"`
+	// Name is what changed; empty when too long for the feed (any of the
+	// tenant's of that kind may have changed).
+	Name string `json:"n,omitempty"`
 	// Node is the node that made it.
 	Node string `json:"o,omitempty"`
 }

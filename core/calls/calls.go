@@ -68,8 +68,13 @@ func New(cfg Config) *Service {
 	return s
 }
 
-// heard wakes the watchers of what another node changed.
+// heard wakes the watchers of what another node changed (all of them
+// when the change came without its name).
 func (s *Service) heard(c storage.Change) {
+	if c.Name == "" && (c.Kind == storage.ChangeSession || c.Kind == storage.ChangeAgents) {
+		s.changed.NotifyAll()
+		return
+	}
 	switch c.Kind {
 	case storage.ChangeSession:
 		s.changed.Notify(sessionKey(c.Tenant, c.Name))
