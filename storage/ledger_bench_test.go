@@ -78,19 +78,20 @@ func benchLedger(b *testing.B, db *DB) {
 		key := fmt.Sprintf("fresh-%d", fresh)
 		fresh++
 		t0 := time.Now()
-		_, owned, err := db.ClaimKey(ctx, ten.ID, key, "h", window, stale)
+		e, owned, err := db.ClaimKey(ctx, ten.ID, key, "h", window, stale)
 		if err != nil || !owned {
 			b.Fatalf("claim of a fresh key: owned=%v %v", owned, err)
 		}
-		if err := db.CompleteKey(ctx, ten.ID, key, answer); err != nil {
+		if err := db.CompleteKey(ctx, ten.ID, key, e.Claim, answer); err != nil {
 			b.Fatal(err)
 		}
 		return time.Since(t0)
 	}
-	if _, owned, err := db.ClaimKey(ctx, ten.ID, "done", "h", window, stale); err != nil || !owned {
+	e, owned, err := db.ClaimKey(ctx, ten.ID, "done", "h", window, stale)
+	if err != nil || !owned {
 		b.Fatalf("claim of the duplicate's key: owned=%v %v", owned, err)
 	}
-	if err := db.CompleteKey(ctx, ten.ID, "done", answer); err != nil {
+	if err := db.CompleteKey(ctx, ten.ID, "done", e.Claim, answer); err != nil {
 		b.Fatal(err)
 	}
 	dup := func() time.Duration {

@@ -60,6 +60,12 @@ func OpenPostgres(ctx context.Context, dir, url string) (*DB, error) {
 		return nil, err
 	}
 	s.pg = newPGState(url, db)
+	// A node hears every change made after it opened: wait (a moment at
+	// most) for its feed to listen.
+	select {
+	case <-s.pg.listening:
+	case <-time.After(5 * time.Second):
+	}
 	return s, nil
 }
 
@@ -94,8 +100,10 @@ type pgState struct {
 	nextW    int
 
 	stop chan struct{}
-	done chan struct{}
-	once sync.Once
+	// listening is closed once the feed first listens.
+	listening chan struct{}
+	done      chan struct{}
+	once      sync.Once
 }
 
 // ErrLockLost is the cause of a held lock's context when the lock ended
@@ -115,7 +123,7 @@ func newPGState(url string, db *sql.DB) *pgState {
 	b := make([]byte, 8)
 	rand.Read(b)
 	p := &pgState{url: url, db: db, node: hex.EncodeToString(b), watchers: map[int]func(Change){},
-		stop: make(chan struct{}), done: make(chan struct{})}
+		stop: make(chan struct{}), done: make(chan struct{}), listening: make(chan struct{})}
 	go p.listen()
 	go p.keepLocks()
 	return p
@@ -328,6 +336,9 @@ func (p *pgState) listen() {
 		pause = 100 * time.Millisecond
 		if !first {
 			p.deliver(Change{Kind: ChangeAll})
+		}
+		if first {
+			close(p.listening)
 		}
 		first = false
 		p.receive(ctx, conn)
