@@ -228,7 +228,8 @@ func (r *Registry) acquire(ctx context.Context, tenant int64, g storage.Group) (
 		return (*h)(ctx, tenant, name, from, req)
 	}
 	opts.Log = r.log
-	return r.warm.Acquire(ctx, key, def, root, opts)
+	r.freshWarmQuota(ctx, tenant)
+	return r.warm.Acquire(ctx, owner(tenant), key, def, root, opts)
 }
 
 // definition parses a stored definition once per generation.

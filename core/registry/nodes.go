@@ -25,7 +25,10 @@ func (r *Registry) heard(c storage.Change) {
 	case storage.ChangeGroups:
 		r.invalidate(c.Tenant)
 		r.resync(c.Tenant)
+	case storage.ChangeQuota:
+		r.forgetQuotas(c.Tenant)
 	case storage.ChangeAll:
+		r.forgetQuotas(0)
 		tenants, err := r.db.Tenants(context.Background())
 		if err != nil {
 			r.log.Warn("after the feed of changes came back: cannot list tenants", "error", err)

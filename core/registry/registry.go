@@ -32,7 +32,8 @@ type Config struct {
 	// Run is how groups run; its Packages.CacheDir defaults to
 	// DATA/venvs.
 	Run runner.Options
-	// MaxWarm caps the groups kept warm; IdleAfter stops an idle one.
+	// MaxWarm caps the groups kept warm, shared between the tenants by
+	// their WarmGroups quotas (warm.go); IdleAfter stops an idle one.
 	MaxWarm   int
 	IdleAfter time.Duration
 	// Loaders is how many groups load (install, import, check) at once.
@@ -79,6 +80,9 @@ type Registry struct {
 	// serving is, per group, its last generation that became Ready: it
 	// serves the group's calls while a newer one is loading or failed.
 	serving map[servingKey]storage.Group
+
+	// quotas caches the tenants' WarmGroups quotas for warm (warm.go).
+	quotas warmQuotas
 }
 
 // New opens a registry over a database, removes what a crash left half
@@ -99,9 +103,10 @@ func New(ctx context.Context, cfg Config) (*Registry, error) {
 	if cfg.Run.Packages.CacheDir == "" {
 		cfg.Run.Packages.CacheDir = filepath.Join(cfg.DB.Dir(), "venvs")
 	}
-	r := &Registry{db: cfg.DB, run: cfg.Run, warm: runner.NewWarm(cfg.MaxWarm, cfg.IdleAfter), log: cfg.Log,
+	r := &Registry{db: cfg.DB, run: cfg.Run, quotas: warmQuotas{m: map[int64]*warmQuota{}}, log: cfg.Log,
 		roots: filepath.Join(cfg.DB.Dir(), "roots"), jobs: make(chan job, 4096), queued: map[job]bool{}, stop: make(chan struct{}),
 		defs: map[string]*definition.Group{}, dirs: map[string]string{}, index: map[int64]*toolIndex{}, changes: map[int64]uint64{}, gens: map[*definition.Group]generation{}, serving: map[servingKey]storage.Group{}}
+	r.warm = runner.NewWarm(cfg.MaxWarm, cfg.IdleAfter, runner.WithGuarantee(r.warmGuarantee))
 	// No plugin process outlives the server that started it, so no group
 	// folder is in use yet: the ones earlier runs laid out (for every
 	// generation they loaded) go, and are laid out again when needed.

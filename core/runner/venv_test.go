@@ -239,7 +239,7 @@ func TestWarmVenvs(t *testing.T) {
 	w := NewWarm(4, time.Hour)
 	defer w.Close()
 	yamlPath := writeGroup(t, "tinylib==1.0\n")
-	g, release, err := w.Acquire(context.Background(), "k", loadDef(t, yamlPath), filepath.Dir(yamlPath),
+	g, release, err := w.Acquire(context.Background(), "o", "k", loadDef(t, yamlPath), filepath.Dir(yamlPath),
 		Options{Executable: toolhostBin, Sandbox: sandbox(t, "allow"), Packages: pk})
 	if err != nil {
 		t.Fatal(err)
@@ -252,7 +252,7 @@ func TestWarmVenvs(t *testing.T) {
 	opening := make(chan struct{})
 	go func() {
 		defer close(opening)
-		_, rel, err := w.Acquire(context.Background(), "k2", loadDef(t, hostileYAML), filepath.Dir(hostileYAML),
+		_, rel, err := w.Acquire(context.Background(), "o", "k2", loadDef(t, hostileYAML), filepath.Dir(hostileYAML),
 			Options{Executable: toolhostBin, Sandbox: sandbox(t, "allow")})
 		if err == nil {
 			rel()

@@ -13,11 +13,14 @@ import (
 
 // Warm keeps groups' plugin processes running between calls: a group is
 // opened on first use, shared by concurrent callers, stopped after it has
-// been idle for a while, and, when more groups than the cap are warm, the
-// least recently used idle one is stopped first.
+// been idle for a while, and, when more groups than the cap are warm, an
+// idle one is stopped (see evictLocked for which: each owner, a tenant,
+// keeps its share of the cap).
 type Warm struct {
 	max  int
 	idle time.Duration
+	// guarantee is an owner's guaranteed share of the cap (WithGuarantee).
+	guarantee func(owner string) int
 
 	mu     sync.Mutex
 	groups map[string]*warmEntry
@@ -27,6 +30,7 @@ type Warm struct {
 
 type warmEntry struct {
 	key      string
+	owner    string
 	g        *Group
 	ready    chan struct{} // closed when opening ended
 	err      error
@@ -37,26 +41,45 @@ type warmEntry struct {
 	retired, forgotten bool
 }
 
+// WarmOption configures a Warm (NewWarm).
+type WarmOption func(*Warm)
+
+// WithGuarantee sets each owner's guaranteed share of the cap: what
+// guarantee(owner) answers, a number of groups, with 0 for a fair share
+// and a negative number for the whole cap (see Shares). It is asked with
+// the Warm's lock held, at every eviction, and must not block (answer
+// from a cache). Without it every owner gets a fair share.
+func WithGuarantee(guarantee func(owner string) int) WarmOption {
+	return func(w *Warm) { w.guarantee = guarantee }
+}
+
 // NewWarm keeps at most max groups warm and stops a group idle for longer
 // than idle.
-func NewWarm(max int, idle time.Duration) *Warm {
+func NewWarm(max int, idle time.Duration, opts ...WarmOption) *Warm {
 	if max < 1 {
 		max = 1
 	}
 	w := &Warm{max: max, idle: idle, groups: map[string]*warmEntry{}, stop: make(chan struct{}), done: make(chan struct{})}
+	for _, o := range opts {
+		o(w)
+	}
+	if w.guarantee == nil {
+		w.guarantee = func(string) int { return 0 }
+	}
 	go w.janitor()
 	return w
 }
 
 // Acquire returns the warm group for key, opening it with def, root and
-// opts when none is running. key must change whenever the definition or
-// its files change (a hash of both is a good key). Call release when the
-// call is done.
-func (w *Warm) Acquire(ctx context.Context, key string, def *definition.Group, root string, opts Options) (g *Group, release func(), err error) {
+// opts when none is running, on behalf of owner (the tenant whose share
+// of the cap it counts in; one key has one owner). key must change
+// whenever the definition or its files change (a hash of both is a good
+// key). Call release when the call is done.
+func (w *Warm) Acquire(ctx context.Context, owner, key string, def *definition.Group, root string, opts Options) (g *Group, release func(), err error) {
 	w.mu.Lock()
 	e, ok := w.groups[key]
 	if !ok {
-		e = &warmEntry{key: key, ready: make(chan struct{})}
+		e = &warmEntry{key: key, owner: owner, ready: make(chan struct{})}
 		w.groups[key] = e
 		e.refs++
 		w.mu.Unlock()
@@ -190,25 +213,166 @@ func (w *Warm) Len() int {
 	return len(w.groups)
 }
 
-// evictLocked stops the least recently used idle groups beyond the cap.
+// Owners is how many groups each owner has warm (those starting
+// included).
+func (w *Warm) Owners() map[string]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.countsLocked()
+}
+
+// Share is the number of warm groups guaranteed to owner now, with the
+// owners that have groups warm and owner among them (see Shares).
+func (w *Warm) Share(owner string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	counts := w.countsLocked()
+	if counts[owner] == 0 {
+		counts[owner] = 1
+	}
+	return Shares(w.max, counts, w.guarantee)[owner]
+}
+
+func (w *Warm) countsLocked() map[string]int {
+	counts := map[string]int{}
+	for _, e := range w.groups {
+		counts[e.owner]++
+	}
+	return counts
+}
+
+// evictLocked stops idle groups while more than the cap are warm, chosen
+// by Evict.
 func (w *Warm) evictLocked() {
 	if len(w.groups) <= w.max {
 		return
 	}
-	var idle []*warmEntry
+	slots := make([]Slot, 0, len(w.groups))
+	entries := make([]*warmEntry, 0, len(w.groups))
 	for _, e := range w.groups {
-		if e.refs == 0 && e.g != nil {
-			idle = append(idle, e)
-		}
+		slots = append(slots, Slot{Owner: e.owner, Idle: e.refs == 0 && e.g != nil, LastUsed: e.lastUsed})
+		entries = append(entries, e)
 	}
-	sort.Slice(idle, func(i, j int) bool { return idle[i].lastUsed.Before(idle[j].lastUsed) })
-	for _, e := range idle {
-		if len(w.groups) <= w.max {
-			break
-		}
+	for _, i := range Evict(w.max, slots, w.guarantee) {
+		e := entries[i]
 		delete(w.groups, e.key)
 		go e.g.Close()
 	}
+}
+
+// Slot is one warm group as eviction sees it: its owner, whether it is
+// idle (started, and no call uses it) and when a call last ended on it.
+type Slot struct {
+	Owner    string
+	Idle     bool
+	LastUsed time.Time
+}
+
+// Shares is the number of warm groups guaranteed to each owner of counts
+// (the owners with groups warm, and how many) under a cap of max groups,
+// from guarantee(owner):
+//
+//   - a positive number is that many groups (at most max);
+//   - a negative number (storage.Unlimited) is the whole cap;
+//   - 0 is a fair share: what the others' guarantees leave of the cap,
+//     divided evenly (rounded down) among the owners with a fair share.
+//
+// When the numbers asked for sum past max, each is scaled down in
+// proportion (rounded down) so that they sum to at most max, and the
+// owners with a fair share are guaranteed nothing: they use what is idle.
+// Only owners with groups warm count, so what an absent owner is
+// guaranteed is shared by the others until it comes.
+func Shares(max int, counts map[string]int, guarantee func(owner string) int) map[string]int {
+	asked := map[string]int{}
+	sum, fair := 0, 0
+	for o, n := range counts {
+		if n <= 0 {
+			continue
+		}
+		g := guarantee(o)
+		switch {
+		case g < 0 || g > max:
+			g = max
+		case g == 0:
+			fair++
+			continue
+		}
+		asked[o] = g
+		sum += g
+	}
+	shares := make(map[string]int, len(counts))
+	left := max - sum
+	for o, n := range counts {
+		if n <= 0 {
+			continue
+		}
+		g, ok := asked[o]
+		switch {
+		case ok && sum > max:
+			shares[o] = g * max / sum
+		case ok:
+			shares[o] = g
+		case left > 0:
+			shares[o] = left / fair
+		default:
+			shares[o] = 0
+		}
+	}
+	return shares
+}
+
+// Evict chooses the slots to stop so that at most max stay, and returns
+// their indices in slots. Only idle slots are stopped, and only those of
+// an owner holding more than its guarantee (Shares): each time, the
+// least recently used idle slot of the owner furthest over its guarantee
+// (the earliest such slot among owners equally far over). An owner's own
+// new group thus stops its own least recently used one once it is over
+// its share, and never another's below that one's share. When no owner
+// over its guarantee has an idle slot, more than max stay warm until
+// calls end (Evict is asked again then): the guarantees sum to at most
+// max, so the excess is made of busy groups.
+func Evict(max int, slots []Slot, guarantee func(owner string) int) []int {
+	if len(slots) <= max {
+		return nil
+	}
+	counts := map[string]int{}
+	idle := map[string][]int{} // per owner, its idle slots, least recently used first
+	for i, s := range slots {
+		counts[s.Owner]++
+		if s.Idle {
+			idle[s.Owner] = append(idle[s.Owner], i)
+		}
+	}
+	for _, is := range idle {
+		sort.SliceStable(is, func(a, b int) bool { return slots[is[a]].LastUsed.Before(slots[is[b]].LastUsed) })
+	}
+	shares := Shares(max, counts, guarantee)
+	var out []int
+	for n := len(slots); n > max; n-- {
+		victim := ""
+		for o, is := range idle {
+			over := counts[o] - shares[o]
+			if len(is) == 0 || over <= 0 {
+				continue
+			}
+			if victim == "" {
+				victim = o
+				continue
+			}
+			best := counts[victim] - shares[victim]
+			if over > best || over == best && (slots[is[0]].LastUsed.Before(slots[idle[victim][0]].LastUsed) ||
+				slots[is[0]].LastUsed.Equal(slots[idle[victim][0]].LastUsed) && o < victim) {
+				victim = o
+			}
+		}
+		if victim == "" {
+			break
+		}
+		out = append(out, idle[victim][0])
+		idle[victim] = idle[victim][1:]
+		counts[victim]--
+	}
+	return out
 }
 
 func (w *Warm) janitor() {
