@@ -43,7 +43,7 @@ func runServe(env *Env, args []string) int {
 	dbURL := addDBFlag(fs)
 	addr := fs.String("addr", "127.0.0.1:8080", "`HOST:PORT` to listen on")
 	maxFileMB := fs.Int("max-file-mb", api.DefaultMaxFileSize>>20, "largest uploaded file, in `MiB`")
-	maxWarm := fs.Int("max-warm", 32, "groups whose plugin processes are kept warm")
+	maxWarm := fs.Int("max-warm", 32, "groups whose plugin processes are kept warm, shared by the tenants (each keeps its warm-groups quota, by default a fair share)")
 	spares := fs.Int("spares", 1, "sandboxes kept started ahead for each shape of sandbox the groups use (runtime, limits, network), so that a group's cold start pays only for its load; 0 keeps none")
 	idle := fs.Duration("idle", 10*time.Minute, "stop a group's plugin process after this long without calls")
 	retention := fs.Duration("log-retention", 30*24*time.Hour, "keep session logs this long")
