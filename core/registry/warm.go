@@ -74,10 +74,8 @@ func (r *Registry) freshWarmQuota(ctx context.Context, tenant int64) {
 // readWarmQuota reads a tenant's quota into the cache. A failed read keeps
 // what was known (a fair share when nothing was) for another quotaTTL.
 func (r *Registry) readWarmQuota(ctx context.Context, tenant int64) {
-	select {
-	case <-r.stop:
+	if r.stopped() {
 		return
-	default:
 	}
 	quota, err := r.db.EffectiveQuota(ctx, tenant)
 	r.quotas.mu.Lock()
@@ -91,7 +89,7 @@ func (r *Registry) readWarmQuota(ctx context.Context, tenant int64) {
 	q.read = time.Now()
 	if err == nil {
 		q.groups = quota.WarmGroups
-	} else if ctx.Err() == nil {
+	} else if ctx.Err() == nil && !r.stopped() {
 		r.log.Warn("cannot read a tenant's quota of warm groups", "tenant", tenant, "error", err)
 	}
 }
@@ -110,6 +108,16 @@ func (r *Registry) forgetQuotas(tenant int64) {
 		// Read it again now, so that the next eviction knows it even if
 		// the tenant makes no call.
 		go r.readWarmQuota(context.Background(), tenant)
+	}
+}
+
+// stopped reports whether the registry is closing.
+func (r *Registry) stopped() bool {
+	select {
+	case <-r.stop:
+		return true
+	default:
+		return false
 	}
 }
 
