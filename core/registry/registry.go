@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -150,8 +149,3 @@ func (r *Registry) Warm() int { return r.warm.Len() }
 // WorkerProcesses is how many processes the warm groups' workers' cgroups
 // hold (python workers and what their tool code started).
 func (r *Registry) WorkerProcesses() int { return r.warm.WorkerProcesses() }
-
-// WarmOf is how many groups of a tenant this node keeps warm.
-func (r *Registry) WarmOf(tenant int64) int {
-	return r.warm.CountPrefix(strconv.FormatInt(tenant, 10) + "\x00")
-}

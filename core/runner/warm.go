@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -414,17 +413,4 @@ func (w *Warm) Close() {
 			e.g.Close()
 		}
 	}
-}
-
-// CountPrefix is how many warm groups have a key starting with prefix.
-func (w *Warm) CountPrefix(prefix string) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	n := 0
-	for k := range w.groups {
-		if strings.HasPrefix(k, prefix) {
-			n++
-		}
-	}
-	return n
 }
