@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"toolhost/core/calls"
 	"toolhost/core/pipeline"
 	"toolhost/plugins"
 )
@@ -27,16 +28,19 @@ type Metrics struct {
 	requests map[int]int64
 	calls    map[callKey]int64
 	refused  map[refusedKey]int64
-	errors   map[string]int64
-	buckets  []int64
-	sum      float64
-	count    int64
+	// tenantCalls and tenantRefused are the same by tenant name.
+	tenantCalls   map[tenantCallKey]int64
+	tenantRefused map[tenantRefusedKey]int64
+	errors        map[string]int64
+	buckets       []int64
+	sum           float64
+	count         int64
 }
 
 // NewMetrics makes empty metrics.
 func NewMetrics() *Metrics {
 	return &Metrics{requests: map[int]int64{}, calls: map[callKey]int64{}, refused: map[refusedKey]int64{}, errors: map[string]int64{},
-		buckets: make([]int64, len(callBuckets))}
+		tenantCalls: map[tenantCallKey]int64{}, tenantRefused: map[tenantRefusedKey]int64{}, buckets: make([]int64, len(callBuckets))}
 }
 
 // ObserveRequest counts one HTTP answer.
@@ -85,6 +89,37 @@ func (m *Metrics) ObserveRefused(door pipeline.Door, reason string) {
 	m.mu.Unlock()
 }
 
+// Metrics counts each tenant's calls as well.
+var _ calls.TenantObserver = (*Metrics)(nil)
+
+// tenantCallKey is a series of toolhost_tenant_calls_total.
+type tenantCallKey struct {
+	tenant  string
+	success bool
+}
+
+// tenantRefusedKey is a series of toolhost_tenant_calls_refused_total.
+type tenantRefusedKey struct {
+	tenant, reason string
+}
+
+// ObserveTenantCall implements calls.TenantObserver: one call of a tenant
+// that ran.
+func (m *Metrics) ObserveTenantCall(tenant string, success bool) {
+	m.mu.Lock()
+	m.tenantCalls[tenantCallKey{tenant, success}]++
+	m.mu.Unlock()
+}
+
+// ObserveTenantRefused implements calls.TenantObserver: one call of a
+// tenant refused before it ran, and why (rate and concurrency are its
+// quotas, busy the node's --max-calls).
+func (m *Metrics) ObserveTenantRefused(tenant, reason string) {
+	m.mu.Lock()
+	m.tenantRefused[tenantRefusedKey{tenant, reason}]++
+	m.mu.Unlock()
+}
+
 // replacedBy are the error kinds whose calls cost their worker (the
 // worker was killed and the next call gets a fresh one).
 var replacedBy = []string{plugins.ErrTimeout, plugins.ErrCrash, plugins.ErrCancelled, plugins.ErrUnavailable}
@@ -111,7 +146,7 @@ func (m *Metrics) Write(w http.ResponseWriter, warm, workers int) {
 			fmt.Fprintf(w, "toolhost_calls_total{door=%q,success=\"%t\"} %d\n", door, ok, m.calls[callKey{door, ok}])
 		}
 	}
-	fmt.Fprintln(w, "# HELP toolhost_calls_refused_total Tool calls refused before they ran, by door and reason (arguments, state, unknown, tags, idempotency, other).")
+	fmt.Fprintln(w, "# HELP toolhost_calls_refused_total Tool calls refused before they ran, by door and reason (arguments, state, unknown, tags, idempotency, rate, concurrency, busy, other).")
 	fmt.Fprintln(w, "# TYPE toolhost_calls_refused_total counter")
 	refused := make([]refusedKey, 0, len(m.refused))
 	for k := range m.refused {
@@ -123,6 +158,7 @@ func (m *Metrics) Write(w http.ResponseWriter, warm, workers int) {
 	for _, k := range refused {
 		fmt.Fprintf(w, "toolhost_calls_refused_total{door=%q,reason=%q} %d\n", k.door, k.reason, m.refused[k])
 	}
+	m.writeTenantCalls(w)
 	fmt.Fprintln(w, "# HELP toolhost_workers_replaced_total Workers killed and replaced because of their call, by reason (the call's error kind).")
 	fmt.Fprintln(w, "# TYPE toolhost_workers_replaced_total counter")
 	for _, k := range replacedBy {
@@ -153,6 +189,36 @@ func (m *Metrics) Write(w http.ResponseWriter, warm, workers int) {
 	fmt.Fprintln(w, "# TYPE toolhost_worker_processes gauge")
 	fmt.Fprintf(w, "toolhost_worker_processes %d\n", workers)
 	writeProcessMetrics(w)
+}
+
+// writeTenantCalls writes the per-tenant series of calls and refusals
+// (under mu), labelled by tenant name: tenants are few (tens or hundreds),
+// so the series stay few too.
+func (m *Metrics) writeTenantCalls(w http.ResponseWriter) {
+	fmt.Fprintln(w, "# HELP toolhost_tenant_calls_total Tool calls that ran, by tenant and outcome.")
+	fmt.Fprintln(w, "# TYPE toolhost_tenant_calls_total counter")
+	calls := make([]tenantCallKey, 0, len(m.tenantCalls))
+	for k := range m.tenantCalls {
+		calls = append(calls, k)
+	}
+	sort.Slice(calls, func(i, j int) bool {
+		return calls[i].tenant < calls[j].tenant || calls[i].tenant == calls[j].tenant && calls[i].success && !calls[j].success
+	})
+	for _, k := range calls {
+		fmt.Fprintf(w, "toolhost_tenant_calls_total{tenant=%q,success=\"%t\"} %d\n", k.tenant, k.success, m.tenantCalls[k])
+	}
+	fmt.Fprintln(w, "# HELP toolhost_tenant_calls_refused_total Tool calls refused before they ran, by tenant and reason (rate and concurrency: the tenant's quotas; busy: the node's --max-calls; and the pipeline's: arguments, tags, idempotency, ...).")
+	fmt.Fprintln(w, "# TYPE toolhost_tenant_calls_refused_total counter")
+	refused := make([]tenantRefusedKey, 0, len(m.tenantRefused))
+	for k := range m.tenantRefused {
+		refused = append(refused, k)
+	}
+	sort.Slice(refused, func(i, j int) bool {
+		return refused[i].tenant < refused[j].tenant || refused[i].tenant == refused[j].tenant && refused[i].reason < refused[j].reason
+	})
+	for _, k := range refused {
+		fmt.Fprintf(w, "toolhost_tenant_calls_refused_total{tenant=%q,reason=%q} %d\n", k.tenant, k.reason, m.tenantRefused[k])
+	}
 }
 
 // statusWriter remembers the status code of an answer.

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
+	"toolhost/core/admission"
 	"toolhost/core/calls"
 	"toolhost/core/definition"
 	"toolhost/core/pipeline"
@@ -91,6 +93,7 @@ func problemFor(err error) (p *Problem, ok bool) {
 		ag *calls.AgentError
 		be *calls.BuiltinError
 		qe *storage.QuotaError
+		ar *admission.Refused
 	)
 	switch {
 	case errors.As(err, &p):
@@ -108,6 +111,8 @@ func problemFor(err error) (p *Problem, ok bool) {
 		return newProblem(http.StatusConflict, "Call in progress", err.Error(), nil), true
 	case errors.Is(err, storage.ErrGone):
 		return newProblem(http.StatusGone, "Continuation gone", err.Error(), nil), true
+	case errors.As(err, &ar):
+		return admissionProblem(ar), true
 
 	// A tool that cannot be used: 409 for a group that is not Ready, 422
 	// for an unknown name or a skill.
@@ -173,6 +178,21 @@ func problemFor(err error) (p *Problem, ok bool) {
 		return newProblem(http.StatusNotImplemented, "Knowledge search unavailable", err.Error(), nil), true
 	}
 	return internalProblem, false
+}
+
+// admissionProblem answers a call not admitted: 429 past the tenant's
+// rate or concurrent calls, 503 when the node is busy, with Retry-After
+// (seconds, rounded up) and which limit refused it.
+func admissionProblem(r *admission.Refused) *Problem {
+	status, title, limit := http.StatusTooManyRequests, "Rate limit exceeded", "calls_per_second"
+	switch r.Reason {
+	case admission.ReasonConcurrency:
+		title, limit = "Concurrency limit exceeded", "concurrent_calls"
+	case admission.ReasonBusy:
+		status, title, limit = http.StatusServiceUnavailable, "Server busy", "max_calls"
+	}
+	extra := map[string]any{"reason": r.Reason, "limit": limit, "allowed": r.Limit, "retry_after_seconds": r.RetryAfterSeconds()}
+	return newProblem(status, title, r.Error(), extra).withHeader("Retry-After", strconv.FormatInt(r.RetryAfterSeconds(), 10))
 }
 
 // orEmpty makes a missing list of diagnostics an empty one ([] in JSON,

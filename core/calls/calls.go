@@ -11,8 +11,10 @@ import (
 	"context"
 	"errors"
 	"os"
+	"sync"
 	"time"
 
+	"toolhost/core/admission"
 	"toolhost/core/internal/watch"
 	"toolhost/core/pipeline"
 	"toolhost/core/registry"
@@ -37,6 +39,13 @@ type Config struct {
 	// Executable is the toolhost binary whose template workers render
 	// templates; default: this process's.
 	Executable string
+	// MaxCalls bounds the calls running at once on this node across
+	// tenants (serve --max-calls); waiting calls take turns by tenant.
+	// 0: no bound.
+	MaxCalls int
+	// AdmissionWait is how long a call past its tenant's concurrent calls
+	// waits for a slot before it is refused (admission.DefaultWait when 0).
+	AdmissionWait time.Duration
 }
 
 // Service is the call path of the server.
@@ -52,6 +61,11 @@ type Service struct {
 	changed watch.Hub
 	// unwatch stops hearing of other nodes' changes.
 	unwatch func()
+	// admit admits the tenants' calls (their rate and concurrency quotas,
+	// the node's fair queue).
+	admit *admission.Controller
+	// names are the tenants' names by id, for the per-tenant metrics.
+	names sync.Map
 }
 
 // New makes the call path over a registry and hands the registry its
@@ -63,6 +77,7 @@ func New(cfg Config) *Service {
 	}
 	s := &Service{db: cfg.DB, reg: cfg.Registry, observer: cfg.Observer, timeout: cfg.Timeout,
 		renderer: templates.NewRenderer(exe, 2, 2*time.Second, 1<<20)}
+	s.admit = admission.New(admission.Config{MaxCalls: cfg.MaxCalls, Wait: cfg.AdmissionWait, Limits: s.limits})
 	cfg.Registry.SetToolCalls(s.toolCall)
 	s.unwatch = cfg.DB.Watch(s.heard)
 	return s
@@ -80,8 +95,11 @@ func (s *Service) heard(c storage.Change) {
 		s.changed.Notify(sessionKey(c.Tenant, c.Name))
 	case storage.ChangeAgents:
 		s.changed.Notify(agentKey(c.Tenant, c.Name))
+	case storage.ChangeQuota:
+		s.admit.Forget(c.Tenant)
 	case storage.ChangeAll:
 		s.changed.NotifyAll()
+		s.admit.ForgetAll()
 	}
 }
 
@@ -95,7 +113,8 @@ func (s *Service) Close() {
 // continuations and system log.
 func (s *Service) Pipeline(tenant int64) *pipeline.Pipeline {
 	return &pipeline.Pipeline{Runner: groupRunner{s.reg, tenant}, Renderer: s.renderer, Ledger: tenantLedger{s.db, tenant},
-		Continuations: tenantContinuations{s.db, tenant}, Timeout: s.timeout, Observer: s.observer, Log: tenantLog{s.db, tenant}}
+		Continuations: tenantContinuations{s.db, tenant}, Timeout: s.timeout, Observer: s.observerOf(tenant), Log: tenantLog{s.db, tenant},
+		Admission: tenantAdmission{s.admit, tenant}}
 }
 
 // groupRunner runs a tenant's implementations on the warm plugin

@@ -13,11 +13,13 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"syscall"
 	"time"
 
+	"toolhost/core/admission"
 	"toolhost/core/api"
 	"toolhost/core/calls"
 	"toolhost/core/console"
@@ -54,6 +56,8 @@ func runServe(env *Env, args []string) int {
 	grace := fs.Duration("shutdown-grace", 30*time.Second, "on SIGTERM or SIGINT, how long the calls in flight may take to finish; the ones still running then answer 503 with error kind unavailable")
 	maxUploads := fs.Int("max-uploads", api.DefaultMaxUploads, "request bodies one tenant may have in transfer at once (429 past it)")
 	quotaVals := addQuotaFlags(fs, "quota-", serveQuotaDefaults)
+	maxCalls := fs.Int("max-calls", 0, "tool calls running at once on this node across tenants; the calls past it wait, served round-robin by tenant (0: --max-warm × --workers, at least 4 per CPU; -1: no bound)")
+	callWait := fs.Duration("concurrency-wait", admission.DefaultWait, "how long a call past its tenant's concurrent calls waits for a slot before it answers 429")
 	var loads multiFlag
 	fs.Var(&loads, "load", "import the groups under `DIR` (with their files) for tenant \"default\" and print its token; repeatable")
 	if _, code, ok := parse(fs, args); !ok {
@@ -106,7 +110,8 @@ func runServe(env *Env, args []string) int {
 	}
 	defer reg.Close()
 	metrics := api.NewMetrics()
-	cs := calls.New(calls.Config{DB: db, Registry: reg, Observer: metrics, Timeout: opts.Timeout})
+	cs := calls.New(calls.Config{DB: db, Registry: reg, Observer: metrics, Timeout: opts.Timeout,
+		MaxCalls: defaultMaxCalls(*maxCalls, *maxWarm, *rf.workers), AdmissionWait: *callWait})
 	defer cs.Close()
 	if len(loads) > 0 {
 		token, err := importGroups(ctx, db, reg, cs, loads, int64(*maxFileMB)<<20)
@@ -185,6 +190,26 @@ func runServe(env *Env, args []string) int {
 	reg.Close()
 	log.Info("stopped")
 	return ExitOK
+}
+
+// defaultMaxCalls is --max-calls: as given, or with 0 the most calls the
+// warm groups' workers can run at once (--max-warm × --workers, 128 with
+// their defaults), so that the bound changes nothing until tool code would
+// compete for the CPU anyway, and at least 4 per CPU, so that a big
+// machine's cores all serve. It is above one tenant's default concurrent
+// calls (64): a tenant at its bound leaves room to the others. -1 (or
+// less) is no bound.
+func defaultMaxCalls(flag, maxWarm, workers int) int {
+	switch {
+	case flag < 0:
+		return 0
+	case flag > 0:
+		return flag
+	}
+	if workers <= 0 {
+		workers = plugins.DefaultLimits.Workers
+	}
+	return max(maxWarm*workers, 4*runtime.GOMAXPROCS(0))
 }
 
 // waitIdle waits until the server serves no request under /v1/, at most

@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"toolhost/core/admission"
 	"toolhost/core/arguments"
 	"toolhost/core/pipeline"
 	"toolhost/core/session"
@@ -130,6 +131,12 @@ func refusal(name string, err error) *mcp.CallToolResult {
 	}
 	if len(es) > 0 {
 		meta["errors"] = es
+	}
+	var ar *admission.Refused
+	if errors.As(err, &ar) {
+		// Not admitted (the tenant's rate or concurrent calls, or a busy
+		// node): when to try again, as HTTP's Retry-After would say.
+		meta["retry_after_seconds"] = ar.RetryAfterSeconds()
 	}
 	if len(es) > 1 {
 		lines := make([]string, len(es))

@@ -118,6 +118,18 @@ type Pipeline struct {
 	Log      Logger
 	// Sleep waits between retries (time.Sleep unless a test sets it).
 	Sleep func(time.Duration)
+	// Admission, when set, admits each call of a tool that runs code (not
+	// a built-in tool) once its arguments and tags are checked and before
+	// the idempotency ledger: the server's per-tenant limits and fair
+	// queue. A refusal is the call's error, counted as refused.
+	Admission Admission
+}
+
+// Admission admits calls before they run: release ends the call's hold
+// (after its retries, fallback and shaping); err refuses it (its
+// RefusalReason, when it has one, labels the metrics).
+type Admission interface {
+	Admit(ctx context.Context, door Door) (release func(), err error)
 }
 
 // Request is one call, as a door hands it over.

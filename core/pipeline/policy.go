@@ -57,6 +57,13 @@ func (p *Pipeline) policy(ctx context.Context, req *Request) (*Answer, error) {
 	if !allowed(t, req.AllowedTags) {
 		return nil, &TagError{Tool: t.ObjectName, Tags: t.Pipeline.Tags, Allowed: req.AllowedTags}
 	}
+	if p.Admission != nil && req.Group != nil {
+		release, err := p.Admission.Admit(ctx, req.Door)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
+	}
 	key, window := req.IdempotencyKey, time.Duration(definition.DefaultIdempotencyWindow)*time.Second
 	if key != "" && t.Pipeline.Idempotency == nil {
 		return nil, ErrNotIdempotent
