@@ -97,6 +97,8 @@ const (
 	DefaultWait      = time.Second
 	DefaultQueueWait = 30 * time.Second
 	DefaultTTL       = 2 * time.Second
+	// DefaultRefusalDelay is Config.RefusalDelay's default.
+	DefaultRefusalDelay = 100 * time.Millisecond
 )
 
 // Config configures a Controller.
@@ -116,6 +118,13 @@ type Config struct {
 	// TTL is how long a tenant's limits are used before they are read
 	// again (DefaultTTL when 0).
 	TTL time.Duration
+	// RefusalDelay holds the answer of a call refused for its rate this
+	// long (at most until its next token; DefaultRefusalDelay when 0, none
+	// when negative), so that a client flooding without waiting is paced
+	// by its own connections rather than spinning the node's CPU on
+	// refusals that other tenants' calls then wait behind. A refused call
+	// holds no slot while it is delayed.
+	RefusalDelay time.Duration
 	// Now is the clock of the token buckets and the TTL (time.Now when
 	// nil); the waits use real timers.
 	Now func() time.Time
@@ -170,6 +179,9 @@ func New(cfg Config) *Controller {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.RefusalDelay == 0 {
+		cfg.RefusalDelay = DefaultRefusalDelay
+	}
 	if cfg.Limits == nil {
 		cfg.Limits = func(context.Context, int64) (Limits, error) { return Limits{}, nil }
 	}
@@ -189,7 +201,7 @@ func (c *Controller) Admit(ctx context.Context, id int64) (release func(), err e
 	c.mu.Lock()
 	if err := c.take(t); err != nil {
 		c.mu.Unlock()
-		return nil, err
+		return nil, c.delay(ctx, err.(*Refused))
 	}
 	if c.fits(t) {
 		c.grant(t)
@@ -206,9 +218,26 @@ func (c *Controller) Admit(ctx context.Context, id int64) (release func(), err e
 	return c.wait(ctx, w)
 }
 
+// delay holds a rate refusal for RefusalDelay, at most until its token.
+func (c *Controller) delay(ctx context.Context, r *Refused) error {
+	d := min(c.cfg.RefusalDelay, r.RetryAfter)
+	if d <= 0 {
+		return r
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		r.RetryAfter -= d
+	case <-ctx.Done():
+	}
+	return r
+}
+
 // Take takes a token of the tenant's bucket, and no slot: the admission of
 // a call made by a call already admitted (toolhost.call_tool), which runs
-// in its caller's slots.
+// in its caller's slots. Its refusal is not delayed (the caller holds its
+// slots meanwhile).
 func (c *Controller) Take(ctx context.Context, id int64) error {
 	t := c.tenant(ctx, id)
 	c.mu.Lock()

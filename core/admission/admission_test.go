@@ -63,7 +63,7 @@ func TestTokenBucket(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := newClock()
-			c := New(Config{Limits: fixed(tc.limits), Now: clk.Now, TTL: 100 * time.Hour})
+			c := New(Config{Limits: fixed(tc.limits), Now: clk.Now, TTL: 100 * time.Hour, RefusalDelay: -1})
 			for i, s := range tc.steps {
 				clk.Add(s.advance)
 				rel, err := c.Admit(context.Background(), 1)
@@ -290,7 +290,7 @@ func TestLimitsReadAgain(t *testing.T) {
 	var mu sync.Mutex
 	limits := Limits{Rate: 1, Burst: 1}
 	reads := 0
-	c := New(Config{Now: clk.Now, TTL: 2 * time.Second, Limits: func(context.Context, int64) (Limits, error) {
+	c := New(Config{Now: clk.Now, TTL: 2 * time.Second, RefusalDelay: -1, Limits: func(context.Context, int64) (Limits, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		reads++
@@ -408,5 +408,44 @@ func TestTakeHoldsNoSlot(t *testing.T) {
 	var r *Refused
 	if err := c.Take(context.Background(), 1); !errors.As(err, &r) || r.Reason != ReasonRate {
 		t.Fatalf("want a rate refusal, got %v", err)
+	}
+}
+
+func TestRefusalDelay(t *testing.T) {
+	cases := []struct {
+		name      string
+		rate      float64
+		delay     time.Duration
+		wantAtMin time.Duration
+		wantAtMax time.Duration
+	}{
+		// A token in 1 s: held for the delay, RetryAfter what is left.
+		{"held for the delay", 1, 80 * time.Millisecond, 80 * time.Millisecond, time.Second},
+		// A token in 20 ms: held until it, not longer.
+		{"held until the token at most", 50, time.Second, 15 * time.Millisecond, 500 * time.Millisecond},
+		{"not held", 1, -1, 0, 50 * time.Millisecond},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := New(Config{Limits: fixed(Limits{Rate: tc.rate, Burst: 1}), RefusalDelay: tc.delay})
+			rel, err := c.Admit(context.Background(), 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rel()
+			start := time.Now()
+			_, err = c.Admit(context.Background(), 1)
+			took := time.Since(start)
+			var r *Refused
+			if !errors.As(err, &r) || r.Reason != ReasonRate {
+				t.Fatalf("want a rate refusal, got %v", err)
+			}
+			if took < tc.wantAtMin || took > tc.wantAtMax {
+				t.Fatalf("answered after %v, want %v to %v", took, tc.wantAtMin, tc.wantAtMax)
+			}
+			if r.RetryAfter > time.Second-took+10*time.Millisecond {
+				t.Fatalf("RetryAfter %v after a delay of %v", r.RetryAfter, took)
+			}
+		})
 	}
 }
