@@ -113,7 +113,7 @@ func Handles(path string) bool {
 	if path == "/" || path == "/login" || path == "/logout" || strings.HasPrefix(path, "/static/") {
 		return true
 	}
-	for _, screen := range []string{"/tools", "/resources", "/playground", "/sessions", "/knowledge", "/unanswered"} {
+	for _, screen := range []string{"/tools", "/resources", "/playground", "/sessions", "/knowledge", "/unanswered", "/usage"} {
 		if path == screen || strings.HasPrefix(path, screen+"/") {
 			return true
 		}
@@ -184,6 +184,8 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		err = c.session(w, r, strings.TrimPrefix(path, "/sessions/"))
 	case path == "/knowledge":
 		err = c.knowledge(w, r)
+	case path == "/usage":
+		err = c.usage(w, r)
 	case strings.HasPrefix(path, "/knowledge/"):
 		err = c.knowledgeDoc(w, r, strings.TrimPrefix(r.URL.EscapedPath(), "/knowledge/"))
 	case strings.HasPrefix(path, "/unanswered/"):
@@ -355,6 +357,11 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var ce *consoleError
 	switch {
 	case errors.As(err, &ce):
+		code, msg = ce.code, ce.msg
+	case errors.Is(err, storage.ErrQuota):
+		var qe *storage.QuotaError
+		errors.As(err, &qe)
+		ce, _ = quotaMessage(qe)
 		code, msg = ce.code, ce.msg
 	case errors.Is(err, storage.ErrNotFound):
 		code, msg = http.StatusNotFound, "not found"
