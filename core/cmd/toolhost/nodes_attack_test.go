@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"toolhost/storage/pgtest"
 )
@@ -86,6 +87,13 @@ for p in ['self'] + [p for p in os.listdir('/proc') if p.isdigit()]:
 `, tj, sj, secret)
 	args, _ := json.Marshal(map[string]string{"code": code})
 	c, a := s.call(tok, "/v1/calls", "attack", string(args))
+	// Once (under a loaded make test) the first call right after Ready
+	// answered 409; what this test probes is the sandbox, so a 409 is
+	// asked again for a moment (the note of issue 16 records it).
+	for i := 0; c == 409 && i < 20; i++ {
+		time.Sleep(100 * time.Millisecond)
+		c, a = s.call(tok, "/v1/calls", "attack", string(args))
+	}
 	if c != 200 || !a.Success {
 		t.Fatalf("probe: %d %s", c, a.seen())
 	}
