@@ -388,14 +388,11 @@ func (s *DB) pgPutFile(ctx context.Context, tenantID int64, fi FileInfo, tmp str
 }
 
 func (s *DB) pgPutFileOnce(ctx context.Context, tenantID int64, fi FileInfo, tmp string) error {
-	tx, err := s.begin(ctx)
+	tx, err := s.beginTenant(ctx, tenantID)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	if err := tx.lockTenant(ctx, tenantID); err != nil {
-		return err
-	}
 	if err := tx.checkBytes(ctx, tenantID, fi.Path, "", fi.Size); err != nil {
 		return err
 	}

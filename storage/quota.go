@@ -175,22 +175,27 @@ func (s *DB) Usage(ctx context.Context, tenantID int64) (Usage, error) {
 	return u, err
 }
 
-// lockTenant serialises a tenant's quota-checked changes within tx: on
-// PostgreSQL a row lock on the tenant (SQLite's write transactions are
-// serialised already).
-func (t *txn) lockTenant(ctx context.Context, tenantID int64) error {
-	if t.s.dialect != postgresDialect {
-		return nil
+// beginTenant begins a transaction of a tenant's quota-checked change,
+// serialised with the tenant's others: on PostgreSQL it locks the
+// tenant's row (SQLite's write transactions are serialised already).
+func (s *DB) beginTenant(ctx context.Context, tenantID int64) (*txn, error) {
+	tx, err := s.begin(ctx)
+	if err != nil || s.dialect != postgresDialect {
+		return tx, err
 	}
 	var id int64
-	err := t.row(ctx, `SELECT id FROM tenants WHERE id = ? FOR UPDATE`, tenantID).Scan(&id)
+	err = tx.row(ctx, `SELECT id FROM tenants WHERE id = ? FOR UPDATE`, tenantID).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("tenant %d: %w", tenantID, ErrNotFound)
+		err = fmt.Errorf("tenant %d: %w", tenantID, ErrNotFound)
 	}
-	return err
+	if err != nil {
+		tx.Rollback()
+		return nil, err
+	}
+	return tx, nil
 }
 
-// checkBytes refuses, within tx (after lockTenant), a change that would
+// checkBytes refuses, within tx (begun by beginTenant), a change that would
 // bring the tenant's stored bytes over its quota: add bytes in place of
 // what the replaced file (path) or document (doc) holds.
 func (t *txn) checkBytes(ctx context.Context, tenantID int64, path, doc string, add int64) error {
@@ -211,7 +216,7 @@ func (t *txn) checkBytes(ctx context.Context, tenantID int64, path, doc string, 
 	return nil
 }
 
-// checkCount refuses, within tx (after lockTenant), a new row of table
+// checkCount refuses, within tx (begun by beginTenant), a new row of table
 // (groups or agents) named name past the tenant's quota; replacing one
 // that exists is always allowed.
 func (t *txn) checkCount(ctx context.Context, tenantID int64, table, name string) error {

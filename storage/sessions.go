@@ -22,14 +22,11 @@ type Agent struct {
 
 // PutAgent creates or replaces an agent by name.
 func (s *DB) PutAgent(ctx context.Context, tenantID int64, name string, yaml []byte) error {
-	tx, err := s.begin(ctx)
+	tx, err := s.beginTenant(ctx, tenantID)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	if err := tx.lockTenant(ctx, tenantID); err != nil {
-		return err
-	}
 	if err := tx.checkCount(ctx, tenantID, "agents", name); err != nil {
 		return err
 	}
@@ -257,14 +254,11 @@ func (s *DB) PutKnowledge(ctx context.Context, tenantID int64, name, content str
 	if err := s.ensureFTS(ctx); err != nil {
 		return err
 	}
-	tx, err := s.begin(ctx)
+	tx, err := s.beginTenant(ctx, tenantID)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	if err := tx.lockTenant(ctx, tenantID); err != nil {
-		return err
-	}
 	if err := tx.checkBytes(ctx, tenantID, "", name, int64(len(content))); err != nil {
 		return err
 	}

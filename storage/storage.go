@@ -377,7 +377,7 @@ func (s *DB) PutFile(ctx context.Context, tenantID int64, path string, r io.Read
 		s.notify(ctx, Change{Kind: ChangeGroups, Tenant: tenantID})
 		return fi, nil
 	}
-	tx, err := s.begin(ctx)
+	tx, err := s.beginTenant(ctx, tenantID)
 	if err != nil {
 		return FileInfo{}, err
 	}
@@ -462,14 +462,11 @@ type Group struct {
 // PutGroup creates or replaces a group by name and returns its new
 // generation.
 func (s *DB) PutGroup(ctx context.Context, tenantID int64, g Group) (int64, error) {
-	tx, err := s.begin(ctx)
+	tx, err := s.beginTenant(ctx, tenantID)
 	if err != nil {
 		return 0, err
 	}
 	defer tx.Rollback()
-	if err := tx.lockTenant(ctx, tenantID); err != nil {
-		return 0, err
-	}
 	if err := tx.checkCount(ctx, tenantID, "groups", g.Name); err != nil {
 		return 0, err
 	}

@@ -131,12 +131,7 @@ func (m *Metrics) Write(w http.ResponseWriter, warm, workers int) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 	fmt.Fprintln(w, "# HELP toolhost_http_requests_total HTTP requests answered, by status code.")
 	fmt.Fprintln(w, "# TYPE toolhost_http_requests_total counter")
-	codes := make([]int, 0, len(m.requests))
-	for c := range m.requests {
-		codes = append(codes, c)
-	}
-	sort.Ints(codes)
-	for _, c := range codes {
+	for _, c := range sortedKeys(m.requests, func(a, b int) bool { return a < b }) {
 		fmt.Fprintf(w, "toolhost_http_requests_total{code=\"%d\"} %d\n", c, m.requests[c])
 	}
 	fmt.Fprintln(w, "# HELP toolhost_calls_total Tool calls that ran, by door (api, session, call_tool, continuation, mcp, console) and outcome.")
@@ -148,14 +143,9 @@ func (m *Metrics) Write(w http.ResponseWriter, warm, workers int) {
 	}
 	fmt.Fprintln(w, "# HELP toolhost_calls_refused_total Tool calls refused before they ran, by door and reason (arguments, state, unknown, tags, idempotency, rate, concurrency, busy, other).")
 	fmt.Fprintln(w, "# TYPE toolhost_calls_refused_total counter")
-	refused := make([]refusedKey, 0, len(m.refused))
-	for k := range m.refused {
-		refused = append(refused, k)
-	}
-	sort.Slice(refused, func(i, j int) bool {
-		return refused[i].door < refused[j].door || refused[i].door == refused[j].door && refused[i].reason < refused[j].reason
-	})
-	for _, k := range refused {
+	for _, k := range sortedKeys(m.refused, func(a, b refusedKey) bool {
+		return a.door < b.door || a.door == b.door && a.reason < b.reason
+	}) {
 		fmt.Fprintf(w, "toolhost_calls_refused_total{door=%q,reason=%q} %d\n", k.door, k.reason, m.refused[k])
 	}
 	m.writeTenantCalls(w)
@@ -166,12 +156,7 @@ func (m *Metrics) Write(w http.ResponseWriter, warm, workers int) {
 	}
 	fmt.Fprintln(w, "# HELP toolhost_call_errors_total Failed tool calls, by error kind.")
 	fmt.Fprintln(w, "# TYPE toolhost_call_errors_total counter")
-	kinds := make([]string, 0, len(m.errors))
-	for k := range m.errors {
-		kinds = append(kinds, k)
-	}
-	sort.Strings(kinds)
-	for _, k := range kinds {
+	for _, k := range sortedKeys(m.errors, func(a, b string) bool { return a < b }) {
 		fmt.Fprintf(w, "toolhost_call_errors_total{kind=%q} %d\n", k, m.errors[k])
 	}
 	fmt.Fprintln(w, "# HELP toolhost_call_duration_seconds Tool call durations, as the server saw them.")
@@ -197,28 +182,29 @@ func (m *Metrics) Write(w http.ResponseWriter, warm, workers int) {
 func (m *Metrics) writeTenantCalls(w http.ResponseWriter) {
 	fmt.Fprintln(w, "# HELP toolhost_tenant_calls_total Tool calls that ran, by tenant and outcome.")
 	fmt.Fprintln(w, "# TYPE toolhost_tenant_calls_total counter")
-	calls := make([]tenantCallKey, 0, len(m.tenantCalls))
-	for k := range m.tenantCalls {
-		calls = append(calls, k)
-	}
-	sort.Slice(calls, func(i, j int) bool {
-		return calls[i].tenant < calls[j].tenant || calls[i].tenant == calls[j].tenant && calls[i].success && !calls[j].success
-	})
-	for _, k := range calls {
+	for _, k := range sortedKeys(m.tenantCalls, func(a, b tenantCallKey) bool {
+		return a.tenant < b.tenant || a.tenant == b.tenant && a.success && !b.success
+	}) {
 		fmt.Fprintf(w, "toolhost_tenant_calls_total{tenant=%q,success=\"%t\"} %d\n", k.tenant, k.success, m.tenantCalls[k])
 	}
 	fmt.Fprintln(w, "# HELP toolhost_tenant_calls_refused_total Tool calls refused before they ran, by tenant and reason (rate and concurrency: the tenant's quotas; busy: the node's --max-calls; and the pipeline's: arguments, tags, idempotency, ...).")
 	fmt.Fprintln(w, "# TYPE toolhost_tenant_calls_refused_total counter")
-	refused := make([]tenantRefusedKey, 0, len(m.tenantRefused))
-	for k := range m.tenantRefused {
-		refused = append(refused, k)
-	}
-	sort.Slice(refused, func(i, j int) bool {
-		return refused[i].tenant < refused[j].tenant || refused[i].tenant == refused[j].tenant && refused[i].reason < refused[j].reason
-	})
-	for _, k := range refused {
+	for _, k := range sortedKeys(m.tenantRefused, func(a, b tenantRefusedKey) bool {
+		return a.tenant < b.tenant || a.tenant == b.tenant && a.reason < b.reason
+	}) {
 		fmt.Fprintf(w, "toolhost_tenant_calls_refused_total{tenant=%q,reason=%q} %d\n", k.tenant, k.reason, m.tenantRefused[k])
 	}
+}
+
+// sortedKeys is a map's keys in the order less gives: series are written
+// in a stable order.
+func sortedKeys[K comparable, V any](m map[K]V, less func(a, b K) bool) []K {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return less(keys[i], keys[j]) })
+	return keys
 }
 
 // statusWriter remembers the status code of an answer.

@@ -355,13 +355,12 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
 	code := http.StatusInternalServerError
 	msg := "something went wrong; the server log has the details"
 	var ce *consoleError
+	var qe *storage.QuotaError
 	switch {
 	case errors.As(err, &ce):
 		code, msg = ce.code, ce.msg
-	case errors.Is(err, storage.ErrQuota):
-		var qe *storage.QuotaError
-		errors.As(err, &qe)
-		ce, _ = quotaMessage(qe)
+	case errors.As(err, &qe):
+		ce = quotaMessage(qe)
 		code, msg = ce.code, ce.msg
 	case errors.Is(err, storage.ErrNotFound):
 		code, msg = http.StatusNotFound, "not found"

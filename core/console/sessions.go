@@ -511,9 +511,8 @@ func (c *Console) knowledge(w http.ResponseWriter, r *http.Request) error {
 			if errors.Is(err, storage.ErrNoFTS5) {
 				err = &consoleError{http.StatusNotImplemented, err.Error()}
 			}
-			var qe *storage.QuotaError
-			if errors.As(err, &qe) {
-				err, _ = quotaMessage(qe)
+			if qe := (*storage.QuotaError)(nil); errors.As(err, &qe) {
+				err = quotaMessage(qe)
 			}
 		}
 		var ce *consoleError

@@ -64,14 +64,10 @@ func rate(v float64) string {
 }
 
 // quotaMessage is what a page says of a change refused by a quota.
-func quotaMessage(err error) (*consoleError, bool) {
-	qe, ok := err.(*storage.QuotaError)
-	if !ok {
-		return nil, false
-	}
+func quotaMessage(qe *storage.QuotaError) *consoleError {
 	code := http.StatusForbidden
 	if qe.Resource == "storage_bytes" {
 		code = http.StatusInsufficientStorage
 	}
-	return &consoleError{code, qe.Error() + "; nothing was stored"}, true
+	return &consoleError{code, qe.Error() + "; nothing was stored"}
 }

@@ -25,6 +25,22 @@ func crashWheel(t *testing.T, dir, name, version string) {
 	testwheel.Write(t, dir, name, version, files)
 }
 
+// needsGroup writes the files of group Needs, whose tool imports lib (a
+// package of its requirements.txt, reqs), and returns their folder and
+// the group's definition.
+func needsGroup(t testing.TB, lib, reqs string) (string, []byte) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "needs.py"), []byte("import "+lib+"\n\ndef shout(text):\n    return "+lib+".shout(text)\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "requirements.txt"), []byte(reqs), 0o644)
+	return dir, []byte(`kind: Plugin
+name: Needs
+description: imports packages from requirements.txt
+dependencies: [needs.py, requirements.txt]
+tools:
+  - {kind: Tool, object_name: Shout, name: shout, description: d, implementation: needs.shout, parameters: [{name: text, type: str, description: d}]}
+`)
+}
+
 // TestKill9LeavesNothing kills the server with SIGKILL while calls run (a
 // sleeping tool and a spinning one) and while a requirements.txt installs
 // (in its sandbox, from a wheelhouse), then starts a server on the same
@@ -78,16 +94,7 @@ func TestKill9LeavesNothing(t *testing.T) {
 	defer inFlight.Wait()
 
 	// A group whose requirements.txt is installing.
-	needs := t.TempDir()
-	os.WriteFile(filepath.Join(needs, "needs.py"), []byte("import crashlib0\n\ndef shout(text):\n    return crashlib0.shout(text)\n"), 0o644)
-	os.WriteFile(filepath.Join(needs, "requirements.txt"), []byte(reqs.String()), 0o644)
-	needsYAML := []byte(`kind: Plugin
-name: Needs
-description: imports packages from requirements.txt
-dependencies: [needs.py, requirements.txt]
-tools:
-  - {kind: Tool, object_name: Shout, name: shout, description: d, implementation: needs.shout, parameters: [{name: text, type: str, description: d}]}
-`)
+	needs, needsYAML := needsGroup(t, "crashlib0", reqs.String())
 	s.upload(tok, needs, "needs.py", "requirements.txt")
 	if code := s.do(tok, "POST", "/v1/groups", bytes.NewReader(needsYAML), nil); code != 200 {
 		t.Fatalf("put group: %d", code)

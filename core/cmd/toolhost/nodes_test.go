@@ -249,16 +249,7 @@ func TestTwoNodesOnePostgres(t *testing.T) {
 
 	// Kill A with SIGKILL while it installs a group's requirements and
 	// runs a call.
-	needs := t.TempDir()
-	os.WriteFile(filepath.Join(needs, "needs.py"), []byte("import nodelib0\n\ndef shout(text):\n    return nodelib0.shout(text)\n"), 0o644)
-	os.WriteFile(filepath.Join(needs, "requirements.txt"), []byte(reqs.String()), 0o644)
-	needsYAML := []byte(`kind: Plugin
-name: Needs
-description: imports packages from requirements.txt
-dependencies: [needs.py, requirements.txt]
-tools:
-  - {kind: Tool, object_name: Shout, name: shout, description: d, implementation: needs.shout, parameters: [{name: text, type: str, description: d}]}
-`)
+	needs, needsYAML := needsGroup(t, "nodelib0", reqs.String())
 	a.upload(tok, needs, "needs.py", "requirements.txt")
 	big := bytes.Repeat([]byte("0123456789abcdef"), 3<<16) // 3 MiB: three chunks
 	if code := a.do(tok, "PUT", "/v1/files/data/big.bin", bytes.NewReader(big), nil); code != 200 {
