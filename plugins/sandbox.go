@@ -91,6 +91,7 @@ const (
 	EntryPyhost         = "pyhost"
 	EntrySandboxLaunch  = "sandbox-launch"
 	EntrySandboxInit    = "sandbox-init"
+	EntrySandboxHold    = "sandbox-hold"
 	EntryTemplateWorker = "template-worker"
 )
 

@@ -22,11 +22,16 @@ import (
 
 // callbackRoot holds, for each sandboxed plugin process, the folder that
 // go-plugin makes for its broker's sockets: one folder of this server's
-// below /run/toolhost-cb, owned by the host and never shown to a sandbox
-// (nothing uses the broker: toolhost.call_tool comes back over the data
-// channel).
+// below toolhost-cb of the runtime folder (/run as root, the user's own
+// rootless: plugins.RuntimeDir), owned by the host and never shown to a
+// sandbox (nothing uses the broker: toolhost.call_tool comes back over the
+// data channel).
 func callbackRoot() string {
-	return filepath.Join("/run/toolhost-cb", strconv.Itoa(os.Getpid()))
+	dir, err := plugins.RuntimeDir()
+	if err != nil {
+		dir = os.TempDir()
+	}
+	return filepath.Join(dir, "toolhost-cb", strconv.Itoa(os.Getpid()))
 }
 
 // launch is how one plugin process is started: its command, its sandbox's

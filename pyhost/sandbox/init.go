@@ -136,13 +136,9 @@ func build(cfg *plugins.SandboxConfig) []plugins.Mechanism {
 	return out
 }
 
-// toolUID is the id the command runs as inside the sandbox.
-func toolUID(cfg *plugins.SandboxConfig) int {
-	if cfg.Identity {
-		return plugins.SandboxToolUID
-	}
-	return 0
-}
+// toolUID is the id the command runs as inside the sandbox: the tool user,
+// as root (a host id of its own) and rootless (the user's own id).
+func toolUID(cfg *plugins.SandboxConfig) int { return plugins.SandboxToolUID }
 
 // writablePaths are the only places landlock lets the sandbox write.
 func writablePaths(cfg *plugins.SandboxConfig) []string {
@@ -193,7 +189,13 @@ func startCommand(cfg *plugins.SandboxConfig) (*os.Process, error) {
 	cmd.Dir = dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	uid := uint32(toolUID(cfg))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid, Groups: []uint32{}}}
+	cred := &syscall.Credential{Uid: uid, Gid: uid, Groups: []uint32{}}
+	if !cfg.Identity {
+		// Rootless, setgroups is refused in the sandbox's user namespace
+		// (rootless.go); the process has no supplementary groups there.
+		cred.Groups, cred.NoSetGroups = nil, true
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", strings.Join(argv, " "), err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"toolhost/core/tail"
 	"toolhost/plugins"
 )
 
@@ -86,9 +87,13 @@ func Launch() {
 	if err != nil {
 		fail("make a pipe: %v", err)
 	}
-	unstage, err := stage(&cfg)
-	if err != nil {
-		fail("%v", err)
+	// As root, init runs as an id that owns nothing and the sources are
+	// staged for it; rootless, init is the user and mounts them itself.
+	unstage := func() {}
+	if cfg.Identity {
+		if unstage, err = stage(&cfg); err != nil {
+			fail("%v", err)
+		}
 	}
 	// Init starts as the sandbox's id 0, which may not pass the folders
 	// above the binary: it is executed through a descriptor opened here.
@@ -107,6 +112,27 @@ func Launch() {
 		cfg.Data = true
 	}
 	cmd.SysProcAttr = initAttr(&cfg)
+	// Rootless, a holder starts init (see rootless.go) and says its pid.
+	// Under the allow policy it starts slirp4netns as well.
+	var pidR *os.File
+	var heldSlirp *slirpPipes
+	if !cfg.Identity {
+		var pidW *os.File
+		if pidR, pidW, err = os.Pipe(); err != nil {
+			fail("make a pipe: %v", err)
+		}
+		n := len(cmd.ExtraFiles)
+		cmd.ExtraFiles = append(cmd.ExtraFiles, pidW)
+		cmd.Args = []string{cmd.Args[0], plugins.EntrySandboxHold, strconv.Itoa(n)}
+		if cfg.Network == plugins.NetworkAllow && cfg.Slirp != "" {
+			if heldSlirp, err = newSlirpPipes(); err != nil {
+				fail("make a pipe: %v", err)
+			}
+			cmd.ExtraFiles = append(cmd.ExtraFiles, heldSlirp.readyW, heldSlirp.errW)
+			cmd.Args = append(cmd.Args, cfg.Slirp)
+		}
+		cmd.SysProcAttr = holdAttr()
+	}
 	if err := cmd.Start(); err != nil {
 		unstage()
 		fail("start the sandbox: %v", err)
@@ -115,6 +141,14 @@ func Launch() {
 	for _, f := range cmd.ExtraFiles {
 		f.Close()
 	}
+	pid := cmd.Process.Pid
+	if pidR != nil {
+		if pid, err = readHeldPid(pidR); err != nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+			fail("%v", err)
+		}
+	}
 	outW.Close()
 	devnull.Close()
 	data, _ := json.Marshal(cfg)
@@ -122,7 +156,6 @@ func Launch() {
 		cfgW.Write(data)
 		cfgW.Close()
 	}()
-	pid := cmd.Process.Pid
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	go func() {
@@ -132,7 +165,9 @@ func Launch() {
 	}()
 	var slirp *exec.Cmd
 	ready := make(chan error, 1)
-	if cfg.Network == plugins.NetworkAllow && cfg.Slirp != "" {
+	if heldSlirp != nil {
+		heldSlirp.watch(ready)
+	} else if cfg.Network == plugins.NetworkAllow && cfg.Slirp != "" {
 		slirp, err = startSlirp(cfg.Slirp, pid, ready)
 		if err != nil {
 			cmd.Process.Kill()
@@ -143,7 +178,11 @@ func Launch() {
 	}
 	relayed := make(chan struct{})
 	go func() {
-		relay(outR, os.Stdout, pid, ready, func() { RemoveStage(os.Getpid()) })
+		relay(outR, os.Stdout, pid, ready, func() {
+			if cfg.Identity {
+				RemoveStage(os.Getpid())
+			}
+		})
 		close(relayed)
 	}()
 	cmd.Wait() // how init ended is in ProcessState
@@ -245,68 +284,114 @@ func RemoveStage(pid int) {
 }
 
 // initAttr is the process attributes that create a sandbox's namespaces
-// and map its ids.
+// and map its ids, as root (rootless, the holder does: rootless.go).
 func initAttr(cfg *plugins.SandboxConfig) *syscall.SysProcAttr {
-	flags := uintptr(syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC |
-		syscall.CLONE_NEWUTS | syscall.CLONE_NEWNET | syscall.CLONE_NEWCGROUP)
-	attr := &syscall.SysProcAttr{Cloneflags: flags, Pdeathsig: syscall.SIGKILL}
-	if cfg.Identity {
-		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: cfg.HostUID, Size: 1},
-			{ContainerID: plugins.SandboxToolUID, HostID: cfg.HostToolUID, Size: 1}}
-		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: cfg.HostGID, Size: 1},
-			{ContainerID: plugins.SandboxToolUID, HostID: cfg.HostToolGID, Size: 1}}
-		attr.GidMappingsEnableSetgroups = true
+	if !cfg.Identity {
+		return nil
+	}
+	return &syscall.SysProcAttr{
+		Cloneflags: holdFlags, Pdeathsig: syscall.SIGKILL,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: cfg.HostUID, Size: 1},
+			{ContainerID: plugins.SandboxToolUID, HostID: cfg.HostToolUID, Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: cfg.HostGID, Size: 1},
+			{ContainerID: plugins.SandboxToolUID, HostID: cfg.HostToolGID, Size: 1}},
+		GidMappingsEnableSetgroups: true,
 		// The mapping alone does not change who the process is: it becomes
 		// the sandbox's id 0 (a host id of its own) by setting its ids in
 		// the new namespace.
-		attr.Credential = &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}}
-	} else {
-		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}}
-		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}}
+		Credential: &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}},
 	}
-	return attr
 }
 
-// startSlirp connects the network namespace of pid to the outside world.
-// The host's loopback (10.0.2.2 inside) is disabled; slirp4netns runs in a
-// sandbox and a seccomp filter of its own.
-func startSlirp(bin string, pid int, ready chan<- error) (*exec.Cmd, error) {
+// slirpArgs are slirp4netns's arguments for the network namespace of pid:
+// the host's loopback (10.0.2.2 inside) disabled, slirp4netns in a sandbox
+// and a seccomp filter of its own, readiness reported on its descriptor 3.
+func slirpArgs(pid int) []string {
+	return []string{"--configure", "--mtu=65520", "--disable-host-loopback", "--enable-sandbox", "--enable-seccomp",
+		"--ready-fd=3", strconv.Itoa(pid), "tap0"}
+}
+
+// slirpCommand is slirp4netns's command for the network namespace of pid,
+// reporting on ready (its descriptor 3) and errs.
+func slirpCommand(bin string, pid int, ready, errs *os.File) *exec.Cmd {
+	cmd := exec.Command(bin, slirpArgs(pid)...)
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	cmd.ExtraFiles = []*os.File{ready}
+	cmd.Stderr, cmd.Stdout = errs, nil
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	return cmd
+}
+
+// slirpPipes are how slirp4netns tells that it is up (or why not).
+type slirpPipes struct{ readyR, readyW, errR, errW *os.File }
+
+func newSlirpPipes() (*slirpPipes, error) {
 	readyR, readyW, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "--configure", "--mtu=65520", "--disable-host-loopback",
-		"--enable-sandbox", "--enable-seccomp", "--ready-fd=3", strconv.Itoa(pid), "tap0")
-	cmd.Env = []string{"PATH=/usr/bin:/bin"}
-	cmd.ExtraFiles = []*os.File{readyW}
-	// slirp4netns reports its set-up on stderr; that is not the plugin's
-	// output (a crash message quotes the plugin's last lines).
-	cmd.Stderr, cmd.Stdout = io.Discard, io.Discard
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	errR, errW, err := os.Pipe()
+	if err != nil {
 		readyR.Close()
 		readyW.Close()
-		return nil, fmt.Errorf("start slirp4netns: %w", err)
+		return nil, err
 	}
-	readyW.Close()
+	return &slirpPipes{readyR, readyW, errR, errW}, nil
+}
+
+// watch closes this process's copies of the write ends (slirp4netns, or the
+// holder that starts it, has its own) and reports on ready once slirp4netns
+// is up, with its last words when it is not.
+func (p *slirpPipes) watch(ready chan<- error) {
+	p.readyW.Close()
+	p.errW.Close()
+	// slirp4netns reports its set-up on stderr; that is not the plugin's
+	// output (a crash message quotes the plugin's last lines), but its
+	// last lines say why it did not come up.
+	errs := tail.New(1024)
+	copied := make(chan struct{})
 	go func() {
-		defer readyR.Close()
+		io.Copy(errs, p.errR)
+		p.errR.Close()
+		close(copied)
+	}()
+	go func() {
+		defer p.readyR.Close()
 		done := make(chan error, 1)
 		go func() {
 			var b [1]byte
-			_, err := readyR.Read(b[:])
+			_, err := p.readyR.Read(b[:])
 			done <- err
 		}()
 		select {
 		case err := <-done:
 			if err != nil {
-				err = fmt.Errorf("slirp4netns did not come up: %w", err)
+				select { // its last words
+				case <-copied:
+				case <-time.After(time.Second):
+				}
+				err = fmt.Errorf("slirp4netns did not come up: %w (%s)", err, strings.Join(strings.Fields(errs.String()), " "))
 			}
 			ready <- err
 		case <-time.After(10 * time.Second):
 			ready <- fmt.Errorf("slirp4netns did not come up within 10 s")
 		}
 	}()
+}
+
+// startSlirp connects the network namespace of pid to the outside world
+// (as root; rootless, the holder starts slirp4netns: rootless.go).
+func startSlirp(bin string, pid int, ready chan<- error) (*exec.Cmd, error) {
+	p, err := newSlirpPipes()
+	if err != nil {
+		return nil, err
+	}
+	cmd := slirpCommand(bin, pid, p.readyW, p.errW)
+	if err := cmd.Start(); err != nil {
+		p.watch(ready)
+		return nil, fmt.Errorf("start slirp4netns: %w", err)
+	}
+	p.watch(ready)
 	return cmd, nil
 }
 

@@ -27,6 +27,8 @@ func main() {
 			sandbox.Init()
 		case plugins.EntrySandboxLaunch:
 			sandbox.Launch()
+		case plugins.EntrySandboxHold:
+			sandbox.Hold()
 		case plugins.EntryTemplateWorker:
 			templates.ServeStdio()
 			return

@@ -24,6 +24,8 @@ func main() {
 			sandbox.Init()
 		case plugins.EntrySandboxLaunch:
 			sandbox.Launch()
+		case plugins.EntrySandboxHold:
+			sandbox.Hold()
 		}
 	}
 	fmt.Fprintln(os.Stderr, "toolhost-sandbox is started by toolhost, not by hand")
