@@ -95,6 +95,24 @@ const (
 	EntryTemplateWorker = "template-worker"
 )
 
+// EntryCgroupProbe is the toolhost binary's entry point that the probe
+// runs in a sandbox, as its tool user: it moves a process of its own into
+// the workers' cgroup as the plugin process moves each worker, and reports
+// what happened (JSON, CgroupProbeReport) on stdout.
+const EntryCgroupProbe = "sandbox-cgroup-probe"
+
+// CgroupProbeReport is what EntryCgroupProbe found.
+type CgroupProbeReport struct {
+	// UID is the probe's uid inside the sandbox.
+	UID int `json:"uid"`
+	// Self and Moved are /proc/PID/cgroup of the probe and of the process
+	// it moved, read inside the sandbox (its cgroup namespace).
+	Self  string `json:"self"`
+	Moved string `json:"moved"`
+	// Error is why the move failed ("" when it worked).
+	Error string `json:"error,omitempty"`
+}
+
 // SandboxStageDir is the host folder where a sandbox's launcher mounts the
 // sources of its binds, for the moment it takes to create the sandbox's
 // mount namespace (one folder per launcher pid); the server's start
@@ -178,6 +196,9 @@ type SandboxConfig struct {
 	// WorkerMemoryCgroup is the host folder of the memory cgroup the
 	// workers join (cgroup v1), mounted at SandboxWorkerMemoryCgroup.
 	WorkerMemoryCgroup string `json:"worker_memory_cgroup,omitempty"`
+	// CgroupV2 is set on a cgroup v2 host: how the launcher settles the
+	// sandbox in its cgroup once init exists.
+	CgroupV2 *CgroupV2 `json:"cgroup_v2,omitempty"`
 	// Binds are the host paths the sandbox sees, read-only unless marked.
 	Binds []Bind `json:"binds"`
 	// ScratchBytes and ScratchInodes bound the scratch tmpfs.
@@ -204,6 +225,30 @@ type SandboxConfig struct {
 	// Probe makes init report which mechanisms it could set up, as JSON on
 	// stdout, instead of starting Command.
 	Probe bool `json:"probe,omitempty"`
+}
+
+// CgroupV2 is a sandbox's cgroup on cgroup v2, Top (the core made it with
+// the sandbox's limits, and Top/init and Top/workers in it). The launcher
+// joins Top (SandboxConfig.Cgroups names it) before it starts init, so
+// that init's new cgroup namespace has Top as its root. Right after the
+// start, before init has its configuration (nothing in the sandbox runs
+// before that), the launcher moves every process of Top (init, and itself)
+// into Top/init, enables the pids and memory controllers for Top's children
+// and sets the workers' limits on Top/workers. The plugin process, as the
+// sandbox's tool user, can then move each worker from Top/init into
+// Top/workers: the kernel asks for write access to the cgroup.procs of
+// their common ancestor, Top, which the core gave the tool user's host id,
+// and, where cgroup namespaces delimit delegation (nsdelegate), that both
+// lie inside the mover's cgroup namespace, rooted at Top.
+type CgroupV2 struct {
+	// Top is the sandbox's cgroup folder on the host.
+	Top string `json:"top"`
+	// WorkerPids is the workers' pids.max (0: not set).
+	WorkerPids int `json:"worker_pids,omitempty"`
+	// WorkerMemoryBytes is the workers' memory.max (0: not set); their
+	// memory.swap.max is 0 where it exists, and memory.oom.group 1: an
+	// out-of-memory kill takes all the workers together.
+	WorkerMemoryBytes int64 `json:"worker_memory_bytes,omitempty"`
 }
 
 // Mechanism is one confinement mechanism and whether this kernel allows it.

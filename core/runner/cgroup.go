@@ -1,8 +1,11 @@
 package runner
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -76,27 +79,44 @@ type sandboxCgroups struct {
 	// workers is the workers' pids cgroup inside, whose cgroup.procs the
 	// sandbox's tool user may write.
 	workers string
-	// top is the v2 cgroup that holds the limits (and dirs and workers).
-	top string
-	v2  bool
+	// top is the v2 cgroup that holds the limits, the one the launcher
+	// joins; init (top/init) holds the launcher, init and the plugin
+	// process once the launcher has settled them (plugins.CgroupV2), and
+	// workers (top/workers) the workers.
+	top  string
+	init string
+	v2   bool
+	// workerPids and workerMemory are the workers' limits on v2, which the
+	// launcher sets (controllers can be enabled for top's children only
+	// once top holds no process).
+	workerPids   int
+	workerMemory int64
 	// memory is the sandbox's memory limit.
 	memory int64
 	// oomSeen is the kernel's count of kills for the memory limit that a
 	// crash message has explained so far.
 	oomSeen atomic.Int64
-	// workerMemory is, on cgroup v1, the sandbox's memory cgroup: the
-	// launcher does not join it, the plugin process moves each worker
+	// workerMemoryCgroup is, on cgroup v1, the sandbox's memory cgroup:
+	// the launcher does not join it, the plugin process moves each worker
 	// there (the plugin process is bounded by its address space, and
 	// gpython code makes neither files nor shared memory; charging its
 	// every page cost about 100 us per call).
-	workerMemory string
+	workerMemoryCgroup string
+}
+
+// configure tells the launcher (cfg) about the sandbox's cgroups.
+func (cg *sandboxCgroups) configure(cfg *plugins.SandboxConfig) {
+	cfg.Cgroups, cfg.WorkerCgroup, cfg.WorkerMemoryCgroup = cg.join(), cg.workers, cg.workerMemoryCgroup
+	if cg.v2 {
+		cfg.CgroupV2 = &plugins.CgroupV2{Top: cg.top, WorkerPids: cg.workerPids, WorkerMemoryBytes: cg.workerMemory}
+	}
 }
 
 // join are the cgroups the sandbox's launcher joins.
 func (cg *sandboxCgroups) join() []string {
 	var out []string
 	for _, d := range cg.dirs {
-		if d != cg.workerMemory {
+		if d != cg.workerMemoryCgroup {
 			out = append(out, d)
 		}
 	}
@@ -117,20 +137,11 @@ const parentMemoryShare = 0.75
 // done at every sandbox's start (a cheap check once it exists), so that a
 // parent removed by hand comes back.
 func ensureParent(v2 bool) error {
-	memory := strconv.FormatInt(int64(float64(memTotal())*parentMemoryShare), 10)
 	if v2 {
-		dir := filepath.Join(cgroupRoot, parentCgroup)
-		if !dirExists(dir) {
-			// Controllers must be enabled in a parent for its children.
-			os.WriteFile(filepath.Join(cgroupRoot, "cgroup.subtree_control"), []byte("+pids +memory +cpu"), 0)
-			if err := mkCgroup(dir); err != nil && !os.IsExist(err) {
-				return fmt.Errorf("make the sandboxes' cgroup: %w", err)
-			}
-			writeCgroup(dir, "memory.max", memory)
-			writeCgroup(dir, "cgroup.subtree_control", "+pids +memory +cpu")
-		}
-		return nil
+		_, err := v2Parent()
+		return err
 	}
+	memory := strconv.FormatInt(int64(float64(memTotal())*parentMemoryShare), 10)
 	for _, ctl := range []string{ctlPids, ctlMemory, ctlCPU, ctlFreezer} {
 		dir := filepath.Join(cgroupRoot, ctl, parentCgroup)
 		if dirExists(dir) {
@@ -144,6 +155,33 @@ func ensureParent(v2 bool) error {
 		}
 	}
 	return nil
+}
+
+// v2Parent makes (once it is gone, again) the sandboxes' parent cgroup in
+// its home (cgroupHome), with the controllers the home was given enabled
+// for the sandboxes, and returns its folder.
+func v2Parent() (string, error) {
+	h := v2Home()
+	if h.err != nil {
+		return "", h.err
+	}
+	dir := filepath.Join(h.dir, parentCgroup)
+	if dirExists(dir) {
+		return dir, nil
+	}
+	if h.dir == cgroupRoot && hierarchyRoot(h.dir) {
+		// The hierarchy's root may enable controllers while it holds
+		// processes; a delegated home did when it was found.
+		enableControllers(h.dir)
+	}
+	if err := mkCgroup(dir); err != nil && !os.IsExist(err) {
+		return "", fmt.Errorf("make the sandboxes' cgroup in %s: %w", h.why, err)
+	}
+	if v2Controllers(dir)[ctlMemory] {
+		writeCgroup(dir, "memory.max", strconv.FormatInt(int64(float64(v2MemoryLimit(h.dir))*parentMemoryShare), 10))
+	}
+	enableControllers(dir)
+	return dir, nil
 }
 
 // memTotal is the machine's memory, from /proc/meminfo.
@@ -180,35 +218,51 @@ func newSandboxCgroups(l cgroupLimits, toolUID, toolGID int) (*sandboxCgroups, e
 		}
 	}()
 	if cg.v2 {
-		// A v2 cgroup with processes cannot have children with controllers:
-		// the limits are set on NAME, the launcher, init and the plugin
-		// process live in NAME/init, the workers in NAME/workers.
-		top := filepath.Join(cgroupRoot, name)
+		// A v2 cgroup with processes cannot have children with controllers
+		// (unless it is the hierarchy's root): the limits are set on NAME,
+		// which the launcher joins, so that it is the root of the
+		// sandbox's cgroup namespace; the launcher then moves everything
+		// into NAME/init and enables controllers for the workers in
+		// NAME/workers (plugins.CgroupV2).
+		parent, err := v2Parent()
+		if err != nil {
+			return nil, err
+		}
+		top := filepath.Join(parent, filepath.Base(name))
 		if err := mkCgroup(top); err != nil {
 			return nil, fmt.Errorf("make a cgroup: %w", err)
 		}
 		cg.top = top
-		files := []struct{ file, value string }{
-			{"pids.max", strconv.Itoa(l.Processes)},
-			{"memory.max", strconv.FormatInt(l.MemoryBytes, 10)},
-			{"memory.swap.max", "0"},
-			{"cpu.max", fmt.Sprintf("%d 100000", int(l.CPUs*100000))},
-			{"cgroup.subtree_control", "+pids +memory +cpu"},
+		avail := v2Controllers(top)
+		files := []struct{ ctl, file, value string }{
+			{ctlPids, "pids.max", strconv.Itoa(l.Processes)},
+			// The workers' share (as on cgroup v1, where the memory cgroup
+			// holds the workers alone) and the launcher's, init's and the
+			// plugin process's beside it.
+			{ctlMemory, "memory.max", strconv.FormatInt(l.MemoryBytes+pluginMemoryBytes, 10)},
+			{ctlMemory, "memory.swap.max", "0"},
+			{ctlCPU, "cpu.max", fmt.Sprintf("%d 100000", int(l.CPUs*100000))},
 		}
 		for _, f := range files {
+			if !avail[f.ctl] {
+				continue
+			}
 			if err := writeCgroup(top, f.file, f.value); err != nil && f.file != "memory.swap.max" {
 				return nil, err
 			}
 		}
-		initDir, workers := filepath.Join(top, "init"), filepath.Join(top, "workers")
-		for _, d := range []string{initDir, workers} {
+		cg.init, cg.workers = filepath.Join(top, "init"), filepath.Join(top, "workers")
+		for _, d := range []string{cg.init, cg.workers} {
 			if err := mkCgroup(d); err != nil {
 				return nil, fmt.Errorf("make a cgroup: %w", err)
 			}
 		}
-		cg.dirs, cg.workers = []string{initDir}, workers
-		if err := writeCgroup(workers, "pids.max", strconv.Itoa(l.WorkerProcesses)); err != nil {
-			return nil, err
+		cg.dirs = []string{top}
+		if avail[ctlPids] {
+			cg.workerPids = l.WorkerProcesses
+		}
+		if avail[ctlMemory] {
+			cg.workerMemory = l.MemoryBytes
 		}
 	} else {
 		for _, ctl := range []string{ctlPids, ctlMemory, ctlCPU, ctlFreezer} {
@@ -218,7 +272,7 @@ func newSandboxCgroups(l cgroupLimits, toolUID, toolGID int) (*sandboxCgroups, e
 			}
 			cg.dirs = append(cg.dirs, dir)
 			if ctl == ctlMemory {
-				cg.workerMemory = dir
+				cg.workerMemoryCgroup = dir
 			}
 		}
 		settings := []struct{ ctl, file, value string }{
@@ -246,7 +300,7 @@ func newSandboxCgroups(l cgroupLimits, toolUID, toolGID int) (*sandboxCgroups, e
 			return nil, err
 		}
 	}
-	for _, d := range []string{cg.workers, cg.workerMemory} {
+	for _, d := range []string{cg.top, cg.workers, cg.workerMemoryCgroup} {
 		if d == "" {
 			continue
 		}
@@ -273,9 +327,7 @@ func (cg *sandboxCgroups) kill() {
 		return
 	}
 	if cg.v2 {
-		if cg.top != "" {
-			os.WriteFile(filepath.Join(cg.top, "cgroup.kill"), []byte("1"), 0)
-		}
+		killV2(cg.top)
 		return
 	}
 	var freezer string
@@ -302,6 +354,43 @@ func (cg *sandboxCgroups) kill() {
 	}
 }
 
+// killV2 kills every process of a v2 cgroup and its children: one write
+// to cgroup.kill (Linux 5.14 on); before that, the cgroup is frozen (so
+// that none can fork while they are killed), each is sent SIGKILL, and
+// it is thawed.
+func killV2(dir string) {
+	if dir == "" || !dirExists(dir) {
+		return
+	}
+	if os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0) == nil {
+		return
+	}
+	freezeAndKill(dir)
+}
+
+// freezeAndKill kills every process of a v2 cgroup and its children
+// without cgroup.kill: frozen, none can fork while they are killed.
+func freezeAndKill(dir string) {
+	if os.WriteFile(filepath.Join(dir, "cgroup.freeze"), []byte("1"), 0) == nil {
+		defer os.WriteFile(filepath.Join(dir, "cgroup.freeze"), []byte("0"), 0)
+		for i := 0; i < 100; i++ {
+			b, _ := os.ReadFile(filepath.Join(dir, "cgroup.events"))
+			if strings.Contains(string(b), "frozen 1") {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			for _, pid := range readPids(p) {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		return nil
+	})
+}
+
 // readPids lists the processes of a cgroup.
 func readPids(dir string) []int {
 	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
@@ -324,6 +413,7 @@ func (cg *sandboxCgroups) remove() {
 	}
 	cg.kill()
 	removeCgroup(cg.workers)
+	removeCgroup(cg.init)
 	for _, d := range cg.dirs {
 		removeCgroup(d)
 	}
@@ -386,36 +476,200 @@ func removeCgroup(dir string) {
 	}
 }
 
-// cgroupMechanisms reports which cgroup controllers a sandbox can have
-// here, by making (and removing) a sandbox's cgroups.
-func cgroupMechanisms() []plugins.Mechanism {
+// makeCgroups makes the cgroups of one sandbox for its limits, and tells
+// its launcher (cfg) about them: the cgroups that the sandbox's tool user
+// moves workers between are given to its host id (cfg's, as root; the
+// user's own, rootless).
+func makeCgroups(cfg *plugins.SandboxConfig, limits plugins.Limits, cpus float64) (*sandboxCgroups, error) {
+	uid, gid := os.Getuid(), os.Getgid()
+	if cfg.Identity {
+		uid, gid = cfg.HostToolUID, cfg.HostToolGID
+	}
+	if cpus <= 0 {
+		cpus = 1
+	}
+	cg, err := newSandboxCgroups(cgroupLimits{
+		Processes:       limits.Processes + plugins.SandboxPidsReserve,
+		WorkerProcesses: max(limits.Processes, 8),
+		MemoryBytes:     int64(limits.Workers)*limits.MemoryBytes + scratchBytes + pluginMemoryBytes,
+		CPUs:            cpus,
+	}, uid, gid)
+	if err != nil {
+		return nil, err
+	}
+	cg.configure(cfg)
+	return cg, nil
+}
+
+// rlimitsInstead is what bounds a sandbox without cgroups.
+const rlimitsInstead = "each sandbox is bounded by rlimits instead (address space, processes, CPU time, file size)"
+
+// cgroupMechanisms reports which cgroup mechanisms a sandbox has here, as
+// a real start has them: it makes a sandbox's cgroups (on cgroup v2 in
+// the home found for them, moving the server's processes into a leaf
+// when needed) and launches a sandbox in them whose command, as the
+// sandbox's tool user, moves a process of its own into the workers'
+// cgroup as the plugin process moves each worker. base is the probe's
+// configuration (identity and ids), probed what the probe's sandbox had.
+func cgroupMechanisms(exe string, base plugins.SandboxConfig, probed []plugins.Mechanism) []plugins.Mechanism {
+	v2 := cgroupV2()
 	kind := "cgroup v1"
-	if cgroupV2() {
+	if v2 {
 		kind = "cgroup v2"
 	}
 	names := []string{plugins.MechPids, plugins.MechMemory, plugins.MechCPU, plugins.MechKill}
-	var out []plugins.Mechanism
-	cg, err := newSandboxCgroups(cgroupLimits{Processes: 64, WorkerProcesses: 8, MemoryBytes: 64 << 20, CPUs: 1}, os.Getuid(), os.Getgid())
-	if err != nil {
+	none := func(detail string) []plugins.Mechanism {
+		var out []plugins.Mechanism
 		for _, n := range names {
-			out = append(out, plugins.Mechanism{Name: n, Detail: err.Error()})
+			out = append(out, plugins.Mechanism{Name: n, Detail: detail + "; " + rlimitsInstead})
 		}
 		return out
 	}
+	switch {
+	case !v2 && !dirExists(filepath.Join(cgroupRoot, ctlPids)):
+		return none(fmt.Sprintf("no cgroup file system at %s (neither v2 nor v1 with the pids controller)", cgroupRoot))
+	case !v2 && os.Geteuid() != 0:
+		return none(fmt.Sprintf("cgroup v1, and toolhost runs as uid %d: cgroup v1 cannot be delegated to an ordinary user; "+
+			"run toolhost as root, or on a cgroup v2 host in a delegated cgroup "+
+			"(systemd-run --user --scope -p Delegate=yes toolhost serve ...)", os.Geteuid()))
+	}
+	active := map[string]bool{}
+	for _, m := range probed {
+		active[m.Name] = m.Active
+	}
+	if !active[plugins.MechUserNS] || !active[plugins.MechRoot] || !active[plugins.MechPidNS] {
+		return none(kind + ": no sandbox can be built here, so none is placed in cgroups")
+	}
+	cfg := base
+	cfg.Probe, cfg.Network, cfg.Slirp, cfg.Blocked = false, plugins.NetworkDeny, "", nil
+	cfg.Landlock, cfg.Seccomp, cfg.Rlimits = active[plugins.MechLandlock], active[plugins.MechSeccomp], active[plugins.MechRlimits]
+	// The toolhost binary is the command, with the system's libraries it
+	// links (as a real start binds them).
+	cfg.Command = []string{plugins.SandboxExe, plugins.EntryCgroupProbe}
+	cfg.Binds = append([]plugins.Bind{}, cfg.Binds...)
+	for _, p := range systemPaths(nil) {
+		cfg.Binds = append(cfg.Binds, plugins.Bind{Source: p})
+	}
+	limits := plugins.Limits{}.WithDefaults()
+	cg, err := makeCgroups(&cfg, limits, 1)
+	if err != nil {
+		if !strings.HasPrefix(err.Error(), kind) {
+			err = fmt.Errorf("%s: %w", kind, err)
+		}
+		return none(err.Error())
+	}
 	defer cg.remove()
-	details := map[string]string{
-		plugins.MechPids:   kind + " pids.max per sandbox, a lower one for its workers",
-		plugins.MechMemory: kind + " memory limit per sandbox (processes, shared memory, memfd, tmpfs)",
-		plugins.MechCPU:    kind + " CPU quota per sandbox",
-		plugins.MechKill:   kind + " freezer",
+	for _, env := range []struct{ name, dir, at string }{
+		{plugins.EnvWorkerCgroup, cfg.WorkerCgroup, plugins.SandboxWorkerCgroup},
+		{plugins.EnvWorkerMemoryCgroup, cfg.WorkerMemoryCgroup, plugins.SandboxWorkerMemoryCgroup},
+	} {
+		if env.dir != "" {
+			cfg.Env = append(cfg.Env, env.name+"="+env.at)
+		}
 	}
-	if cg.v2 {
-		details[plugins.MechKill] = "cgroup v2 cgroup.kill"
+	out, err := runLauncher(exe, &cfg)
+	var rep plugins.CgroupProbeReport
+	if err == nil {
+		if err = json.Unmarshal(out, &rep); err != nil {
+			err = fmt.Errorf("read the cgroup probe's report: %v (%q)", err, out)
+		}
 	}
-	for _, n := range names {
-		out = append(out, plugins.Mechanism{Name: n, Active: true, Detail: details[n]})
+	if err != nil {
+		return none(fmt.Sprintf("%s: a sandbox could not be started in cgroups of its own: %v", kind, err))
 	}
-	return out
+	if rep.Error != "" {
+		return none(fmt.Sprintf("%s: the sandbox's tool user (uid %d inside) could not move a process into the workers' cgroup %s: %s",
+			kind, rep.UID, cg.workers, rep.Error))
+	}
+	if v2 && (!strings.Contains("\n"+rep.Self, "\n0::/init\n") || !strings.Contains("\n"+rep.Moved, "\n0::/workers\n")) {
+		return none(fmt.Sprintf("%s: the sandbox's processes are not where they belong: the plugin process in %q, a worker in %q "+
+			"(want /init and /workers of the sandbox's cgroup namespace)", kind, rep.Self, rep.Moved))
+	}
+	moved := "workers moved into their cgroup by the sandbox's tool user"
+	if !v2 {
+		details := map[string]string{
+			plugins.MechPids:   kind + " pids.max per sandbox, a lower one for its workers",
+			plugins.MechMemory: kind + " memory limit per sandbox (processes, shared memory, memfd, tmpfs)",
+			plugins.MechCPU:    kind + " CPU quota per sandbox",
+			plugins.MechKill:   kind + " freezer; " + moved,
+		}
+		var ms []plugins.Mechanism
+		for _, n := range names {
+			ms = append(ms, plugins.Mechanism{Name: n, Active: true, Detail: details[n]})
+		}
+		return ms
+	}
+	h := v2Home()
+	avail := v2Controllers(cg.top)
+	missing := func(ctl, what string) string {
+		return fmt.Sprintf("%s: no %s controller for the sandboxes: their cgroups are in %s, whose cgroup.controllers has %q; %s; "+
+			"delegate it (a systemd unit's Delegate=yes, a container's cgroup given the controller) or run toolhost as root on the host; %s",
+			kind, ctl, h.why, strings.Join(sortedKeys(v2Controllers(h.dir)), " "), what, rlimitsInstead)
+	}
+	var ms []plugins.Mechanism
+	// The launcher set the workers' pids.max once the sandbox had left
+	// its top cgroup: read it back.
+	if avail[ctlPids] {
+		b, _ := os.ReadFile(filepath.Join(cg.workers, "pids.max"))
+		if got := strings.TrimSpace(string(b)); got != strconv.Itoa(cg.workerPids) {
+			ms = append(ms, plugins.Mechanism{Name: plugins.MechPids, Detail: fmt.Sprintf(
+				"%s: the launcher did not set the workers' pids.max (%q, want %d)", kind, got, cg.workerPids)})
+		} else {
+			ms = append(ms, plugins.Mechanism{Name: plugins.MechPids, Active: true,
+				Detail: kind + " pids.max per sandbox, a lower one for its workers"})
+		}
+	} else {
+		ms = append(ms, plugins.Mechanism{Name: plugins.MechPids, Detail: missing(ctlPids, "a sandbox's processes are bounded by RLIMIT_NPROC only")})
+	}
+	if avail[ctlMemory] {
+		ms = append(ms, plugins.Mechanism{Name: plugins.MechMemory, Active: true,
+			Detail: kind + " memory.max per sandbox (processes, shared memory, memfd, tmpfs), no swap, an out-of-memory kill takes all its workers"})
+	} else {
+		ms = append(ms, plugins.Mechanism{Name: plugins.MechMemory, Detail: missing(ctlMemory, "each worker is bounded by its address space (RLIMIT_AS) only, "+
+			"not by what it holds in shared memory, memfd or scratch")})
+	}
+	if avail[ctlCPU] {
+		ms = append(ms, plugins.Mechanism{Name: plugins.MechCPU, Active: true, Detail: kind + " cpu.max per sandbox"})
+	} else {
+		ms = append(ms, plugins.Mechanism{Name: plugins.MechCPU, Detail: missing(ctlCPU, "each call is bounded by its CPU time (RLIMIT_CPU) only, not by a CPU share")})
+	}
+	killer := "cgroup.kill"
+	if _, err := os.Stat(filepath.Join(cg.top, "cgroup.kill")); err != nil {
+		killer = "cgroup.freeze, then SIGKILL to each process (no cgroup.kill before Linux 5.14)"
+	}
+	ms = append(ms, plugins.Mechanism{Name: plugins.MechKill, Active: true,
+		Detail: fmt.Sprintf("%s %s; sandboxes in %s; %s", kind, killer, h.why, moved)})
+	return ms
+}
+
+// runLauncher runs a sandbox's launcher with cfg (a probe's: it must end
+// by itself within 15 s) and returns what it printed.
+func runLauncher(exe string, cfg *plugins.SandboxConfig) ([]byte, error) {
+	data, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(Launcher(exe), plugins.EntrySandboxLaunch)
+	cmd.Env = append(baseEnv(), plugins.EnvSandbox+"="+string(data))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-time.After(15 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		err = fmt.Errorf("the probe did not finish")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%v %s", err, bytes.TrimSpace(stderr.Bytes()))
+	}
+	return stdout.Bytes(), nil
 }
 
 // CleanStaleCgroups removes what toolhost processes which no longer run
@@ -429,6 +683,13 @@ func CleanStaleCgroups() {
 	for _, pattern := range []string{"toolhost-*", "*/toolhost-*", parentCgroup + "/toolhost-*", "*/" + parentCgroup + "/toolhost-*"} {
 		m, _ := filepath.Glob(filepath.Join(cgroupRoot, pattern))
 		dirs = append(dirs, m...)
+	}
+	if cgroupV2() {
+		// The sandboxes' parent in a delegated home.
+		if h := v2Home(); h.dir != "" && h.dir != cgroupRoot {
+			m, _ := filepath.Glob(filepath.Join(h.dir, parentCgroup, "toolhost-*"))
+			dirs = append(dirs, m...)
+		}
 	}
 	var stale []string
 	for _, d := range dirs {
@@ -445,6 +706,9 @@ func CleanStaleCgroups() {
 	// was killing a sandbox leaves its freezer cgroup FROZEN, and a frozen
 	// process takes its SIGKILL only once thawed.
 	for _, d := range stale {
+		if _, err := os.Stat(filepath.Join(d, "cgroup.type")); err == nil {
+			killV2(d)
+		}
 		for _, sub := range []string{"", "workers", "init"} {
 			for _, p := range readPids(filepath.Join(d, sub)) {
 				syscall.Kill(p, syscall.SIGKILL)

@@ -5,33 +5,47 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"toolhost/plugins"
 )
 
 // TestCgroupV2Layout checks the files a sandbox's cgroups get on a cgroup
-// v2 host. This machine binds every controller to cgroup v1, so the kernel
-// side cannot run here: the test lays the v2 tree out in a plain folder (a
-// stand-in for /sys/fs/cgroup, the one mock of this package) and checks what
-// toolhost writes and where; TestSandboxResources runs the v1 side for real.
+// v2 host. This machine binds every controller to cgroup v1, so no
+// controller file exists on a real cgroup2 hierarchy here (cgroup_v2_test.go
+// runs placement, delegation and cgroup.kill on one): the test lays the v2
+// tree out in a plain folder (a stand-in for /sys/fs/cgroup, the one mock of
+// this package) and checks what toolhost writes and where;
+// TestSandboxResources runs the v1 side for real.
 func TestCgroupV2Layout(t *testing.T) {
 	root := t.TempDir()
 	os.WriteFile(filepath.Join(root, "cgroup.controllers"), []byte("cpuset cpu io memory pids\n"), 0o644)
 	old := cgroupRoot
 	cgroupRoot = root
 	defer func() { cgroupRoot = old }()
-	// The kernel makes cgroup.procs in every new cgroup; a plain folder
-	// does not, so the stand-in makes it when toolhost creates the folder.
-	mkdirHook = func(dir string) { os.WriteFile(filepath.Join(dir, "cgroup.procs"), nil, 0o644) }
+	// The kernel makes the interface files in every new cgroup; a plain
+	// folder does not, so the stand-in makes those toolhost reads when
+	// toolhost creates the folder (the root has no cgroup.type).
+	mkdirHook = func(dir string) {
+		os.WriteFile(filepath.Join(dir, "cgroup.procs"), nil, 0o644)
+		os.WriteFile(filepath.Join(dir, "cgroup.type"), []byte("domain\n"), 0o644)
+		os.WriteFile(filepath.Join(dir, "cgroup.controllers"), []byte("cpu io memory pids\n"), 0o644)
+	}
 	defer func() { mkdirHook = nil }()
-	cg, err := newSandboxCgroups(cgroupLimits{Processes: 192, WorkerProcesses: 128, MemoryBytes: 3 << 30, CPUs: 1.5}, os.Getuid(), os.Getgid())
+	const toolUID, toolGID = 0x70000001, 0x70000001
+	cg, err := newSandboxCgroups(cgroupLimits{Processes: 192, WorkerProcesses: 128, MemoryBytes: 3 << 30, CPUs: 1.5}, toolUID, toolGID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !cg.v2 || len(cg.dirs) != 1 || filepath.Dir(cg.dirs[0]) != cg.top || filepath.Dir(cg.workers) != cg.top {
-		t.Fatalf("layout: top %s, joined %v, workers %s", cg.top, cg.dirs, cg.workers)
+	// The launcher joins the top cgroup (the root of the sandbox's cgroup
+	// namespace), then moves into init; the workers have their own.
+	if !cg.v2 || len(cg.dirs) != 1 || cg.dirs[0] != cg.top || filepath.Dir(cg.init) != cg.top || filepath.Dir(cg.workers) != cg.top {
+		t.Fatalf("layout: top %s, joined %v, init %s, workers %s", cg.top, cg.dirs, cg.init, cg.workers)
 	}
 	read := func(dir, file string) string {
 		b, err := os.ReadFile(filepath.Join(dir, file))
@@ -42,18 +56,46 @@ func TestCgroupV2Layout(t *testing.T) {
 	}
 	want := []struct{ dir, file, value string }{
 		{cg.top, "pids.max", "192"},
-		{cg.top, "memory.max", "3221225472"},
+		// The workers' share and the plugin process's.
+		{cg.top, "memory.max", strconv.FormatInt(3<<30+pluginMemoryBytes, 10)},
 		{cg.top, "memory.swap.max", "0"},
 		{cg.top, "cpu.max", "150000 100000"},
-		{cg.top, "cgroup.subtree_control", "+pids +memory +cpu"},
-		{cg.workers, "pids.max", "128"},
 		{root, "cgroup.subtree_control", "+pids +memory +cpu"},
 		{filepath.Join(root, parentCgroup), "cgroup.subtree_control", "+pids +memory +cpu"},
+		{filepath.Join(root, parentCgroup), "memory.max", strconv.FormatInt(int64(float64(memTotal())*parentMemoryShare), 10)},
 	}
 	for _, w := range want {
 		if got := read(w.dir, w.file); got != w.value {
 			t.Errorf("%s/%s = %q, want %q", filepath.Base(w.dir), w.file, got, w.value)
 		}
+	}
+	// The top's own subtree_control stays empty: the launcher joins it
+	// first, and enables controllers only once everything left it.
+	if _, err := os.Stat(filepath.Join(cg.top, "cgroup.subtree_control")); err == nil {
+		t.Errorf("the top cgroup's subtree_control was written: %q", read(cg.top, "cgroup.subtree_control"))
+	}
+	// The sandbox's tool user may move workers between init and workers:
+	// it owns the cgroup.procs of both the workers and their common
+	// ancestor, the top.
+	for _, dir := range []string{cg.top, cg.workers} {
+		fi, err := os.Stat(filepath.Join(dir, "cgroup.procs"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := fi.Sys().(*syscall.Stat_t); st.Uid != toolUID || st.Gid != toolGID {
+			t.Errorf("%s/cgroup.procs is owned by %d:%d, want the tool user %d", filepath.Base(dir), st.Uid, st.Gid, toolUID)
+		}
+	}
+	if fi, _ := os.Stat(filepath.Join(cg.init, "cgroup.procs")); fi.Sys().(*syscall.Stat_t).Uid == toolUID {
+		t.Error("init's cgroup.procs is the tool user's")
+	}
+	// What the launcher is told: the top to join and settle, the workers'
+	// limits to set once it has.
+	var cfg plugins.SandboxConfig
+	cg.configure(&cfg)
+	wantV2 := plugins.CgroupV2{Top: cg.top, WorkerPids: 128, WorkerMemoryBytes: 3 << 30}
+	if len(cfg.Cgroups) != 1 || cfg.Cgroups[0] != cg.top || cfg.WorkerCgroup != cg.workers || cfg.CgroupV2 == nil || *cfg.CgroupV2 != wantV2 {
+		t.Errorf("launcher's configuration: joins %v, workers %s, v2 %+v", cfg.Cgroups, cfg.WorkerCgroup, cfg.CgroupV2)
 	}
 	// Killing a v2 sandbox is one write to cgroup.kill of its top cgroup.
 	cg.kill()
@@ -65,6 +107,60 @@ func TestCgroupV2Layout(t *testing.T) {
 	if n := cg.oomKills(); n != 2 {
 		t.Errorf("oom kills = %d", n)
 	}
+}
+
+// TestCgroupV2WithoutControllers checks, on the stand-in, that a v2
+// sandbox whose cgroups were given no controller (an ordinary user's
+// delegation without them, or this machine's cgroup2 mount) still gets
+// its cgroups, without limit files, and no worker limits for the launcher.
+func TestCgroupV2WithoutControllers(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		controllers string
+		files       []string
+		workerPids  int
+	}{
+		{"none", "", nil, 0},
+		{"pids only", "pids", []string{"pids.max"}, 16},
+		{"memory and cpu", "memory cpu", []string{"memory.max", "memory.swap.max", "cpu.max"}, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			os.WriteFile(filepath.Join(root, "cgroup.controllers"), []byte(tt.controllers), 0o644)
+			old := cgroupRoot
+			cgroupRoot = root
+			defer func() { cgroupRoot = old }()
+			mkdirHook = func(dir string) {
+				os.WriteFile(filepath.Join(dir, "cgroup.procs"), nil, 0o644)
+				os.WriteFile(filepath.Join(dir, "cgroup.type"), []byte("domain\n"), 0o644)
+				os.WriteFile(filepath.Join(dir, "cgroup.controllers"), []byte(tt.controllers), 0o644)
+			}
+			defer func() { mkdirHook = nil }()
+			cg, err := newSandboxCgroups(cgroupLimits{Processes: 80, WorkerProcesses: 16, MemoryBytes: 1 << 30, CPUs: 1}, os.Getuid(), os.Getgid())
+			if err != nil {
+				t.Fatal(err)
+			}
+			entries, _ := os.ReadDir(cg.top)
+			var got []string
+			for _, e := range entries {
+				if !e.IsDir() && !strings.HasPrefix(e.Name(), "cgroup.") {
+					got = append(got, e.Name())
+				}
+			}
+			if strings.Join(got, " ") != strings.Join(sortedNames(tt.files), " ") {
+				t.Errorf("limit files %v, want %v", got, tt.files)
+			}
+			if cg.workerPids != tt.workerPids || (cg.workerMemory != 0) != strings.Contains(tt.controllers, "memory") {
+				t.Errorf("workers' limits for the launcher: pids %d, memory %d", cg.workerPids, cg.workerMemory)
+			}
+		})
+	}
+}
+
+func sortedNames(s []string) []string {
+	out := append([]string{}, s...)
+	slices.Sort(out)
+	return out
 }
 
 // TestStaleFrozenSandboxIsCleaned checks the clean-up at a server's start

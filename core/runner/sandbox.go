@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"bytes"
 	crand "crypto/rand"
 	"debug/buildinfo"
 	"encoding/binary"
@@ -261,7 +260,7 @@ func Probe(exe string) []plugins.Mechanism {
 		out = append(out, plugins.Mechanism{Name: plugins.MechEgress,
 			Detail: "slirp4netns is not installed: under the allow policy tool code has no network at all"})
 	}
-	out = append(out, cgroupMechanisms()...)
+	out = append(out, cgroupMechanisms(exe, cfg, out)...)
 	sort.SliceStable(out, func(i, j int) bool { return mechOrder(out[i].Name) < mechOrder(out[j].Name) })
 	return out
 }
@@ -282,33 +281,13 @@ func mechOrder(name string) int {
 
 // launchProbe runs the launcher in probe mode and reads init's report.
 func launchProbe(exe string, cfg *plugins.SandboxConfig) ([]plugins.Mechanism, error) {
-	data, err := json.Marshal(cfg)
+	out, err := runLauncher(exe, cfg)
 	if err != nil {
 		return nil, err
-	}
-	cmd := exec.Command(Launcher(exe), plugins.EntrySandboxLaunch)
-	cmd.Env = append(baseEnv(), plugins.EnvSandbox+"="+string(data))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err = <-done:
-	case <-time.After(15 * time.Second):
-		cmd.Process.Kill()
-		<-done
-		err = fmt.Errorf("the probe did not finish")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%v %s", err, bytes.TrimSpace(stderr.Bytes()))
 	}
 	var ms []plugins.Mechanism
-	if err := json.Unmarshal(stdout.Bytes(), &ms); err != nil {
-		return nil, fmt.Errorf("read the probe's report: %v (%q)", err, stdout.String())
+	if err := json.Unmarshal(out, &ms); err != nil {
+		return nil, fmt.Errorf("read the probe's report: %v (%q)", err, out)
 	}
 	return ms, nil
 }
@@ -383,28 +362,12 @@ func (s *Sandbox) config(exe string, py *Python, limits plugins.Limits) plugins.
 
 // cgroups makes the cgroups of one sandbox, when this machine has them.
 func (s *Sandbox) cgroups(cfg *plugins.SandboxConfig, limits plugins.Limits) (*sandboxCgroups, error) {
-	if !s.active[plugins.MechPids] {
+	// The probe found that a sandbox can be placed in cgroups of its own
+	// and killed through them (on cgroup v2 with or without controllers).
+	if !s.active[plugins.MechKill] {
 		return nil, nil
 	}
-	uid, gid := os.Getuid(), os.Getgid()
-	if cfg.Identity {
-		uid, gid = cfg.HostToolUID, cfg.HostToolGID
-	}
-	cpus := s.CPUs
-	if cpus <= 0 {
-		cpus = 1
-	}
-	cg, err := newSandboxCgroups(cgroupLimits{
-		Processes:       limits.Processes + plugins.SandboxPidsReserve,
-		WorkerProcesses: max(limits.Processes, 8),
-		MemoryBytes:     int64(limits.Workers)*limits.MemoryBytes + scratchBytes + pluginMemoryBytes,
-		CPUs:            cpus,
-	}, uid, gid)
-	if err != nil {
-		return nil, err
-	}
-	cfg.Cgroups, cfg.WorkerCgroup, cfg.WorkerMemoryCgroup = cg.join(), cg.workers, cg.workerMemory
-	return cg, nil
+	return makeCgroups(cfg, limits, s.CPUs)
 }
 
 // command builds the plugin process's command: "toolhost sandbox-launch",

@@ -149,6 +149,7 @@ func Launch() {
 			fail("%v", err)
 		}
 	}
+	settleCgroups(&cfg, cmd.Process)
 	outW.Close()
 	devnull.Close()
 	data, _ := json.Marshal(cfg)

@@ -29,6 +29,8 @@ func main() {
 			sandbox.Launch()
 		case plugins.EntrySandboxHold:
 			sandbox.Hold()
+		case plugins.EntryCgroupProbe:
+			sandbox.CgroupProbe()
 		case plugins.EntryTemplateWorker:
 			templates.ServeStdio()
 			return

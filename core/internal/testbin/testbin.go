@@ -39,9 +39,18 @@ func Build() (string, func()) {
 	return bin, func() { os.RemoveAll(dir) }
 }
 
+// EnvBin names, in the environment of a test binary that a test re-ran
+// (in namespaces of its own, say), the toolhost binary its parent built:
+// Main uses it, and neither builds nor removes one.
+const EnvBin = "TOOLHOST_TEST_BIN"
+
 // Main is a test package's TestMain: it builds the binary into *bin, runs
 // the tests and removes the binary.
 func Main(m *testing.M, bin *string) {
+	if b := os.Getenv(EnvBin); b != "" {
+		*bin = b
+		os.Exit(m.Run())
+	}
 	var cleanup func()
 	*bin, cleanup = Build()
 	code := m.Run()
