@@ -30,7 +30,7 @@ export TOOLHOST_PGTEST_RUN
 PG_LEFTOVERS = for i in 1 2 3 4 5 6; do pgrep -f '[t]oolhost-pgtest-$(TOOLHOST_PGTEST_RUN)-' >/dev/null || exit 0; sleep 0.5; done; \
 	echo "make: PostgreSQL servers of the tests (storage/pgtest) are still running:"; pgrep -af '[t]oolhost-pgtest-$(TOOLHOST_PGTEST_RUN)-'; exit 1
 
-.PHONY: all build run schemas test lint unit fuzz fuzz-short race bench tools tools-run screenshots clean
+.PHONY: all build run schemas test lint unit rootless fuzz fuzz-short race bench tools tools-run screenshots clean
 
 all: build
 
@@ -61,7 +61,7 @@ schemas: build
 		$(BIN) schema --dialect openai $$g; \
 	done
 
-test: tools lint unit fuzz-short
+test: tools lint unit rootless fuzz-short
 
 # What the tests need besides Go: python3 with Pydantic v2 (the oracle of
 # the schema test). The machine image ships it; PyPI is not reachable, so
@@ -103,6 +103,40 @@ lint:
 unit:
 	$(GO) test -count=1 ./...
 	@$(PG_LEFTOVERS)
+
+# The sandbox's hostile tests a second time, as an ordinary user (created
+# here when missing): toolhost then builds its sandboxes rootless, from
+# unprivileged user namespaces, as on a developer's laptop. The doors
+# (serve, call, session, validate with requirements) and the runner's
+# attacks on the minimal world, the network, the worker protocol, gpython
+# and pip's sandbox. The user has no Go toolchain: the binaries and test
+# binaries are built here, and the tests run from a copy of their data.
+# slirp4netns, run by an ordinary user, opens /dev/net/tun: udev makes it
+# open to every user (0666) on desktop and server distributions, and it is
+# made so here when a machine image left it to root alone. Run by an
+# ordinary user, make unit ran everything rootless already.
+ROOTLESS_USER ?= toolhost-rootless
+ROOTLESS_CMD_TESTS := ^(TestHostileServer|TestHostileCallCommand|TestHostileSessionCommand|TestValidateRefusesHostileRequirements|TestServerRefusesHostileRequirements|TestCallContract)$$
+ROOTLESS_RUNNER_TESTS := ^(TestMinimalWorld|TestNetworkPolicy|TestCloneParentIsSwept|TestHostDoesNotTrustTheWorker|TestGPython.*|TestRequirementsFromWheelhouse|TestInstallRunsInItsSandbox)$$
+rootless:
+	@if [ "$$(id -u)" != 0 ]; then echo "make rootless: make unit ran as an ordinary user, rootless already"; exit 0; fi; \
+	set -e; \
+	id -u $(ROOTLESS_USER) >/dev/null 2>&1 || useradd --create-home --shell /usr/sbin/nologin $(ROOTLESS_USER); \
+	if [ -c /dev/net/tun ] && [ "$$(stat -c %a /dev/net/tun)" != 666 ]; then chmod 0666 /dev/net/tun; fi; \
+	dir=$$(mktemp -d /tmp/toolhost-rootless.XXXXXX); trap 'rm -rf $$dir' EXIT; chmod 0755 $$dir; \
+	$(GO) build -o $$dir/bin/ ./core/cmd/toolhost ./pyhost/cmd/toolhost-sandbox; \
+	$(GO) test -c -o $$dir/cmd.test ./core/cmd/toolhost; \
+	$(GO) test -c -o $$dir/runner.test ./core/runner; \
+	mkdir -p $$dir/tree/core/cmd/toolhost $$dir/tree/core/runner; \
+	cp -r sample_groups $$dir/tree/; \
+	cp -r core/cmd/toolhost/testdata $$dir/tree/core/cmd/toolhost/; \
+	cp -r core/runner/testdata $$dir/tree/core/runner/; \
+	chown -R $(ROOTLESS_USER) $$dir/tree; chmod -R a+rX $$dir; \
+	home=$$(getent passwd $(ROOTLESS_USER) | cut -d: -f6); \
+	as_user="runuser -u $(ROOTLESS_USER) -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=$$home TOOLHOST_TEST_BIN=$$dir/bin/toolhost"; \
+	echo "make rootless: the sandbox's hostile tests again, as the ordinary user $(ROOTLESS_USER)"; \
+	(cd $$dir/tree/core/cmd/toolhost && $$as_user $$dir/cmd.test -test.count=1 -test.run '$(ROOTLESS_CMD_TESTS)'); \
+	(cd $$dir/tree/core/runner && $$as_user $$dir/runner.test -test.count=1 -test.run '$(ROOTLESS_RUNNER_TESTS)')
 
 # Every test with the race detector, in the test binaries and in the
 # toolhost processes they start (server, plugin processes): a race there

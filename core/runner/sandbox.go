@@ -253,7 +253,8 @@ func Probe(exe string) []plugins.Mechanism {
 	idm := plugins.Mechanism{Name: plugins.MechIdentity, Active: cfg.Identity && err == nil,
 		Detail: fmt.Sprintf("each sandbox maps its ids to two host ids of its own from %d on", sandboxIDBase)}
 	if !cfg.Identity {
-		idm.Detail = fmt.Sprintf("toolhost does not run as root: the sandbox's id 0 is the host's uid %d", os.Getuid())
+		idm.Detail = fmt.Sprintf("rootless: the sandbox's tool user (uid %d) is your own uid %d on the host and the sandbox has no other id; "+
+			"only root can give sandboxes host ids of their own", plugins.SandboxToolUID, os.Getuid())
 	}
 	out = append(out, idm)
 	if slirpErr != nil {
@@ -317,16 +318,34 @@ func blockedNets() []string {
 }
 
 // Warnings says, loudly, which mechanisms are missing and what that
-// leaves open.
+// leaves open. Missing cgroups are one warning, which says what bounds a
+// sandbox instead and how to get them; so is rootless mode's identity.
 func (s *Sandbox) Warnings() []string {
-	var out []string
+	var out, cgroups []string
+	cgDetail := ""
 	for _, m := range s.Mechanisms {
-		if m.Name == plugins.MechEgress && s.Network == plugins.NetworkDeny {
+		if m.Active || m.Name == plugins.MechEgress && s.Network == plugins.NetworkDeny {
 			continue
 		}
-		if !m.Active {
-			out = append(out, fmt.Sprintf("sandbox: %s is not available (%s); tool code runs without it", m.Name, m.Detail))
+		switch m.Name {
+		case plugins.MechIdentity:
+			if s.confined() && plugins.Rootless() {
+				out = append(out, fmt.Sprintf("sandbox: rootless mode: tool code runs in the sandbox's namespaces as uid %d "+
+					"without capabilities, and that uid is your own (%d) on the host: only root can give each sandbox host ids "+
+					"of its own, so whatever left the sandbox would act as you", plugins.SandboxToolUID, os.Getuid()))
+				continue
+			}
+		case plugins.MechPids, plugins.MechMemory, plugins.MechCPU, plugins.MechKill:
+			cgroups = append(cgroups, m.Name)
+			if cgDetail == "" {
+				cgDetail = m.Detail
+			}
+			continue
 		}
+		out = append(out, fmt.Sprintf("sandbox: %s is not available (%s); tool code runs without it", m.Name, m.Detail))
+	}
+	if len(cgroups) > 0 {
+		out = append(out, fmt.Sprintf("sandbox: no cgroup limits (%s): %s", strings.Join(cgroups, ", "), cgDetail))
 	}
 	return out
 }

@@ -25,6 +25,8 @@ type server struct {
 	base string
 	data string
 	out  *syncBuffer
+	// errs is the server's stderr (its warnings; the log lines too).
+	errs *syncBuffer
 }
 
 // syncBuffer is the server's stdout: written by exec's copier while the
@@ -46,6 +48,22 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
+// tailWriter keeps the first n bytes written to buf and drops the rest: a
+// server's stderr is its log, which a long test would otherwise keep.
+type tailWriter struct {
+	buf *syncBuffer
+	n   int
+}
+
+func (w *tailWriter) Write(p []byte) (int, error) {
+	if w.n > 0 {
+		k := min(len(p), w.n)
+		w.buf.Write(p[:k])
+		w.n -= k
+	}
+	return len(p), nil
+}
+
 func freePort(t testing.TB) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -65,8 +83,9 @@ func startServer(t *testing.T, data, addr string, extra ...string) *server {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	go io.Copy(io.Discard, bufio.NewReader(stderr))
-	s := &server{t: t, cmd: cmd, base: "http://" + addr, data: data, out: out}
+	errs := &syncBuffer{}
+	go io.Copy(&tailWriter{errs, 1 << 20}, bufio.NewReader(stderr))
+	s := &server{t: t, cmd: cmd, base: "http://" + addr, data: data, out: out, errs: errs}
 	t.Cleanup(func() { s.cmd.Process.Kill(); s.cmd.Wait() })
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {

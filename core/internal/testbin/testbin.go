@@ -16,8 +16,17 @@ import (
 // Build compiles core/cmd/toolhost (with SQLite's FTS5; with the race
 // detector when TOOLHOST_TEST_RACE is set) and the sandbox's helper,
 // pyhost/cmd/toolhost-sandbox, into a temporary folder and returns the
-// toolhost binary's path and a function that removes the folder.
+// toolhost binary's path and a function that removes the folder. With
+// EnvBin set, it returns that binary instead (the rootless run of the
+// hostile tests, make rootless, sets it: the ordinary user it runs them
+// as has no Go toolchain of its own).
 func Build() (string, func()) {
+	if b := os.Getenv(EnvBin); b != "" {
+		if _, err := os.Stat(b); err != nil {
+			panic(fmt.Sprintf("%s=%s: %v", EnvBin, b, err))
+		}
+		return b, func() {}
+	}
 	dir, err := os.MkdirTemp("", "toolhost-test-bin")
 	if err != nil {
 		panic(err)
