@@ -234,11 +234,11 @@ func (w *hostileWorld) victimStillWorks(t *testing.T) {
 
 // serverAttack is one attack of tenant A through /v1/calls.
 type serverAttack struct {
-	name  string
-	tool  string // "" runs code with the attack tool
-	code  string
-	args  string
-	out   expect
+	name string
+	tool string // "" runs code with the attack tool
+	code string
+	args string
+	out  expect
 	// rootless, when set, is what a rootless server answers instead:
 	// contained otherwise, or a limit it says is missing (rootless_test.go).
 	rootless *expect
