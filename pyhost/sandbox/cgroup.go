@@ -85,7 +85,10 @@ func settleV2(c *plugins.CgroupV2, workers string) error {
 		if !avail[s.ctl] || s.skip {
 			continue
 		}
-		if err := writeCgroupFile(workers, s.file, s.value); err != nil && !s.optional {
+		if _, err := os.Stat(filepath.Join(workers, s.file)); err != nil && s.optional {
+			continue
+		}
+		if err := writeCgroupFile(workers, s.file, s.value); err != nil {
 			return err
 		}
 	}
