@@ -147,10 +147,10 @@ func findHome() *cgroupHome {
 		return &cgroupHome{dir: cgroupRoot, why: "the cgroup hierarchy's root"}
 	}
 	if !dirExists(dir) || !delegated(dir, private) {
-		if os.Geteuid() == 0 && !private {
+		if os.Geteuid() == 0 && !private && !readOnly(cgroupRoot) {
 			return &cgroupHome{dir: cgroupRoot, why: "the cgroup hierarchy's root"}
 		}
-		return rootOr(notDelegated(own, private))
+		return &cgroupHome{err: notDelegated(own, private)}
 	}
 	h := &cgroupHome{dir: dir}
 	switch {
