@@ -497,6 +497,12 @@ func groupView(def *definition.Group, root string) (string, bool, error) {
 		}
 		return fi.Mode().Perm()&need == need
 	}
+	if plugins.Rootless() {
+		// Rootless, the sandbox's tool user is the user who owns the
+		// folder: it reads it as it is, and a private group is never
+		// copied where other users could read it.
+		return root, false, nil
+	}
 	ok := readable(root, true)
 	for _, d := range def.Dependencies {
 		p := filepath.Join(root, filepath.FromSlash(d.Path))

@@ -66,6 +66,10 @@ func Init() {
 	dropCapabilities()
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	// Tool code may signal init (rootless, they share a uid): a signal
+	// the Go runtime would answer with a dump of init's goroutines and
+	// registers, quoted in a crash message, is ignored.
+	signal.Ignore(syscall.SIGQUIT, syscall.SIGABRT, syscall.SIGTRAP, syscall.SIGSYS, syscall.SIGUSR1, syscall.SIGUSR2)
 	go func() {
 		for s := range sigs {
 			child.Signal(s)
@@ -213,6 +217,18 @@ func dropBoundingSet() error {
 	}
 	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && err != unix.EINVAL {
 		return fmt.Errorf("clear the ambient capabilities: %w", err)
+	}
+	// The inheritable set too (a rootless init was given its capabilities
+	// as ambient ones, which needs them inheritable): the command starts
+	// with every set empty.
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("read the capabilities: %w", err)
+	}
+	data[0].Inheritable, data[1].Inheritable = 0, 0
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("clear the inheritable capabilities: %w", err)
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("set no_new_privs: %w", err)
