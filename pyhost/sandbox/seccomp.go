@@ -41,7 +41,7 @@ var allowedSyscalls = []string{
 	"mmap", "munmap", "madvise", "mprotect", "pread64", "pwrite64", "readv", "writev",
 	"recvfrom", "sendto", "recvmsg", "sendmsg", "recvmmsg", "sendmmsg",
 	"poll", "ppoll", "select", "pselect6", "close", "openat", "newfstatat", "fstat", "statx", "lseek",
-	"fcntl", "getrandom", "clock_gettime", "gettimeofday", "time", "clock_getres",
+	"getrandom", "clock_gettime", "gettimeofday", "time", "clock_getres",
 
 	// Files and folders (landlock and the mounts decide which ones).
 	"open", "creat", "openat2", "preadv", "pwritev", "preadv2", "pwritev2",
@@ -55,7 +55,6 @@ var allowedSyscalls = []string{
 	"truncate", "ftruncate", "fallocate", "fadvise64", "fsync", "fdatasync", "flock",
 	"sendfile", "copy_file_range", "splice",
 	"dup", "dup2", "dup3", "pipe", "pipe2", "close_range",
-	"inotify_init", "inotify_init1", "inotify_add_watch", "inotify_rm_watch",
 
 	// Memory.
 	"brk", "mremap", "msync", "mincore", "mlock", "mlock2", "munlock", "mlockall", "munlockall",
@@ -108,6 +107,10 @@ var deniedSyscalls = []string{
 	// Large kernel surfaces a tool does not need.
 	"io_uring_setup", "io_uring_enter", "io_uring_register", "bpf", "perf_event_open", "userfaultfd",
 	"keyctl", "add_key", "request_key", "fanotify_init", "fanotify_mark", "memfd_secret",
+	// Counted per user, not per sandbox: rootless, the sandbox's user is
+	// the host user, whose every program shares the 128 inotify instances
+	// a tool could take.
+	"inotify_init", "inotify_init1", "inotify_add_watch", "inotify_rm_watch",
 	"mbind", "migrate_pages", "move_pages",
 	// The machine: kernel, modules, clock, host name, devices, accounting.
 	"kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
@@ -133,6 +136,13 @@ const cloneRefused = unix.CLONE_NEWNS | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC | 
 // console's own requests (TIOCLINUX, TIOCCONS) and line disciplines
 // (TIOCSETD, a frequent source of kernel bugs).
 var refusedIoctls = []uint64{unix.TIOCSTI, unix.TIOCLINUX, unix.TIOCCONS, unix.TIOCSETD}
+
+// refusedFcntls fail with EPERM: a lease (F_SETLEASE) on a file the
+// sandbox's user owns stalls whoever opens it for writing on the host and
+// tells the tool when, and directory notifications (F_NOTIFY) signal the
+// host's changes to a folder; pipe sizes (F_SETPIPE_SZ) count against the
+// user's one quota of pipe buffers, which rootless is the host user's own.
+var refusedFcntls = []uint64{unix.F_SETLEASE, unix.F_NOTIFY, unix.F_SETPIPE_SZ}
 
 // allowedPrctls are the prctl options allowed with any arguments: what
 // glibc, the Go runtime (PR_SET_PDEATHSIG for a child, PR_SET_VMA to name
@@ -240,20 +250,11 @@ func argRules() []argRule {
 	socketpair := argRule{name: "socketpair", refused: retNoSock,
 		sets: [][]argCheck{{{0, opEqual, unix.AF_UNIX}}}}
 
-	// ioctl(fd, request, ...): the kernel reads request as 32 bits, so the
-	// high half must be all zeros or a sign extension (C code that passes
-	// an int), and the low half must not be a refused request.
-	ioctl := argRule{name: "ioctl", refused: retEPERM}
-	for _, high := range []uint64{0, signExtended} {
-		set := []argCheck{{1, opLessEqual, high | lowWordsOnly}}
-		if high != 0 {
-			set = append(set, argCheck{1, opGreaterEq, high})
-		}
-		for _, req := range refusedIoctls {
-			set = append(set, argCheck{1, opNotEqual, high | req})
-		}
-		ioctl.sets = append(ioctl.sets, set)
-	}
+	// ioctl(fd, request, ...) and fcntl(fd, cmd, ...): the kernel reads
+	// request and cmd as 32 bits, so the high half must be all zeros or a
+	// sign extension (C code that passes an int), and the low half must not
+	// be a refused one.
+	ioctl, fcntl := refusedInt("ioctl", 1, refusedIoctls), refusedInt("fcntl", 1, refusedFcntls)
 
 	prctl := argRule{name: "prctl", refused: retEPERM}
 	for _, op := range allowedPrctls {
@@ -265,7 +266,25 @@ func argRules() []argRule {
 	for _, p := range allowedPersonalities {
 		personality.sets = append(personality.sets, []argCheck{{0, opEqual, p}})
 	}
-	return []argRule{clone, socket, socketpair, ioctl, prctl, personality}
+	return []argRule{clone, socket, socketpair, ioctl, fcntl, prctl, personality}
+}
+
+// refusedInt allows a call unless its 32-bit argument arg is one of
+// refused (its high half all zeros or a sign extension; any other high
+// half is refused too, since the kernel would ignore it).
+func refusedInt(name string, arg int, refused []uint64) argRule {
+	r := argRule{name: name, refused: retEPERM}
+	for _, high := range []uint64{0, signExtended} {
+		set := []argCheck{{arg, opLessEqual, high | lowWordsOnly}}
+		if high != 0 {
+			set = append(set, argCheck{arg, opGreaterEq, high})
+		}
+		for _, v := range refused {
+			set = append(set, argCheck{arg, opNotEqual, high | v})
+		}
+		r.sets = append(r.sets, set)
+	}
+	return r
 }
 
 // seccompProgram assembles the filter for the running architecture:
