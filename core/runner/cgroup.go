@@ -748,7 +748,10 @@ func cleanStaleFiles() {
 			os.Remove(d)
 		}
 	}
-	cbs, _ := filepath.Glob(filepath.Join(filepath.Dir(callbackRoot()), "*"))
+	var cbs []string
+	if root, err := callbackRoot(); err == nil {
+		cbs, _ = filepath.Glob(filepath.Join(filepath.Dir(root), "*"))
+	}
 	for _, d := range cbs {
 		if pid, err := strconv.Atoi(filepath.Base(d)); err == nil && pid != os.Getpid() && processGone(pid) {
 			os.RemoveAll(d)

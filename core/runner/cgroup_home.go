@@ -153,13 +153,15 @@ func findHome() *cgroupHome {
 		return &cgroupHome{err: notDelegated(own, private)}
 	}
 	h := &cgroupHome{dir: dir}
+	// The home may be one level above toolhost's own cgroup (its leaf).
+	own = "/" + strings.TrimPrefix(strings.TrimPrefix(dir, cgroupRoot), "/")
 	switch {
 	case private && dir == cgroupRoot:
 		h.why = "the root of toolhost's cgroup namespace (its container's cgroup)"
 	case private:
 		h.why = fmt.Sprintf("%s of toolhost's cgroup namespace, delegated to it", own)
 	default:
-		h.why = fmt.Sprintf("toolhost's own cgroup %s, delegated to it", filepath.Join("/", own))
+		h.why = fmt.Sprintf("toolhost's own cgroup %s, delegated to it", own)
 	}
 	h.moved, h.err = intoLeaf(dir)
 	if h.err != nil {

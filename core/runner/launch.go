@@ -26,12 +26,12 @@ import (
 // rootless: plugins.RuntimeDir), owned by the host and never shown to a
 // sandbox (nothing uses the broker: toolhost.call_tool comes back over the
 // data channel).
-func callbackRoot() string {
+func callbackRoot() (string, error) {
 	dir, err := plugins.RuntimeDir()
 	if err != nil {
-		dir = os.TempDir()
+		return "", err
 	}
-	return filepath.Join(dir, "toolhost-cb", strconv.Itoa(os.Getpid()))
+	return filepath.Join(dir, "toolhost-cb", strconv.Itoa(os.Getpid())), nil
 }
 
 // launch is how one plugin process is started: its command, its sandbox's
@@ -69,7 +69,10 @@ func (l *launch) clientConfig(stderr io.Writer) (*goplugin.ClientConfig, error) 
 		RunnerFunc:       l.runner,
 	}
 	if l.cfg != nil {
-		root := callbackRoot()
+		root, err := callbackRoot()
+		if err != nil {
+			return nil, err
+		}
 		if err := os.MkdirAll(root, 0o700); err != nil {
 			return nil, fmt.Errorf("make the callback folder: %w", err)
 		}

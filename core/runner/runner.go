@@ -415,7 +415,9 @@ func resolveRuntime(opts Options) (string, error) {
 // managed clients); call it before exiting.
 func StopAll() {
 	plugin.CleanupClients()
-	os.Remove(callbackRoot()) // empty once every client is gone
+	if root, err := callbackRoot(); err == nil {
+		os.Remove(root) // empty once every client is gone
+	}
 }
 
 // Runtime is the runtime the group runs on.
