@@ -404,6 +404,11 @@ func (s *Sandbox) command(g *Group) (*launch, error) {
 	limits := g.opts.Limits.WithDefaults()
 	cfg := s.config(g.opts.Executable, g.opts.Python, limits)
 	cfg.Binds = append(cfg.Binds, plugins.Bind{Source: g.view, Target: plugins.SandboxGroupDir})
+	if g.ownsView || g.spare {
+		if err := closeView(g.view, &cfg); err != nil {
+			return nil, err
+		}
+	}
 	if g.venv != "" {
 		cfg.Binds = append(cfg.Binds, plugins.Bind{Source: g.venv, Target: plugins.SandboxVenvDir})
 	}
@@ -476,6 +481,20 @@ func readRegular(path string) ([]byte, error) {
 	}
 	defer f.Close()
 	return io.ReadAll(f)
+}
+
+// closeView gives a folder toolhost made for a sandbox's /group (a copy of
+// a private group's files, a spare's folder) to that sandbox's tool user
+// alone: mode 0700, owned by the tool user's host id as root (a new one
+// each launch) and by the user rootless. Other local users cannot read the
+// private files it holds; inside, it is mounted read-only.
+func closeView(view string, cfg *plugins.SandboxConfig) error {
+	if cfg.Identity {
+		if err := os.Chown(view, cfg.HostToolUID, cfg.HostToolGID); err != nil {
+			return fmt.Errorf("give the group's folder to its sandbox: %w", err)
+		}
+	}
+	return os.Chmod(view, 0o700)
 }
 
 // groupView returns the folder to mount as a sandbox's /group. The

@@ -600,6 +600,40 @@ func TestSpareLifecycle(t *testing.T) {
 	}
 }
 
+// A private group's copy is its sandbox's tool user's alone: other local
+// users cannot read the files of a folder they could not read before (the
+// copy was 0755 in the shared temp folder; the red team of rootless mode
+// read a tenant's key from it).
+func TestPrivateGroupCopyIsClosed(t *testing.T) {
+	sb := sandbox(t, "deny")
+	root := t.TempDir()
+	os.Chmod(root, 0o700)
+	os.WriteFile(filepath.Join(root, "m.py"), []byte("KEY = 'private'\ndef f():\n    return KEY\n"), 0o600)
+	yaml := filepath.Join(root, "g.yaml")
+	os.WriteFile(yaml, []byte("kind: Plugin\nname: P\ndescription: d\ndependencies: [m.py]\ntools:\n"+
+		"  - {kind: Tool, object_name: F, name: f, description: d, implementation: m.f, parameters: []}\n"), 0o600)
+	g := open(t, yaml, Options{Sandbox: sb})
+	if r := call(t, g, "f", `{}`); !r.OK || string(r.Result) != `"private"` {
+		t.Fatalf("the private group's call: %s %+v", r.Result, r.Error)
+	}
+	if !g.ownsView {
+		if plugins.Rootless() {
+			return // rootless, the sandbox reads the user's own folder: no copy
+		}
+		t.Fatal("a private group was not copied for its sandbox")
+	}
+	fi, err := os.Stat(g.view)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		t.Errorf("the copy of a private group is open to other users: mode %v", fi.Mode().Perm())
+	}
+	if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) < sandboxIDBase {
+		t.Errorf("the copy of a private group belongs to uid %d, not to its sandbox's tool user", st.Uid)
+	}
+}
+
 // A group's folder that others may not read is copied into a view; a
 // symbolic link in it is not followed on the host (toolhost runs as root),
 // in the copy nor in a spare.
