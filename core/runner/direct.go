@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -56,6 +57,10 @@ type direct struct {
 	all map[*borrowed]bool
 	// pids is the workers' pids.current, kept open.
 	pids *os.File
+	// initChildren is the children of the sandbox's init, kept open, and
+	// plugin the host pid of its plugin process, for cleanByProc.
+	initChildren *os.File
+	plugin       int
 }
 
 // borrowed is a worker lent to the core.
@@ -64,6 +69,9 @@ type borrowed struct {
 	conn  proto.Conn
 	pidfd *os.File
 	stat  *os.File // /proc/HOSTPID/stat
+	// children is /proc/HOSTPID/task/HOSTPID/children, opened by
+	// cleanByProc.
+	children *os.File
 	// during names the call in flight, for the plugin's account of a
 	// failure.
 	during string
@@ -147,7 +155,7 @@ func (d *direct) after(b *borrowed, callable string) string {
 	// clean implies that every lent worker has one thread (each alive
 	// one holds at least one of the cgroup's tasks): no /proc read is
 	// needed when it holds.
-	if d.clean() {
+	if d.clean(b) {
 		d.release(b)
 		return ""
 	}
@@ -171,10 +179,14 @@ func (d *direct) after(b *borrowed, callable string) string {
 
 // clean reports whether the workers' cgroup holds no more tasks than the
 // borrowed workers, every one of which is alive (a pidfd is readable once
-// its process has exited).
-func (d *direct) clean() bool {
+// its process has exited). Without a workers' cgroup (rootless, nothing
+// delegated) the processes of b's call are read instead (cleanByProc).
+func (d *direct) clean(b *borrowed) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.pidsPath == "" {
+		return d.cleanByProc(b) && d.allAlive()
+	}
 	if d.pids == nil {
 		f, err := os.Open(d.pidsPath)
 		if err != nil {
@@ -191,12 +203,113 @@ func (d *direct) clean() bool {
 	if err != nil || tasks > len(d.all) {
 		return false
 	}
+	return d.allAlive()
+}
+
+// allAlive reports whether every borrowed worker is alive (a pidfd is
+// readable once its process has exited).
+func (d *direct) allAlive() bool {
 	fds := make([]unix.PollFd, 0, len(d.all))
 	for b := range d.all {
 		fds = append(fds, unix.PollFd{Fd: int32(b.pidfd.Fd()), Events: unix.POLLIN})
 	}
 	ready, err := unix.Poll(fds, 0)
 	return err == nil && ready == 0
+}
+
+// cleanByProc is clean's check where the sandbox has no workers' cgroup:
+// worker b has one thread and no child, and the sandbox's init has no
+// child but the plugin process. That is all b's call can leave: tool code
+// runs in the workers only, a process it starts is a child of its worker
+// (one a thread started passes to the worker's main thread when the
+// thread ends) or, once its parent is gone, an orphan of init (the seccomp
+// filter refuses CLONE_PARENT and child subreapers, and the sandbox's pid
+// namespace has no other reaper). Each worker is checked so after its
+// calls and again before it serves the next one, as with the cgroup; an
+// orphan of any worker fails every worker's check. Whatever cannot be read
+// counts as not clean: the plugin's own checks decide then. Reading
+// another process's children needs what ptrace needs, which the core has
+// over its sandboxes (as root, or rootless as the owner of the user
+// namespace above the sandbox's).
+func (d *direct) cleanByProc(b *borrowed) bool {
+	pid, plugin, threads, ok := b.procStat()
+	if !ok || threads != 1 {
+		return false
+	}
+	if b.children == nil {
+		p := strconv.Itoa(pid)
+		if b.children, _ = os.Open("/proc/" + p + "/task/" + p + "/children"); b.children == nil {
+			return false
+		}
+	}
+	if kids, ok := readChildren(b.children); !ok || kids != "" {
+		return false
+	}
+	if d.initChildren == nil || d.plugin != plugin {
+		_, init, ok := statFields(plugin)
+		if !ok {
+			return false
+		}
+		if d.initChildren != nil {
+			d.initChildren.Close()
+		}
+		p := strconv.Itoa(init)
+		if d.initChildren, _ = os.Open("/proc/" + p + "/task/" + p + "/children"); d.initChildren == nil {
+			return false
+		}
+		d.plugin = plugin
+	}
+	kids, ok := readChildren(d.initChildren)
+	return ok && kids == strconv.Itoa(plugin)
+}
+
+// readChildren reads a /proc/PID/task/TID/children file kept open: the
+// children's pids, separated by spaces.
+func readChildren(f *os.File) (string, bool) {
+	var buf [256]byte
+	n, err := f.ReadAt(buf[:], 0)
+	if n == 0 && err != nil && err != io.EOF {
+		return "", false
+	}
+	if n == len(buf) {
+		return "", false // more children than a clean sandbox has
+	}
+	return strings.TrimSpace(string(buf[:n])), true
+}
+
+// statFields reads a process's own pid and its parent (in this process's
+// pid namespace) from /proc/PID/stat.
+func statFields(pid int) (self, ppid int, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	self, ppid, _, ok = parseStat(b)
+	return self, ppid, ok
+}
+
+// parseStat reads pid, ppid and num_threads from a /proc/PID/stat line;
+// a zombie or dead process is not ok.
+func parseStat(b []byte) (pid, ppid, threads int, ok bool) {
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, 0, 0, false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(s, " ", 2)[0]))
+	if err != nil {
+		return 0, 0, 0, false
+	}
+	// After the command: state, ppid, pgrp, session, tty_nr, tpgid,
+	// flags, minflt, cminflt, majflt, cmajflt, utime, stime, cutime,
+	// cstime, priority, nice, num_threads.
+	f := strings.Fields(s[i+1:])
+	if len(f) < 18 || f[0] == "Z" || f[0] == "X" {
+		return 0, 0, 0, false
+	}
+	ppid, err1 := strconv.Atoi(f[1])
+	threads, err2 := strconv.Atoi(f[17])
+	return pid, ppid, threads, err1 == nil && err2 == nil
 }
 
 // failure is the error of a failed exchange: the worker has been stopped
@@ -327,7 +440,7 @@ func (d *direct) usable(b *borrowed, note *string) bool {
 	var why string
 	if b.conn.Pending() {
 		why = "wrote to its answer pipe between calls"
-	} else if d.clean() {
+	} else if d.clean(b) {
 		return true
 	} else if n := b.threads(); n > 1 {
 		why = fmt.Sprintf("started %d threads between calls", n-1)
@@ -407,6 +520,9 @@ func (d *direct) forget(b *borrowed) {
 	if b.stat != nil {
 		b.stat.Close()
 	}
+	if b.children != nil {
+		b.children.Close()
+	}
 	<-d.slots
 }
 
@@ -421,6 +537,10 @@ func (d *direct) close() {
 		d.pids.Close()
 		d.pids = nil
 	}
+	if d.initChildren != nil {
+		d.initChildren.Close()
+		d.initChildren = nil
+	}
 	d.mu.Unlock()
 	for _, b := range bs {
 		unix.PidfdSendSignal(int(b.pidfd.Fd()), unix.SIGKILL, nil, 0)
@@ -431,28 +551,22 @@ func (d *direct) close() {
 // threads is the worker's number of threads (/proc/PID/stat's 20th
 // field), or 0 when it cannot be read.
 func (b *borrowed) threads() int {
+	_, _, t, _ := b.procStat()
+	return t
+}
+
+// procStat reads the worker's host pid, parent and threads from its
+// /proc/PID/stat, kept open; ok is false once it is gone or a zombie.
+func (b *borrowed) procStat() (pid, ppid, threads int, ok bool) {
 	if b.stat == nil {
-		return 0
+		return 0, 0, 0, false
 	}
 	var buf [1024]byte
 	n, err := b.stat.ReadAt(buf[:], 0)
 	if n == 0 && err != nil {
-		return 0
+		return 0, 0, 0, false
 	}
-	s := string(buf[:n])
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(s[i+1:])
-	// After the command: state, ppid, pgrp, session, tty_nr, tpgid,
-	// flags, minflt, cminflt, majflt, cmajflt, utime, stime, cutime,
-	// cstime, priority, nice, num_threads.
-	if len(f) < 18 {
-		return 0
-	}
-	t, _ := strconv.Atoi(f[17])
-	return t
+	return parseStat(buf[:n])
 }
 
 // pidOf is the pid, in this process's pid namespace, of a pidfd's process

@@ -232,3 +232,47 @@ for p in os.listdir('/proc'):
 		t.Fatalf("one worker read another's memory: %s", r.Result)
 	}
 }
+
+// TestDirectPathWithoutCgroups: where a sandbox has no workers' cgroup
+// (rootless without a delegated cgroup), the direct path reads the
+// sandbox's processes after each call instead (direct.cleanByProc). What a
+// call leaves is found all the same, the worker replaced, and the next
+// call runs alone: a child still running, a daemon that double-forked
+// (init's orphan), a thread; a call that leaves nothing keeps its worker.
+func TestDirectPathWithoutCgroups(t *testing.T) {
+	full := sandbox(t, "deny")
+	sb := *full
+	sb.active = map[string]bool{}
+	for k, v := range full.active {
+		sb.active[k] = v
+	}
+	for _, m := range []string{plugins.MechPids, plugins.MechMemory, plugins.MechCPU, plugins.MechKill} {
+		sb.active[m] = false
+	}
+	leave := []struct{ name, code, note string }{
+		{"a child", "import subprocess\nsubprocess.Popen(['sleep', '30'])\n", "processes behind"},
+		{"a daemon", "if os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        time.sleep(30)\n    os._exit(0)\nos.wait()\n", "processes behind"},
+		{"a thread", "import threading\nthreading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n", "left 1 threads"},
+	}
+	for _, c := range leave {
+		t.Run(c.name, func(t *testing.T) {
+			g := open(t, attackYAML, Options{Sandbox: &sb, Limits: plugins.Limits{Workers: 1}})
+			if !g.Direct() {
+				t.Fatal("a sandboxed cpython group without cgroups is not on the direct path")
+			}
+			first := callWithin(t, g, "out = 'clean'", nil, 10*time.Second, 30*time.Second)
+			again := callWithin(t, g, "out = 'clean'", nil, 10*time.Second, 30*time.Second)
+			if !first.OK || !again.OK || first.Worker != again.Worker || again.Note != "" {
+				t.Fatalf("a call that left nothing did not keep its worker: %+v %+v", first, again)
+			}
+			r := callWithin(t, g, "import os, time\n"+c.code+"out = 'left'", nil, 10*time.Second, 30*time.Second)
+			if !r.OK || !strings.Contains(r.Note, c.note) {
+				t.Fatalf("a call that left %s: %s %+v note %q", c.name, r.Result, r.Error, r.Note)
+			}
+			p := callWithin(t, g, liveProcesses, nil, 10*time.Second, 30*time.Second)
+			if !p.OK || string(p.Result) != "[]" || p.Worker == r.Worker {
+				t.Fatalf("the next call runs beside what the last one left, or on its worker: %s %+v (worker %d, was %d)", p.Result, p.Error, p.Worker, r.Worker)
+			}
+		})
+	}
+}

@@ -511,8 +511,19 @@ func (g *Group) load1(ctx context.Context, p *process, check bool) error {
 		callbacks = toolCalls{table: &g.calls, serve: g.opts.OnToolCall}
 	}
 	p.data.SetCallbacks(callbacks)
-	if g.runtime == plugins.RuntimeCPython && !g.opts.ViaPlugin && p.cg != nil && p.cg.workers != "" {
-		p.direct = newDirect(p.data, g.load.Limits, callbacks, filepath.Join(p.cg.workers, "pids.current"), func() { g.replace(p) })
+	if g.runtime == plugins.RuntimeCPython && !g.opts.ViaPlugin && g.opts.Sandbox.confined() {
+		// Without a workers' cgroup (rootless, nothing delegated), the
+		// direct path reads the sandbox's processes to know that a call
+		// left nothing (direct.cleanByProc), which needs the seccomp
+		// filter's refusal of CLONE_PARENT and subreapers; without the
+		// filter every call goes through the plugin and its sweep.
+		pids := ""
+		if p.cg != nil && p.cg.workers != "" {
+			pids = filepath.Join(p.cg.workers, "pids.current")
+		}
+		if pids != "" || g.opts.Sandbox.Active(plugins.MechSeccomp) {
+			p.direct = newDirect(p.data, g.load.Limits, callbacks, pids, func() { g.replace(p) })
+		}
 	}
 	stderr := p.stderr
 	load := *g.load
