@@ -332,7 +332,9 @@ func (s *Sandbox) Warnings() []string {
 			if s.confined() && plugins.Rootless() {
 				out = append(out, fmt.Sprintf("sandbox: rootless mode: tool code runs in the sandbox's namespaces as uid %d "+
 					"without capabilities, and that uid is your own (%d) on the host: only root can give each sandbox host ids "+
-					"of its own, so whatever left the sandbox would act as you", plugins.SandboxToolUID, os.Getuid()))
+					"of its own, so whatever left the sandbox would act as you, and the kernel's counters of your user (epoll "+
+					"watches) are shared by every sandbox: serve your own groups rootless, never mutually distrusting tenants",
+					plugins.SandboxToolUID, os.Getuid()))
 				continue
 			}
 		case plugins.MechPids, plugins.MechMemory, plugins.MechCPU, plugins.MechKill:

@@ -559,3 +559,28 @@ func TestPluginKeyNotInTheLauncherEnvironment(t *testing.T) {
 		t.Errorf("read the wrong process's environment (pid %d)", pid)
 	}
 }
+
+// TestWorkersCgroupLimitsReadOnly: the workers' cgroup is mounted in the
+// sandbox read-only but for its cgroup.procs, so that its limits hold
+// even without landlock (and rootless, where the user owns the files):
+// with landlock off, writing pids.max fails on the mount, and workers are
+// still moved into the cgroup.
+func TestWorkersCgroupLimitsReadOnly(t *testing.T) {
+	full := sandbox(t, "deny")
+	needMechanisms(t, full, plugins.MechPids)
+	sb := *full
+	sb.active = map[string]bool{}
+	for k, v := range full.active {
+		sb.active[k] = v
+	}
+	sb.active[plugins.MechLandlock] = false
+	g := open(t, attackYAML, Options{Sandbox: &sb})
+	r := attack(t, g, "open('/run/cgroup/pids.max', 'w').write('max')")
+	if r.OK || !strings.Contains(r.Error.Message, "Read-only file system") {
+		t.Fatalf("writing the workers' pids.max without landlock: %s %+v", r.Result, r.Error)
+	}
+	r = attack(t, g, "import os\nout = open('/proc/self/cgroup').read()")
+	if !r.OK || g.WorkerProcesses() == 0 {
+		t.Fatalf("the worker is not in the workers' cgroup: %s %+v (%d processes there)", r.Result, r.Error, g.WorkerProcesses())
+	}
+}

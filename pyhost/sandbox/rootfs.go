@@ -139,14 +139,13 @@ func populate(cfg *plugins.SandboxConfig) error {
 	if err := mountTmpfs(sock, fmt.Sprintf("mode=0700,size=64k,nr_inodes=64,uid=%d,gid=%d", uid, uid)); err != nil {
 		return fmt.Errorf("mount the socket folder: %w", err)
 	}
-	if cfg.WorkerCgroup != "" {
-		if err := bind(oldRoot+cfg.WorkerCgroup, newRoot+plugins.SandboxWorkerCgroup, true); err != nil {
-			return fmt.Errorf("mount the workers' cgroup: %w", err)
-		}
-	}
-	if cfg.WorkerMemoryCgroup != "" {
-		if err := bind(oldRoot+cfg.WorkerMemoryCgroup, newRoot+plugins.SandboxWorkerMemoryCgroup, true); err != nil {
-			return fmt.Errorf("mount the workers' memory cgroup: %w", err)
+	for _, cg := range []struct{ src, dst string }{
+		{cfg.WorkerCgroup, plugins.SandboxWorkerCgroup}, {cfg.WorkerMemoryCgroup, plugins.SandboxWorkerMemoryCgroup},
+	} {
+		if cg.src != "" {
+			if err := bindCgroup(oldRoot+cg.src, newRoot+cg.dst); err != nil {
+				return fmt.Errorf("mount the workers' cgroup %s: %w", cg.dst, err)
+			}
 		}
 	}
 	if err := makeDev(); err != nil {
@@ -159,6 +158,18 @@ func populate(cfg *plugins.SandboxConfig) error {
 		return fmt.Errorf("mount a fresh /proc: %w", err)
 	}
 	return nil
+}
+
+// bindCgroup mounts a workers' cgroup read-only but for its cgroup.procs,
+// the one file the plugin process writes (it moves each worker there):
+// the limits beside it (pids.max, memory.max, cgroup.kill, ...) cannot be
+// written whoever owns them (rootless, the user does) and whether or not
+// landlock is there.
+func bindCgroup(src, dst string) error {
+	if err := bind(src, dst, false); err != nil {
+		return err
+	}
+	return unix.Mount(src+"/cgroup.procs", dst+"/cgroup.procs", "", unix.MS_BIND, "")
 }
 
 // sortBinds orders binds so that a folder is mounted before what is
