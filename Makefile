@@ -116,7 +116,7 @@ unit:
 # made so here when a machine image left it to root alone. Run by an
 # ordinary user, make unit ran everything rootless already.
 ROOTLESS_USER ?= toolhost-rootless
-ROOTLESS_CMD_TESTS := ^(TestHostileServer|TestHostileCallCommand|TestHostileSessionCommand|TestValidateRefusesHostileRequirements|TestServerRefusesHostileRequirements|TestCallContract)$$
+ROOTLESS_CMD_TESTS := ^(TestDoctorAndBench|TestMCPStdioGroup|TestHostileServer|TestHostileCallCommand|TestHostileSessionCommand|TestValidateRefusesHostileRequirements|TestServerRefusesHostileRequirements|TestCallContract)$$
 ROOTLESS_RUNNER_TESTS := ^(TestMinimalWorld|TestHostileToolsAreContained|TestHeldAnswerPipeAfterTimeout|TestLeftoverSurvivesAKilledWorker|TestNothingStartsBetweenCalls|TestWorkersCannotReadEachOther|TestDirectPath.*|TestNetworkPolicy|TestCloneParentIsSwept|TestHostDoesNotTrustTheWorker|TestGPython.*|TestRequirementsFromWheelhouse|TestInstallRunsInItsSandbox)$$
 rootless:
 	@if [ "$$(id -u)" != 0 ]; then echo "make rootless: make unit ran as an ordinary user, rootless already"; exit 0; fi; \
@@ -127,7 +127,8 @@ rootless:
 	$(GO) build -o $$dir/bin/ ./core/cmd/toolhost ./pyhost/cmd/toolhost-sandbox; \
 	$(GO) test -c -o $$dir/cmd.test ./core/cmd/toolhost; \
 	$(GO) test -c -o $$dir/runner.test ./core/runner; \
-	mkdir -p $$dir/tree/core/cmd/toolhost $$dir/tree/core/runner; \
+	mkdir -p $$dir/tree/core/cmd/toolhost $$dir/tree/core/runner $$dir/tree/core/mcpserver/testdata; \
+	cp core/mcpserver/testdata/*.yaml core/mcpserver/testdata/*.py $$dir/tree/core/mcpserver/testdata/; \
 	cp -r sample_groups $$dir/tree/; \
 	cp -r core/cmd/toolhost/testdata $$dir/tree/core/cmd/toolhost/; \
 	cp -r core/runner/testdata $$dir/tree/core/runner/; \

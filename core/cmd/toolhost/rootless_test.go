@@ -23,6 +23,11 @@ var rootlessWarnings = []string{
 	"WARNING: sandbox: no cgroup limits (pids cgroup, memory cgroup, cpu cgroup, cgroup kill",
 }
 
+// rootlessMissing are the mechanisms a rootless toolhost lacks on this
+// machine: its own host ids, and the cgroups (v1 cannot be delegated).
+var rootlessMissing = map[string]bool{"unprivileged identity": true, "pids cgroup": true, "memory cgroup": true,
+	"cpu cgroup": true, "cgroup kill (freezer or cgroup.kill)": true}
+
 // sandboxMissing returns what a command's stderr says of a missing
 // sandbox mechanism, or "" when it says nothing it should not: as root no
 // sandbox warning at all, rootless exactly rootlessWarnings (or none, when
