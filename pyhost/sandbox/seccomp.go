@@ -23,6 +23,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"runtime"
+	"slices"
 	"unsafe"
 
 	"github.com/elastic/go-seccomp-bpf/arch"
@@ -170,20 +171,25 @@ var allowedPersonalities = []uint64{0, 0x8, 0x20000, 0x20008, 0xffffffff}
 
 // socketFamily is a socket family allowed with some types.
 type socketFamily struct {
-	family   uint64
-	types    []uint64 // SOCK_STREAM, ...; SOCK_NONBLOCK and SOCK_CLOEXEC may be added
-	protocol int64    // the only protocol allowed, or -1 for any
+	family    uint64
+	types     []uint64 // SOCK_STREAM, ...; SOCK_NONBLOCK and SOCK_CLOEXEC may be added
+	protocols []uint64 // the protocols allowed; nil allows any
 }
 
-// allowedSockets: unix sockets, TCP and UDP over IPv4 and IPv6 (no raw
-// sockets, no AF_PACKET, AF_ALG, AF_VSOCK, ...), and route netlink, which
+// allowedSockets: unix sockets; TCP, UDP and ICMP "ping" sockets over
+// IPv4 and IPv6, each by its exact protocol number or 0 (the type's
+// default) — not MPTCP, UDP-Lite, SCTP or any other protocol of the same
+// types, some of which would have the kernel load a module; no raw
+// sockets, no AF_PACKET, AF_ALG, AF_VSOCK, ...; and route netlink, which
 // getifaddrs, if_nameindex, getaddrinfo's AI_ADDRCONFIG and Go's
 // net.Interfaces read the interfaces through.
 var allowedSockets = []socketFamily{
-	{unix.AF_UNIX, []uint64{unix.SOCK_STREAM, unix.SOCK_DGRAM, unix.SOCK_SEQPACKET}, -1},
-	{unix.AF_INET, []uint64{unix.SOCK_STREAM, unix.SOCK_DGRAM}, -1},
-	{unix.AF_INET6, []uint64{unix.SOCK_STREAM, unix.SOCK_DGRAM}, -1},
-	{unix.AF_NETLINK, []uint64{unix.SOCK_RAW, unix.SOCK_DGRAM}, unix.NETLINK_ROUTE},
+	{unix.AF_UNIX, []uint64{unix.SOCK_STREAM, unix.SOCK_DGRAM, unix.SOCK_SEQPACKET}, nil},
+	{unix.AF_INET, []uint64{unix.SOCK_STREAM}, []uint64{0, unix.IPPROTO_TCP}},
+	{unix.AF_INET, []uint64{unix.SOCK_DGRAM}, []uint64{0, unix.IPPROTO_UDP, unix.IPPROTO_ICMP}},
+	{unix.AF_INET6, []uint64{unix.SOCK_STREAM}, []uint64{0, unix.IPPROTO_TCP}},
+	{unix.AF_INET6, []uint64{unix.SOCK_DGRAM}, []uint64{0, unix.IPPROTO_UDP, unix.IPPROTO_ICMPV6}},
+	{unix.AF_NETLINK, []uint64{unix.SOCK_RAW, unix.SOCK_DGRAM}, []uint64{unix.NETLINK_ROUTE}},
 }
 
 // What the filter answers.
@@ -241,10 +247,12 @@ func argRules() []argRule {
 			// else: no other bit, and not the other types' bits. Family
 			// and protocol are ints: their high half must be 0.
 			set := []argCheck{{0, opEqual, f.family}, {1, opBitsNotSet, ^(typ | sockTypeFlags)}}
-			if f.protocol >= 0 {
-				set = append(set, argCheck{2, opEqual, uint64(f.protocol)})
+			if f.protocols == nil {
+				socket.sets = append(socket.sets, set)
 			}
-			socket.sets = append(socket.sets, set)
+			for _, proto := range f.protocols {
+				socket.sets = append(socket.sets, append(slices.Clone(set), argCheck{2, opEqual, proto}))
+			}
 		}
 	}
 	socketpair := argRule{name: "socketpair", refused: retNoSock,

@@ -104,6 +104,17 @@ func TestSeccompDecisions(t *testing.T) {
 		{"clone3", "clone3", []uint64{0, 88}, enosys},
 		{"tcp", "socket", []uint64{unix.AF_INET, unix.SOCK_STREAM | unix.SOCK_CLOEXEC | unix.SOCK_NONBLOCK, 0}, allow},
 		{"udp6", "socket", []uint64{unix.AF_INET6, unix.SOCK_DGRAM, 0}, allow},
+		{"tcp by number", "socket", []uint64{unix.AF_INET, unix.SOCK_STREAM, unix.IPPROTO_TCP}, allow},
+		{"udp by number", "socket", []uint64{unix.AF_INET6, unix.SOCK_DGRAM, unix.IPPROTO_UDP}, allow},
+		{"ping", "socket", []uint64{unix.AF_INET, unix.SOCK_DGRAM, unix.IPPROTO_ICMP}, allow},
+		{"ping6", "socket", []uint64{unix.AF_INET6, unix.SOCK_DGRAM, unix.IPPROTO_ICMPV6}, allow},
+		{"mptcp", "socket", []uint64{unix.AF_INET, unix.SOCK_STREAM, 262}, noSock},
+		{"udp-lite", "socket", []uint64{unix.AF_INET, unix.SOCK_DGRAM, unix.IPPROTO_UDPLITE}, noSock},
+		{"sctp stream", "socket", []uint64{unix.AF_INET6, unix.SOCK_STREAM, unix.IPPROTO_SCTP}, noSock},
+		{"l2tp", "socket", []uint64{unix.AF_INET, unix.SOCK_DGRAM, unix.IPPROTO_L2TP}, noSock},
+		{"smc", "socket", []uint64{unix.AF_INET, unix.SOCK_STREAM, 256}, noSock},
+		{"tcp with a high word in the protocol", "socket", []uint64{unix.AF_INET, unix.SOCK_STREAM, 1<<32 | unix.IPPROTO_TCP}, noSock},
+		{"ping in a stream", "socket", []uint64{unix.AF_INET, unix.SOCK_STREAM, unix.IPPROTO_ICMP}, noSock},
 		{"unix seqpacket", "socket", []uint64{unix.AF_UNIX, unix.SOCK_SEQPACKET | unix.SOCK_CLOEXEC, 0}, allow},
 		{"route netlink", "socket", []uint64{unix.AF_NETLINK, unix.SOCK_RAW | unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE}, allow},
 		{"audit netlink", "socket", []uint64{unix.AF_NETLINK, unix.SOCK_RAW, unix.NETLINK_AUDIT}, noSock},
@@ -681,6 +692,9 @@ forked(*sc(%s, ctypes.addressof(args), 88))`, unix.CLONE_NEWUSER, sigchld, n("cl
 local = (ctypes.c_void_p * 2)(ctypes.addressof(dst), 6); remote = (ctypes.c_void_p * 2)(ctypes.addressof(src), 6)
 report(*sc(%s, os.getpid(), ctypes.addressof(local), 1, ctypes.addressof(remote), 1, 0))`, n("process_vm_readv")), "EPERM", true, false},
 		{"AF_PACKET socket", "call_sock(socket.AF_PACKET, socket.SOCK_RAW)", "EAFNOSUPPORT", true, false},
+		{"MPTCP socket", "call_sock(socket.AF_INET, socket.SOCK_STREAM, 262)", "EAFNOSUPPORT", true, false},
+		{"UDP-Lite socket", "call_sock(socket.AF_INET, socket.SOCK_DGRAM, 136)", "EAFNOSUPPORT", true, false},
+		{"SCTP socket", "call_sock(socket.AF_INET, socket.SOCK_STREAM, 132)", "EAFNOSUPPORT", true, false},
 		{"raw IP socket", "call_sock(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)", "EAFNOSUPPORT", true, false},
 		// The kernel reads the family as an int: 16 in the high word is
 		// ignored there and was what go-seccomp-bpf's checks let through.
