@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -582,5 +583,108 @@ func TestWorkersCgroupLimitsReadOnly(t *testing.T) {
 	r = attack(t, g, "import os\nout = open('/proc/self/cgroup').read()")
 	if !r.OK || g.WorkerProcesses() == 0 {
 		t.Fatalf("the worker is not in the workers' cgroup: %s %+v (%d processes there)", r.Result, r.Error, g.WorkerProcesses())
+	}
+}
+
+// socketSwapPy is a group module that, at import (so in the early worker,
+// while go-plugin's handshake is on its way), tries to put a symbolic link
+// to a host socket in place of the plugin's socket, which the core dials
+// through the sandbox's root. It records what happened.
+const socketSwapPy = `import os
+HOST = %q
+tried = []
+for n in os.listdir('/run/plugin'):
+    p = '/run/plugin/' + n
+    try:
+        os.rename(p, p + '.moved')
+        tried.append('rename done')
+        os.symlink(HOST, p)
+        tried.append('link done')
+    except OSError as e:
+        tried.append('swap ' + type(e).__name__)
+    for what, f in (('link', lambda: os.symlink(HOST, p + '.link')), ('remove', lambda: os.unlink(p)),
+                    ('create', lambda: open('/run/plugin/new', 'w').close())):
+        try:
+            f()
+            tried.append(what + ' done')
+        except OSError as e:
+            tried.append(what + ' ' + type(e).__name__)
+try:
+    open('/run/cgroup/cgroup.procs', 'w').write(str(os.getpid()))
+    tried.append('cgroup done')
+except OSError as e:
+    tried.append('cgroup ' + type(e).__name__)
+def tried_():
+    return tried
+`
+
+// TestWorkersCannotReplaceThePluginSocket (issue 25, point 1): the group's
+// code runs in the early worker before the core has dialled the plugin's
+// socket, in a folder the plugin process may write; the workers' layer of
+// landlock takes that from them, so the socket cannot be moved, removed
+// or replaced by a link to a host socket, nor a process moved between
+// cgroups. 200 cold starts with the swap at import: the host's socket is
+// never dialled (before the layer, 10-30% of cold starts dialled it).
+func TestWorkersCannotReplaceThePluginSocket(t *testing.T) {
+	// Under allow the handshake waits for slirp4netns: the early worker's
+	// import has the more time to run first.
+	sb := sandbox(t, "allow")
+	needMechanisms(t, sb, plugins.MechLandlock)
+	dir := t.TempDir()
+	host := filepath.Join(dir, "host.sock")
+	l, err := net.Listen("unix", host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var dialled atomic.Int64
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			dialled.Add(1)
+			c.Close()
+		}
+	}()
+	os.WriteFile(filepath.Join(dir, "swap.py"), []byte(fmt.Sprintf(socketSwapPy, host)), 0o644)
+	yaml := filepath.Join(dir, "swap.yaml")
+	os.WriteFile(yaml, []byte("kind: Plugin\nname: Swap\ndescription: d\ndependencies: [swap.py]\ntools:\n"+
+		"  - {kind: Tool, object_name: Tried, name: tried, description: d, implementation: swap.tried_, parameters: []}\n"), 0o644)
+	// The first load may be the one whose socket was swapped (without the
+	// workers' layer): it then fails, and the race below says how often.
+	def := loadDef(t, yaml)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	g, err := Open(ctx, def, dir, Options{Sandbox: sb, Executable: toolhostBin, Limits: plugins.Limits{Workers: 1}})
+	cancel()
+	if err != nil {
+		t.Fatalf("open: %v (dialled the host's socket %d times)", err, dialled.Load())
+	}
+	r := call(t, g, "tried", `{}`)
+	if !r.OK {
+		t.Fatalf("tried: %+v", r.Error)
+	}
+	got := string(r.Result)
+	if strings.Contains(got, "done") || !strings.Contains(got, "swap PermissionError") || !strings.Contains(got, "link PermissionError") {
+		t.Fatalf("a worker changed the plugin's socket folder or cgroups: %s", got)
+	}
+	g.Close()
+	n, failed := 200, 0
+	if testing.Short() {
+		n = 20
+	}
+	for i := 0; i < n; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		g, err := Open(ctx, def, dir, Options{Sandbox: sb, Executable: toolhostBin, Limits: plugins.Limits{Workers: 1}})
+		cancel()
+		if err != nil {
+			failed++
+			continue
+		}
+		g.Close()
+	}
+	if d := dialled.Load(); d != 0 || failed != 0 {
+		t.Fatalf("THE HOST DIALLED A SOCKET OF THE TENANT'S CHOOSING %d times in %d cold starts (%d starts failed)", d, n, failed)
 	}
 }

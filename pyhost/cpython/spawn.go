@@ -5,6 +5,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"toolhost/pyhost/sandbox"
 )
 
 // The plugin process is non-dumpable, so that its memory and /proc files
@@ -16,13 +18,20 @@ import (
 // child inherits its creator thread's). Tool code then cannot open
 // /proc/PPID/mem or /proc/PPID/environ, nor use process_vm_readv or
 // pidfd_getfd on the plugin process.
+//
+// The same thread also takes a layer of landlock (sandbox.RestrictWorkers):
+// workers may write their scratch only, never the plugin's socket folder
+// or the workers' cgroup. A thread that could not take it starts no
+// worker.
 var spawner struct {
 	once sync.Once
 	reqs chan func()
+	err  error
 }
 
-// onSpawnThread runs f on the thread that starts workers.
-func onSpawnThread(f func()) {
+// onSpawnThread runs f on the thread that starts workers, or returns why
+// that thread may not start any.
+func onSpawnThread(f func()) error {
 	spawner.once.Do(func() {
 		spawner.reqs = make(chan func())
 		ready := make(chan struct{})
@@ -31,6 +40,7 @@ func onSpawnThread(f func()) {
 			// it, and no other goroutine runs on it.
 			runtime.LockOSThread()
 			dropPtrace()
+			spawner.err = sandbox.RestrictWorkers()
 			close(ready)
 			for f := range spawner.reqs {
 				f()
@@ -38,12 +48,16 @@ func onSpawnThread(f func()) {
 		}()
 		<-ready
 	})
+	if spawner.err != nil {
+		return spawner.err
+	}
 	done := make(chan struct{})
 	spawner.reqs <- func() {
 		defer close(done)
 		f()
 	}
 	<-done
+	return nil
 }
 
 // dropPtrace removes CAP_SYS_PTRACE from the calling thread's bounding,

@@ -112,7 +112,9 @@ func startWorker(python string, env []string, init initFrame, deadline time.Time
 	if run != nil {
 		run.RLock()
 	}
-	onSpawnThread(func() { err = cmd.Start() })
+	if serr := onSpawnThread(func() { err = cmd.Start() }); serr != nil {
+		err = serr
+	}
 	if err == nil && started != nil {
 		started(cmd.Process.Pid)
 	}

@@ -72,6 +72,9 @@ var allowedSyscalls = []string{
 	"getpriority", "setpriority", "ioprio_get", "ioprio_set",
 	"getrlimit", "setrlimit", "prlimit64", "getrusage", "times", "sysinfo", "uname",
 	"arch_prctl", "seccomp",
+	// landlock can only take rights away: the plugin process gives its
+	// workers a layer of their own (RestrictWorkers).
+	"landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self",
 
 	// Identity: the kernel decides what a change may do; allowed so that
 	// sandbox-init may drop privileges after the filter is loaded.
