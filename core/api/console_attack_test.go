@@ -412,6 +412,15 @@ func TestConsoleAttackSignIn(t *testing.T) {
 			if sp := atkScriptPolicy(csp); sp == "" || strings.Contains(sp, "'unsafe-inline'") || strings.Contains(sp, "'unsafe-eval'") || strings.Contains(sp, "*") {
 				t.Errorf("%s %s (%d): no script policy, or one that allows inline scripts: CSP %q", p.method, p.path, r.code, csp)
 			}
+			// Nor inline styles (issue 25): a style a tool's output slipped
+			// in could lay a page over the console. The console's own pages
+			// use none.
+			if strings.Contains(csp, "'unsafe-inline'") {
+				t.Errorf("%s %s: the CSP allows something inline: %q", p.method, p.path, csp)
+			}
+			if strings.Contains(r.body, " style=") {
+				t.Errorf("%s %s: the page has an inline style, which the CSP refuses", p.method, p.path)
+			}
 			if r.hdr.Get("X-Content-Type-Options") != "nosniff" {
 				t.Errorf("%s %s: no nosniff", p.method, p.path)
 			}

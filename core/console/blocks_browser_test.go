@@ -78,11 +78,14 @@ func TestBlocksBrowser(t *testing.T) {
 				scripts: b.querySelectorAll('script').length,
 				handlers: b.querySelectorAll('[onerror], [onclick], [onload]').length,
 				jsHref: [...b.querySelectorAll('a')].find(a => a.textContent === 'bad link')?.getAttribute('href') ?? null,
+				otherHrefs: [...b.querySelectorAll('a[href]')].filter(a => !/^https?:/i.test(a.getAttribute('href'))).length,
 				probe: !!b.querySelector('img[alt=probe]'),
 			};
 		})()`)
 		want := map[string]any{"h1": "Report", "strong": "bold", "code": "code", "items": 2.0,
-			"linkRel": "noopener noreferrer", "linkTarget": "_blank", "scripts": 0.0, "handlers": 0.0, "jsHref": nil, "probe": true}
+			"linkRel": "noopener noreferrer", "linkTarget": "_blank", "scripts": 0.0, "handlers": 0.0, "jsHref": nil, "probe": true,
+			// Links are http(s) only: not mailto:, nor a path of the console.
+			"otherHrefs": 0.0}
 		for k, w := range want {
 			if got[k] != w {
 				t.Errorf("%s = %v, want %v", k, got[k], w)
@@ -312,6 +315,7 @@ func TestBlocksBrowser(t *testing.T) {
 				tileSrc: tiles[0]?.getAttribute('src') ?? '',
 				attribution: b.querySelector('.leaflet-control-attribution')?.textContent ?? '',
 				attributionImgs: b.querySelectorAll('.leaflet-control-attribution img[onerror]').length,
+				attributionLinks: [...b.querySelectorAll('.leaflet-control-attribution a')].filter(a => a.textContent === 'nobody').length,
 				markers: [...b.querySelectorAll('.tb-map-markers li')].map(li => li.textContent),
 				link: b.querySelector('.tb-map-link a')?.href ?? '',
 			};
@@ -324,6 +328,11 @@ func TestBlocksBrowser(t *testing.T) {
 		}
 		if got["attributionImgs"].(float64) != 0 {
 			t.Errorf("the attribution kept an onerror handler")
+		}
+		// A tool's attribution is text: a link in it (which could cover the
+		// page, issue 25) is shown as what it is, not made.
+		if got["attributionLinks"].(float64) != 0 || !strings.Contains(got["attribution"].(string), "<a href=") {
+			t.Errorf("the attribution %q was inserted as HTML", got["attribution"])
 		}
 		if ms, _ := got["markers"].([]any); len(ms) != 3 || !strings.HasPrefix(ms[0].(string), "<b>Lab</b>") {
 			t.Errorf("marker list %v", got["markers"])

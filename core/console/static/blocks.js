@@ -97,8 +97,13 @@
           'iframe', 'frame', 'object', 'embed', 'video', 'audio', 'source', 'dialog', 'details', 'summary', 'svg', 'math'],
         FORBID_ATTR: ['style', 'class', 'id', 'name', 'form', 'formaction', 'tabindex', 'accesskey', 'autofocus', 'popover']
       });
-      // Links a tool wrote open outside the console.
+      // Links a tool wrote are http(s) only, and open outside the console;
+      // any other (mailto:, a path of the console, ...) stays as its text.
       Array.prototype.forEach.call(frag.querySelectorAll('a[href]'), function (a) {
+        if (!/^https?:\/\//i.test(a.getAttribute('href'))) {
+          a.removeAttribute('href');
+          return;
+        }
         a.setAttribute('target', '_blank');
         a.setAttribute('rel', 'noopener noreferrer');
       });
@@ -475,9 +480,9 @@
       state.maps.push(map);
       var tiles = str(block.tile_url) || OSM_TILES;
       var attribution = block.attribution !== undefined ? str(block.attribution) : (block.tile_url ? '' : OSM_ATTRIBUTION);
-      // Leaflet shows the attribution as HTML: it is sanitized like markdown
-      // (or escaped without DOMPurify).
-      attribution = window.DOMPurify ? window.DOMPurify.sanitize(attribution) : h('span', { text: attribution }).innerHTML;
+      // Leaflet inserts the attribution as HTML: a tool's is text, escaped
+      // (sanitized HTML could still lay an invisible link over the page).
+      attribution = h('span', { text: attribution }).innerHTML;
       // Without network the tiles fail, quietly; the markers are drawn
       // anyway (they are vector paths, not images).
       L.tileLayer(tiles, { attribution: attribution, maxZoom: 22, subdomains: block.subdomains || 'abc' }).addTo(map);
