@@ -29,6 +29,13 @@ func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) error {
 	dryRun, _ := strconv.ParseBool(r.URL.Query().Get("dry_run"))
 	put := s.Registry.PutGroup
 	if dryRun {
+		// A dry run imports the group's code in a sandbox: it is admitted
+		// like a call.
+		release, err := s.Calls.AdmitCheck(r.Context(), tenantOf(r).ID)
+		if err != nil {
+			return err
+		}
+		defer release()
 		put = s.Registry.DeepCheck
 	}
 	view, err := put(r.Context(), tenantOf(r).ID, body)

@@ -58,6 +58,15 @@ func limitsOf(q storage.Quota) admission.Limits {
 	return admission.Limits{Rate: q.CallsPerSecond, Burst: q.Burst, Concurrent: q.ConcurrentCalls}
 }
 
+// AdmitCheck admits a deep check of a tenant's group (a dry run, from the
+// API or the console) like a call: it imports the group's code in a
+// sandbox of its own, as a call does, so it is held to the same rate,
+// concurrency and node slots (issue 25: dry runs ran outside every
+// quota). release ends it.
+func (s *Service) AdmitCheck(ctx context.Context, tenant int64) (release func(), err error) {
+	return s.admit.Admit(ctx, tenant)
+}
+
 // Admission is the node's admission of calls (its figures, for tests and
 // the metrics).
 func (s *Service) Admission() *admission.Controller { return s.admit }

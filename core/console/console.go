@@ -13,10 +13,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"toolhost/core/admission"
 	"toolhost/core/calls"
 	"toolhost/core/registry"
 	"toolhost/storage"
@@ -359,12 +361,21 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
 	msg := "something went wrong; the server log has the details"
 	var ce *consoleError
 	var qe *storage.QuotaError
+	var ar *admission.Refused
 	switch {
 	case errors.As(err, &ce):
 		code, msg = ce.code, ce.msg
 	case errors.As(err, &qe):
 		ce = quotaMessage(qe)
 		code, msg = ce.code, ce.msg
+	case errors.As(err, &ar):
+		// A check or a call past the tenant's rate or concurrency, or the
+		// node busy: said as the API says it, with when to try again.
+		code, msg = http.StatusTooManyRequests, ar.Error()+"; try again in "+strconv.FormatInt(ar.RetryAfterSeconds(), 10)+" s"
+		if ar.Reason == admission.ReasonBusy {
+			code = http.StatusServiceUnavailable
+		}
+		w.Header().Set("Retry-After", strconv.FormatInt(ar.RetryAfterSeconds(), 10))
 	case errors.Is(err, storage.ErrNotFound):
 		code, msg = http.StatusNotFound, "not found"
 	default:

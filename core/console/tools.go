@@ -82,6 +82,13 @@ func (c *Console) upload(w http.ResponseWriter, r *http.Request) error {
 		http.Redirect(w, r, "/tools/"+url.PathEscape(view.Name), http.StatusSeeOther)
 		return nil
 	}
+	// A check imports the group's code in a sandbox: it is admitted like
+	// a call.
+	release, err := c.Calls.AdmitCheck(r.Context(), tenant)
+	if err != nil {
+		return err
+	}
+	defer release()
 	view, err := c.Registry.DeepCheck(r.Context(), tenant, yaml)
 	var de *registry.DefinitionError
 	if errors.As(err, &de) {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -196,5 +197,67 @@ func TestCallQuotasOverHTTP(t *testing.T) {
 	}
 	if strings.Contains(metrics, `toolhost_tenant_calls_refused_total{tenant="beta"`) {
 		t.Errorf("B was refused:\n%s", metrics)
+	}
+}
+
+// TestDryRunsAdmittedLikeCalls (issue 25, point 4): a dry run imports the
+// group's code in a sandbox of its own, so it is admitted like a call.
+// With one concurrent call allowed, four dry runs at once of a group whose
+// import takes 2 s: one runs, the others wait --concurrency-wait and
+// answer 429 with the limit (before, all four ran together, outside every
+// quota); a dry run after them runs again.
+func TestDryRunsAdmittedLikeCalls(t *testing.T) {
+	data := t.TempDir()
+	s := startServer(t, data, freePort(t), "--concurrency-wait", "300ms")
+	tok := tenant(t, data, "acme")
+	run(t, "tenant", "quota", "acme", "--concurrent-calls", "1", "--data", data)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "slow.py"), []byte("import time\ntime.sleep(2)\ndef f():\n    return 1\n"), 0o644)
+	s.upload(tok, dir, "slow.py")
+	yaml := "kind: Plugin\nname: Slow\ndescription: d\ndependencies: [slow.py]\ntools:\n" +
+		"  - {kind: Tool, object_name: F, name: f, description: d, implementation: slow.f, parameters: []}\n"
+	dry := func() (int, admissionProblem) {
+		req, _ := http.NewRequest("POST", s.base+"/v1/groups?dry_run=true", strings.NewReader(yaml))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Errorf("dry run: %v", err)
+			return 0, admissionProblem{}
+		}
+		defer resp.Body.Close()
+		var p admissionProblem
+		b, _ := io.ReadAll(resp.Body)
+		json.Unmarshal(b, &p)
+		p.header = resp.Header.Get("Retry-After")
+		return resp.StatusCode, p
+	}
+	// The quota is read again within 2 s of the change.
+	time.Sleep(2500 * time.Millisecond)
+	var mu sync.Mutex
+	codes := map[int]int{}
+	var refusal admissionProblem
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			code, p := dry()
+			mu.Lock()
+			codes[code]++
+			if code == 429 {
+				refusal = p
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if codes[200] != 1 || codes[429] != 3 {
+		t.Fatalf("four dry runs at once with one concurrent call allowed answered %v, want one 200 and three 429", codes)
+	}
+	if refusal.Reason != "concurrency" || refusal.Limit != "concurrent_calls" || refusal.header == "" {
+		t.Errorf("a refused dry run: %+v", refusal)
+	}
+	if code, p := dry(); code != 200 {
+		t.Errorf("a dry run once the others ended: %d %+v", code, p)
 	}
 }
