@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -221,6 +222,38 @@ tools:
 				}
 			case <-time.After(10 * time.Second):
 				t.Fatalf("THE NESTED CALL RUNS ON after its call ended (%s: %+v)", how, r.Error)
+			}
+		})
+	}
+}
+
+// TestRefusedToolCallsArePaced (issue 25, point 10): a worker looping over
+// refused toolhost.call_tool requests is paced by the refusals (each
+// answered after refusedToolCallDelay): in one second it gets at most a
+// second's worth of them, and the core serves as few (before, about
+// 20,000 a second, 2.5-3 CPU-seconds of the core in 5 s). A noisy machine
+// only makes the count smaller.
+func TestRefusedToolCallsArePaced(t *testing.T) {
+	for _, viaPlugin := range []bool{false, true} {
+		t.Run(fmt.Sprintf("via the plugin %v", viaPlugin), func(t *testing.T) {
+			var served atomic.Int64
+			g := open(t, attackYAML, Options{Sandbox: sandbox(t, "deny"), Timeout: 20 * time.Second, ViaPlugin: viaPlugin,
+				OnToolCall: func(_ context.Context, _ *Caller, _ *plugins.ToolCallRequest) *plugins.ToolCallResponse {
+					served.Add(1)
+					return &plugins.ToolCallResponse{Error: "no such tool"}
+				}})
+			r := attack(t, g, "import time, toolhost\nn = 0\nend = time.time() + 1\nwhile time.time() < end:\n"+
+				"    try:\n        toolhost.call_tool('nope')\n    except Exception:\n        pass\n    n += 1\nout = n")
+			if !r.OK {
+				t.Fatalf("the loop: %+v", r.Error)
+			}
+			n, _ := strconv.Atoi(string(r.Result))
+			limit := int(time.Second/refusedToolCallDelay) + 5
+			if n > limit || served.Load() > int64(limit) {
+				t.Errorf("%d refused call_tool requests in one second (%d served), want at most %d", n, served.Load(), limit)
+			}
+			if n < 1 {
+				t.Errorf("no call_tool was refused: %d", n)
 			}
 		})
 	}
