@@ -110,11 +110,19 @@ func (s *Server) timeBodies(next http.Handler) http.Handler {
 	})
 }
 
+// smallBody is the size up to which a request body takes no upload slot:
+// a call's arguments, a session's action, a definition. Such a body is
+// still on the body clock (it must come at the minimum rate after the
+// grace), so it holds its connection for seconds at most; counting it
+// let 16 slow calls of a tenant lock it out of every call (issue 25).
+const smallBody = 64 << 10
+
 // takeUploadSlot counts the request's body against its tenant's bodies in
-// transfer until the body ends; past MaxUploads it is a 429.
+// transfer until the body ends; past MaxUploads it is a 429. A body of a
+// known size up to smallBody takes no slot.
 func (s *Server) takeUploadSlot(r *http.Request, tenant int64) error {
 	c, ok := r.Context().Value(bodyClockKey{}).(*bodyClock)
-	if !ok {
+	if !ok || r.ContentLength >= 0 && r.ContentLength <= smallBody {
 		return nil
 	}
 	s.uploadsMu.Lock()

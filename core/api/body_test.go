@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -161,7 +162,8 @@ func TestSteadyBodyGoesThrough(t *testing.T) {
 func TestUploadSlots(t *testing.T) {
 	srv, token := slowServer(t)
 	addr := srv.Listener.Addr().String()
-	head := "PUT /v1/files/slot.txt HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token + "\r\nContent-Length: 5000\r\n"
+	// Bodies past smallBody count (smaller ones take no slot).
+	head := "PUT /v1/files/slot.txt HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token + "\r\nContent-Length: 100000\r\n"
 	a, b := stalled(t, addr, head, "x"), stalled(t, addr, head, "x")
 	time.Sleep(100 * time.Millisecond) // both are being read
 	resp, body, closed := answer(t, stalled(t, addr, head, "x"), 5*time.Second)
@@ -206,5 +208,55 @@ func TestBodyDeadlineEndsWithBody(t *testing.T) {
 		if resp.StatusCode != 200 || string(b) != "finished" {
 			t.Fatalf("%s: %d %s", body, resp.StatusCode, b)
 		}
+	}
+}
+
+// TestSmallBodiesTakeNoUploadSlot (issue 25, point 9): a call's small body
+// takes no upload slot, and a session call reads its body before it waits
+// for the session: with one slot, three calls whose bodies come slowly
+// do not keep the tenant's next call out, nor do eight calls at once in
+// one session (before: 429 "Too many uploads" for all of them).
+func TestSmallBodiesTakeNoUploadSlot(t *testing.T) {
+	srv, token, _, _ := newServerWith(t, func(s *Server) {
+		s.BodyGrace = 2 * time.Second
+		s.BodyMinRate = 1 << 10
+		s.MaxUploads = 1
+	})
+	putMCPGroup(t, srv, token)
+	addr := srv.Listener.Addr().String()
+	head := "POST /v1/calls HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token + "\r\nContent-Length: 5000\r\n"
+	var slow []net.Conn
+	for i := 0; i < 3; i++ {
+		slow = append(slow, stalled(t, addr, head, "{"))
+	}
+	time.Sleep(100 * time.Millisecond) // all three are being read
+	if resp, body := request(t, srv, token, "POST", "/v1/calls", `{"tool":"echo","arguments":{"text":"hi"}}`); resp.StatusCode != 200 {
+		t.Fatalf("a call beside three slow small bodies: %d %s", resp.StatusCode, body)
+	}
+	var sess struct {
+		ID string `json:"id"`
+	}
+	resp, body := request(t, srv, token, "POST", "/v1/sessions", `{"agent":"Helper","variables":{"Name":"Ann"}}`)
+	if resp.StatusCode != 201 || json.Unmarshal(body, &sess) != nil {
+		t.Fatalf("session: %d %s", resp.StatusCode, body)
+	}
+	var wg sync.WaitGroup
+	codes := make([]int, 8)
+	for i := range codes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, _ := request(t, srv, token, "POST", "/v1/sessions/"+sess.ID+"/calls", `{"tool":"Nap","arguments":{"seconds":0.05}}`)
+			codes[i] = resp.StatusCode
+		}()
+	}
+	wg.Wait()
+	for i, c := range codes {
+		if c != 200 {
+			t.Errorf("session call %d of 8 at once: %d", i, c)
+		}
+	}
+	for _, c := range slow {
+		c.Close()
 	}
 }

@@ -1,9 +1,11 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -248,6 +250,19 @@ func (s *Server) routeSession(w http.ResponseWriter, r *http.Request, path strin
 	action := ""
 	if len(seg) == 2 {
 		action = seg[1]
+	}
+	// The body is read before the session's lock is waited for: a call
+	// queued behind the session's others holds no upload slot and no
+	// connection's read, and a slow body does not hold the session.
+	if r.Method == "POST" && r.Body != nil && r.Body != http.NoBody {
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxJSONBody+1))
+		if err != nil {
+			if p := s.bodyError(r, err); p != nil {
+				return p
+			}
+			return newProblem(http.StatusBadRequest, "Bad request", err.Error(), nil)
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
 	return s.inSession(r, seg[0], func(r *http.Request, sess *storage.Session) error {
 		switch action {

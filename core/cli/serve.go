@@ -54,7 +54,7 @@ func runServe(env *Env, args []string) int {
 	bodyGrace := fs.Duration("body-grace", api.DefaultBodyGrace, "a request body may take this long before --body-min-rate applies")
 	bodyRate := fs.Int("body-min-rate", api.DefaultBodyMinRate>>10, "after --body-grace, a request body must arrive at no less than `KiB/s`, or the server answers 408 and closes the connection")
 	grace := fs.Duration("shutdown-grace", 30*time.Second, "on SIGTERM or SIGINT, how long the calls in flight may take to finish; the ones still running then answer 503 with error kind unavailable")
-	maxUploads := fs.Int("max-uploads", api.DefaultMaxUploads, "request bodies one tenant may have in transfer at once (429 past it)")
+	maxUploads := fs.Int("max-uploads", api.DefaultMaxUploads, "request bodies over 64 KiB one tenant may have in transfer at once (429 past it; smaller ones are bounded by --body-min-rate alone)")
 	quotaVals := addQuotaFlags(fs, "quota-", serveQuotaDefaults)
 	maxCalls := fs.Int("max-calls", 0, "tool calls running at once on this node across tenants; the calls past it wait, served round-robin by tenant (0: --max-warm × --workers, at least 4 per CPU; -1: no bound)")
 	callWait := fs.Duration("concurrency-wait", admission.DefaultWait, "how long a call past its tenant's concurrent calls waits for a slot before it answers 429")
