@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -421,8 +422,9 @@ func TestRefusalDelay(t *testing.T) {
 	}{
 		// A token in 1 s: held for the delay, RetryAfter what is left.
 		{"held for the delay", 1, 80 * time.Millisecond, 80 * time.Millisecond, time.Second},
-		// A token in 20 ms: held until it, not longer.
-		{"held until the token at most", 50, time.Second, 15 * time.Millisecond, 500 * time.Millisecond},
+		// A token in 20 ms: held for the delay all the same (a flood's
+		// refusals are paced whatever its rate).
+		{"held past the token", 50, 200 * time.Millisecond, 190 * time.Millisecond, 900 * time.Millisecond},
 		{"not held", 1, -1, 0, 50 * time.Millisecond},
 	}
 	for _, tc := range cases {
@@ -447,5 +449,40 @@ func TestRefusalDelay(t *testing.T) {
 				t.Fatalf("RetryAfter %v after a delay of %v", r.RetryAfter, took)
 			}
 		})
+	}
+}
+
+// TestRefusalsPacedByTheFlood (issue 25, point 8): a tenant flooding with
+// 32 clients at once, each calling again as soon as it is answered, gets
+// its refusals at a rate that does not grow with its clients: each is held
+// RefusalDelay times the refusals held at that moment. Before, each was
+// held only until the next token (5 ms at 200 a second), and 32 clients
+// got about 3,000 refusals a second. A slow machine only lowers the count.
+func TestRefusalsPacedByTheFlood(t *testing.T) {
+	c := New(Config{Limits: fixed(Limits{Rate: 200, Burst: 1})})
+	var admitted, refused atomic.Int64
+	end := time.Now().Add(time.Second)
+	var wg sync.WaitGroup
+	for i := 0; i < 32; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(end) {
+				rel, err := c.Admit(context.Background(), 1)
+				if err != nil {
+					refused.Add(1)
+					continue
+				}
+				admitted.Add(1)
+				rel()
+			}
+		}()
+	}
+	wg.Wait()
+	if r := refused.Load(); r > 400 {
+		t.Errorf("32 flooding clients got %d refusals in about a second, want the flood paced (at most 400)", r)
+	}
+	if a := admitted.Load(); a > 260 {
+		t.Errorf("%d calls admitted in about a second at 200 a second", a)
 	}
 }
