@@ -237,6 +237,17 @@ func Probe(exe string) []plugins.Mechanism {
 		time.Sleep(200 * time.Millisecond)
 		ms, err = launchProbe(exe, &cfg)
 	}
+	var egressErr error
+	if err != nil && cfg.Network == plugins.NetworkAllow {
+		// slirp4netns may be what fails (rootless, /dev/net/tun closed to
+		// the user, say): the rest is probed without it, and egress says
+		// why.
+		deny := cfg
+		deny.Network, deny.Slirp, deny.Blocked = plugins.NetworkDeny, "", nil
+		if dms, derr := launchProbe(exe, &deny); derr == nil {
+			ms, egressErr, err = dms, err, nil
+		}
+	}
 	nsNames := []string{plugins.MechUserNS, plugins.MechPidNS, plugins.MechMountNS, plugins.MechIPCNS}
 	if err != nil {
 		reason := "cannot build a sandbox: " + err.Error()
@@ -260,6 +271,9 @@ func Probe(exe string) []plugins.Mechanism {
 	if slirpErr != nil {
 		out = append(out, plugins.Mechanism{Name: plugins.MechEgress,
 			Detail: "slirp4netns is not installed: under the allow policy tool code has no network at all"})
+	} else if egressErr != nil {
+		out = append(out, plugins.Mechanism{Name: plugins.MechEgress,
+			Detail: "slirp4netns does not work here (" + egressErr.Error() + "): under the allow policy tool code has no network at all"})
 	}
 	out = append(out, cgroupMechanisms(exe, cfg, out)...)
 	sort.SliceStable(out, func(i, j int) bool { return mechOrder(out[i].Name) < mechOrder(out[j].Name) })

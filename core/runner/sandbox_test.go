@@ -688,3 +688,29 @@ func TestWorkersCannotReplaceThePluginSocket(t *testing.T) {
 		t.Fatalf("THE HOST DIALLED A SOCKET OF THE TENANT'S CHOOSING %d times in %d cold starts (%d starts failed)", d, n, failed)
 	}
 }
+
+// TestUnreachableRoutesEveryStart: the unreachable routes are in place in
+// every sandbox under the allow policy, whatever slirp4netns was doing
+// when init set them. slirp4netns gives tap0 its address with the classful
+// mask first (a transient 10.0.0.0/8 route) and narrows it after: routes
+// set in between lost 10.0.0.0/8 (rootless, 2 starts in 15), and the
+// sandbox ran on with 10/8 reachable. Init now sets them once slirp4netns
+// is done, and a sandbox whose routes fail does not start.
+func TestUnreachableRoutesEveryStart(t *testing.T) {
+	sb := sandbox(t, "allow")
+	needMechanisms(t, sb, plugins.MechEgress)
+	def := loadDef(t, attackYAML)
+	for i := 0; i < 20; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		g, err := Open(ctx, def, filepath.Dir(attackYAML), Options{Sandbox: sb, Executable: toolhostBin, Limits: plugins.Limits{Workers: 1}})
+		cancel()
+		if err != nil {
+			t.Fatalf("start %d: %v", i, err)
+		}
+		r := attack(t, g, rejectedRoutes([]string{"10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1"}))
+		g.Close()
+		if !r.OK || string(r.Result) != "[]" {
+			t.Fatalf("start %d: reachable through slirp4netns: %s %+v", i, r.Result, r.Error)
+		}
+	}
+}

@@ -48,8 +48,11 @@ func Init() {
 		json.NewEncoder(os.Stdout).Encode(results)
 		os.Exit(0)
 	}
+	// Every mechanism asked for holds, or nothing runs: above all the
+	// unreachable routes, without which slirp4netns would forward tool
+	// code anywhere the host can reach.
 	for _, m := range results {
-		if !m.Active && m.Detail != "" && m.Name != plugins.MechEgress {
+		if !m.Active && m.Detail != "" {
 			fail("%s: %s", m.Name, m.Detail)
 		}
 	}
@@ -116,11 +119,15 @@ func build(cfg *plugins.SandboxConfig) []plugins.Mechanism {
 	add(plugins.MechProc, nil, "a /proc of the sandbox's own pid namespace")
 	add(plugins.MechNetNS, setUpLoopback(), "loopback only")
 	if cfg.Network == plugins.NetworkAllow && cfg.Slirp != "" {
-		err := blockRoutes(cfg.Blocked)
-		if err == nil && cfg.Probe {
-			// The probe checks that slirp4netns really comes up (and must
-			// not exit before it has attached).
-			err = waitForInterface("tap0", 10*time.Second)
+		// slirp4netns configures tap0 with ioctls: its address first, with
+		// the classful mask (10.0.0.0/8, whose prefix route is then there),
+		// then the netmask (which removes that route), then the default
+		// route. The unreachable routes go in once it is done: added in
+		// between, 10.0.0.0/8 met the transient route and was lost (seen
+		// rootless, where slirp4netns starts at once).
+		err := waitForDefaultRoute("tap0", 10*time.Second)
+		if err == nil {
+			err = blockRoutes(cfg.Blocked)
 		}
 		add(plugins.MechEgress, err, fmt.Sprintf("slirp4netns; unreachable: host loopback and %d host and private ranges", len(cfg.Blocked)))
 	}

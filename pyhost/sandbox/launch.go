@@ -177,9 +177,21 @@ func Launch() {
 	} else {
 		ready <- nil
 	}
+	// slirp4netns that does not come up ends the sandbox at once (init
+	// waits for its routes until then, and the handshake is not relayed).
+	up := make(chan error, 1)
+	go func() {
+		err := <-ready
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "toolhost sandbox-launch: %v\n", err)
+			cmd.Process.Kill()
+			os.Exit(70)
+		}
+		up <- nil
+	}()
 	relayed := make(chan struct{})
 	go func() {
-		relay(outR, os.Stdout, pid, ready, func() {
+		relay(outR, os.Stdout, pid, up, func() {
 			if cfg.Identity {
 				RemoveStage(os.Getpid())
 			}

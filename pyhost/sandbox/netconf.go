@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net"
+	"os"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -104,16 +106,20 @@ func addUnreachable(fd int, seq uint32, n *net.IPNet) error {
 	return nil
 }
 
-// waitForInterface waits until the named interface exists and is up.
-func waitForInterface(name string, within time.Duration) error {
+// waitForDefaultRoute waits until the default route goes through the
+// named interface (/proc/net/route): slirp4netns's last step.
+func waitForDefaultRoute(name string, within time.Duration) error {
 	deadline := time.Now().Add(within)
 	for {
-		if i, err := net.InterfaceByName(name); err == nil && i.Flags&net.FlagUp != 0 {
-			return nil
+		b, _ := os.ReadFile("/proc/net/route")
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) > 1 && f[0] == name && f[1] == "00000000" {
+				return nil
+			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s did not come up within %s", name, within)
+			return fmt.Errorf("slirp4netns did not configure %s within %s", name, within)
 		}
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(time.Millisecond)
 	}
 }

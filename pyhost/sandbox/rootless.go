@@ -76,6 +76,12 @@ func Hold() {
 		files = append(files, os.NewFile(uintptr(fd), "inherited"))
 	}
 	pidW := os.NewFile(uintptr(3+n), "pid")
+	// What is the holder's alone (the pid pipe, slirp4netns's pipes) must
+	// not reach init: a copy there would keep slirp4netns's failure from
+	// ever being read.
+	for fd := 3 + n; fd < 3+n+3; fd++ {
+		syscall.CloseOnExec(fd)
+	}
 	cmd := exec.Command("/proc/self/fd/4", plugins.EntrySandboxInit)
 	cmd.Env = []string{}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
