@@ -39,7 +39,7 @@ func (r *Registry) resume(ctx context.Context) error {
 		for _, g := range groups {
 			switch definition.Status(g.Status) {
 			case definition.Installing:
-				r.enqueue(job{tenant: t.ID, name: g.Name, generation: g.Generation}, true)
+				r.enqueue(job{tenant: t.ID, name: g.Name, generation: g.Generation})
 			case definition.Ready:
 				r.mu.Lock()
 				r.serving[servingKey{t.ID, g.Name}] = g
@@ -52,7 +52,7 @@ func (r *Registry) resume(ctx context.Context) error {
 
 func (r *Registry) queue(tenant int64, name string, status definition.Status, gen int64) {
 	if status == definition.Installing {
-		r.enqueue(job{tenant: tenant, name: name, generation: gen}, true)
+		r.enqueue(job{tenant: tenant, name: name, generation: gen})
 	}
 }
 
@@ -117,25 +117,26 @@ func (r *Registry) keepFiles(ctx context.Context, tenant int64, path string) {
 	}
 }
 
-// loader loads Installing groups one at a time.
+// loader loads Installing groups one at a time, taking them from the
+// queue in the tenants' turns.
 func (r *Registry) loader() {
 	defer r.wg.Done()
 	for {
-		select {
-		case <-r.stop:
+		j, ok := r.loads.pop()
+		if !ok {
 			return
-		case j := <-r.jobs:
-			// Out of the queue before it runs: the same job offered while
-			// it runs (the group stored again meanwhile) is queued again.
-			r.mu.Lock()
-			delete(r.queued, j)
-			r.mu.Unlock()
-			if j.warm {
-				r.prewarm(j)
-			} else {
-				r.load(j)
-			}
 		}
+		// Out of the queue before it runs: the same job offered while it
+		// runs (the group stored again meanwhile) is queued again.
+		r.mu.Lock()
+		delete(r.queued, j)
+		r.mu.Unlock()
+		if j.warm {
+			r.prewarm(j)
+		} else {
+			r.load(j)
+		}
+		r.loads.done(j.tenant)
 	}
 }
 
@@ -156,7 +157,7 @@ func (r *Registry) load(j job) {
 			select {
 			case <-r.stop:
 			default:
-				r.enqueue(j, false)
+				r.enqueue(j)
 			}
 		})
 		return

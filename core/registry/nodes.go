@@ -58,7 +58,7 @@ func (r *Registry) resync(tenant int64) {
 		case definition.Ready:
 			if !r.isServing(tenant, g.Name, g.Generation) {
 				r.serve(tenant, g)
-				r.enqueue(job{tenant: tenant, name: g.Name, generation: g.Generation, warm: true}, false)
+				r.enqueue(job{tenant: tenant, name: g.Name, generation: g.Generation, warm: true})
 			}
 		case definition.Incomplete:
 			r.unserve(tenant, g.Name)
@@ -96,15 +96,15 @@ func (r *Registry) sweep(period time.Duration) {
 			continue
 		}
 		for _, k := range keys {
-			r.enqueue(job{tenant: k.Tenant, name: k.Name, generation: k.Generation}, false)
+			r.enqueue(job{tenant: k.Tenant, name: k.Name, generation: k.Generation})
 		}
 	}
 }
 
-// enqueue queues a job unless the same one is queued already. A full
-// queue is waited for when wait is set; otherwise the job is dropped (the
-// next sweep, or the next change heard, offers it again).
-func (r *Registry) enqueue(j job, wait bool) {
+// enqueue queues a job unless the same one is queued already. The queue
+// is one per tenant (loadQueue), as long as the tenant's groups (bounded
+// by its quota).
+func (r *Registry) enqueue(j job) {
 	r.mu.Lock()
 	if r.queued[j] {
 		r.mu.Unlock()
@@ -112,17 +112,7 @@ func (r *Registry) enqueue(j job, wait bool) {
 	}
 	r.queued[j] = true
 	r.mu.Unlock()
-	if wait {
-		r.jobs <- j
-		return
-	}
-	select {
-	case r.jobs <- j:
-	default:
-		r.mu.Lock()
-		delete(r.queued, j)
-		r.mu.Unlock()
-	}
+	r.loads.push(j)
 }
 
 // prewarm starts, in the background, the plugin process of a generation

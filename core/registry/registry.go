@@ -52,7 +52,7 @@ type Registry struct {
 	log   *slog.Logger
 	roots string
 
-	jobs chan job
+	loads *loadQueue
 	// queued is the jobs in the queue, not yet taken (guarded by mu).
 	queued  map[job]bool
 	unwatch func()
@@ -103,7 +103,7 @@ func New(ctx context.Context, cfg Config) (*Registry, error) {
 		cfg.Run.Packages.CacheDir = filepath.Join(cfg.DB.Dir(), "venvs")
 	}
 	r := &Registry{db: cfg.DB, run: cfg.Run, quotas: warmQuotas{m: map[int64]*warmQuota{}}, log: cfg.Log,
-		roots: filepath.Join(cfg.DB.Dir(), "roots"), jobs: make(chan job, 4096), queued: map[job]bool{}, stop: make(chan struct{}),
+		roots: filepath.Join(cfg.DB.Dir(), "roots"), loads: newLoadQueue(cfg.Loaders), queued: map[job]bool{}, stop: make(chan struct{}),
 		defs: map[string]*definition.Group{}, dirs: map[string]string{}, index: map[int64]*toolIndex{}, changes: map[int64]uint64{}, gens: map[*definition.Group]generation{}, serving: map[servingKey]storage.Group{}}
 	r.warm = runner.NewWarm(cfg.MaxWarm, cfg.IdleAfter, runner.WithGuarantee(r.warmGuarantee))
 	// No plugin process outlives the server that started it, so no group
@@ -138,6 +138,7 @@ func (r *Registry) Close() {
 	r.closed.Do(func() {
 		r.unwatch()
 		close(r.stop)
+		r.loads.close()
 		r.wg.Wait()
 		r.warm.Close()
 	})

@@ -405,3 +405,62 @@ func TestDeletedGroupStopsServing(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadsTakeTurnsByTenant (issue 25, point 6): group loads are served
+// round-robin by tenant, a tenant holding at most all loaders but one.
+// Tenant A queues four groups whose import takes 2 s, then tenant B one
+// that loads at once: B's group is Ready before A's second (before, with
+// one queue for all, it waited behind A's whole queue).
+func TestLoadsTakeTurnsByTenant(t *testing.T) {
+	reg, db, a := newRegistry(t)
+	ctx := context.Background()
+	bt, _, err := db.CreateTenant(ctx, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := bt.ID
+	put(t, reg, a, "slow.py", "import time\ntime.sleep(2)\ndef f():\n    return 1\n")
+	put(t, reg, b, "fast.py", "def f():\n    return 1\n")
+	group := func(name, module string) []byte {
+		return []byte("kind: Plugin\nname: " + name + "\ndescription: d\ndependencies: [" + module + ".py]\ntools:\n" +
+			"  - {kind: Tool, object_name: F, name: f, description: d, implementation: " + module + ".f, parameters: []}\n")
+	}
+	slow := []string{"S1", "S2", "S3", "S4"}
+	for _, n := range slow {
+		if _, err := reg.PutGroup(ctx, a, group(n, "slow")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(100 * time.Millisecond) // A's loads have started
+	if _, err := reg.PutGroup(ctx, b, group("F", "fast")); err != nil {
+		t.Fatal(err)
+	}
+	ready := map[string]time.Time{}
+	deadline := time.Now().Add(60 * time.Second)
+	for len(ready) < 5 && time.Now().Before(deadline) {
+		for _, g := range []struct {
+			tenant int64
+			name   string
+		}{{a, "S1"}, {a, "S2"}, {a, "S3"}, {a, "S4"}, {b, "F"}} {
+			if _, ok := ready[g.name]; ok {
+				continue
+			}
+			if v, err := reg.Group(ctx, g.tenant, g.name); err == nil && v.Status == definition.Ready {
+				ready[g.name] = time.Now()
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(ready) < 5 {
+		t.Fatalf("not every group became Ready: %v", ready)
+	}
+	var before int
+	for _, n := range slow {
+		if ready[n].Before(ready["F"]) {
+			before++
+		}
+	}
+	if before > 1 {
+		t.Errorf("B's group became Ready after %d of A's slow groups: the loads do not take turns by tenant", before)
+	}
+}
