@@ -166,15 +166,25 @@ func (s *Server) bodyError(r *http.Request, err error) *Problem {
 // readBody reads a raw request body of at most limit bytes: past it, the
 // error is tooLarge.
 func (s *Server) readBody(r *http.Request, limit int64, tooLarge *Problem) ([]byte, error) {
+	body, err := s.readUpTo(r, limit)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(body)) > limit {
+		return nil, tooLarge
+	}
+	return body, nil
+}
+
+// readUpTo reads a request body, or its first limit+1 bytes when it is
+// longer (the caller says what a longer one means).
+func (s *Server) readUpTo(r *http.Request, limit int64) ([]byte, error) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
 		if p := s.bodyError(r, err); p != nil {
 			return nil, p
 		}
 		return nil, newProblem(http.StatusBadRequest, "Bad request", err.Error(), nil)
-	}
-	if int64(len(body)) > limit {
-		return nil, tooLarge
 	}
 	return body, nil
 }

@@ -255,12 +255,10 @@ func (s *Server) routeSession(w http.ResponseWriter, r *http.Request, path strin
 	// queued behind the session's others holds no upload slot and no
 	// connection's read, and a slow body does not hold the session.
 	if r.Method == "POST" && r.Body != nil && r.Body != http.NoBody {
-		body, err := io.ReadAll(io.LimitReader(r.Body, maxJSONBody+1))
+		// Its size is decodeJSON's to judge (413), once the session is found.
+		body, err := s.readUpTo(r, maxJSONBody)
 		if err != nil {
-			if p := s.bodyError(r, err); p != nil {
-				return p
-			}
-			return newProblem(http.StatusBadRequest, "Bad request", err.Error(), nil)
+			return err
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}

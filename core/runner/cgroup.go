@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"toolhost/plugins"
+	"toolhost/plugins/cgroupfs"
 )
 
 // cgroupRoot is where the cgroup file systems are mounted.
@@ -177,7 +178,7 @@ func v2Parent() (string, error) {
 	if err := mkCgroup(dir); err != nil && !os.IsExist(err) {
 		return "", fmt.Errorf("make the sandboxes' cgroup in %s: %w", h.why, err)
 	}
-	if v2Controllers(dir)[ctlMemory] {
+	if cgroupfs.Controllers(dir)[ctlMemory] {
 		writeCgroup(dir, "memory.max", strconv.FormatInt(int64(float64(v2MemoryLimit(h.dir))*parentMemoryShare), 10))
 	}
 	enableControllers(dir)
@@ -233,7 +234,7 @@ func newSandboxCgroups(l cgroupLimits, toolUID, toolGID int) (*sandboxCgroups, e
 			return nil, fmt.Errorf("make a cgroup: %w", err)
 		}
 		cg.top = top
-		avail := v2Controllers(top)
+		avail := cgroupfs.Controllers(top)
 		files := []struct{ ctl, file, value string }{
 			{ctlPids, "pids.max", strconv.Itoa(l.Processes)},
 			// The workers' share (as on cgroup v1, where the memory cgroup
@@ -336,7 +337,7 @@ func (cg *sandboxCgroups) kill() {
 			freezer = d
 		}
 	}
-	if freezer == "" || len(readPids(freezer)) == 0 {
+	if freezer == "" || len(cgroupfs.Procs(freezer)) == 0 {
 		return
 	}
 	state := filepath.Join(freezer, "freezer.state")
@@ -349,7 +350,7 @@ func (cg *sandboxCgroups) kill() {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	for _, pid := range readPids(freezer) {
+	for _, pid := range cgroupfs.Procs(freezer) {
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
 }
@@ -383,27 +384,12 @@ func freezeAndKill(dir string) {
 	}
 	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err == nil && d.IsDir() {
-			for _, pid := range readPids(p) {
+			for _, pid := range cgroupfs.Procs(p) {
 				syscall.Kill(pid, syscall.SIGKILL)
 			}
 		}
 		return nil
 	})
-}
-
-// readPids lists the processes of a cgroup.
-func readPids(dir string) []int {
-	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
-	if err != nil {
-		return nil
-	}
-	var pids []int
-	for _, f := range strings.Fields(string(b)) {
-		if pid, err := strconv.Atoi(f); err == nil {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
 }
 
 // remove kills what is left and removes the cgroups, innermost first.
@@ -600,11 +586,11 @@ func cgroupMechanisms(exe string, base plugins.SandboxConfig, probed []plugins.M
 		return ms
 	}
 	h := v2Home()
-	avail := v2Controllers(cg.top)
+	avail := cgroupfs.Controllers(cg.top)
 	missing := func(ctl, what string) string {
 		return fmt.Sprintf("%s: no %s controller for the sandboxes: their cgroups are in %s, whose cgroup.controllers has %q; %s; "+
 			"delegate it (a systemd unit's Delegate=yes, a container's cgroup given the controller) or run toolhost as root on the host; %s",
-			kind, ctl, h.why, strings.Join(sortedKeys(v2Controllers(h.dir)), " "), what, rlimitsInstead)
+			kind, ctl, h.why, strings.Join(sortedKeys(cgroupfs.Controllers(h.dir)), " "), what, rlimitsInstead)
 	}
 	var ms []plugins.Mechanism
 	// The launcher set the workers' pids.max once the sandbox had left
@@ -710,7 +696,7 @@ func CleanStaleCgroups() {
 			killV2(d)
 		}
 		for _, sub := range []string{"", "workers", "init"} {
-			for _, p := range readPids(filepath.Join(d, sub)) {
+			for _, p := range cgroupfs.Procs(filepath.Join(d, sub)) {
 				syscall.Kill(p, syscall.SIGKILL)
 			}
 		}

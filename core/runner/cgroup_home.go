@@ -11,6 +11,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"toolhost/plugins/cgroupfs"
 )
 
 // On cgroup v2 the sandboxes' parent cgroup (parentCgroup) lives in the
@@ -207,7 +209,7 @@ func readOnly(dir string) bool {
 // controllers can be enabled for dir's children; it returns how many
 // moved. The hierarchy's root is left alone (it may hold processes).
 func intoLeaf(dir string) (int, error) {
-	if hierarchyRoot(dir) || len(readPids(dir)) == 0 {
+	if hierarchyRoot(dir) || len(cgroupfs.Procs(dir)) == 0 {
 		return 0, nil
 	}
 	leaf := filepath.Join(dir, leafCgroup)
@@ -216,7 +218,7 @@ func intoLeaf(dir string) (int, error) {
 	}
 	moved := 0
 	for pass := 0; pass < 20; pass++ {
-		pids := readPids(dir)
+		pids := cgroupfs.Procs(dir)
 		if len(pids) == 0 {
 			return moved, nil
 		}
@@ -237,20 +239,10 @@ func intoLeaf(dir string) (int, error) {
 // sandboxControllers are the v2 controllers the sandboxes use.
 var sandboxControllers = []string{"pids", "memory", "cpu"}
 
-// v2Controllers are the controllers dir may enable for its children.
-func v2Controllers(dir string) map[string]bool {
-	b, _ := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
-	out := map[string]bool{}
-	for _, c := range strings.Fields(string(b)) {
-		out[c] = true
-	}
-	return out
-}
-
 // enableControllers enables the sandboxes' controllers for dir's children,
 // those dir was given; it says which it could not have.
 func enableControllers(dir string) error {
-	avail := v2Controllers(dir)
+	avail := cgroupfs.Controllers(dir)
 	var enable, missing []string
 	for _, c := range sandboxControllers {
 		if avail[c] {

@@ -18,6 +18,7 @@ import (
 
 	"toolhost/core/internal/testbin"
 	"toolhost/plugins"
+	"toolhost/plugins/cgroupfs"
 )
 
 // The tests of this file run on a real cgroup2 hierarchy. This machine
@@ -287,7 +288,7 @@ func TestCgroupV2WorkerPlacement(t *testing.T) {
 					t.Fatalf("the launcher is in %s, want %s/toolhost-*/init", pc, parentCgroup)
 				}
 				top := filepath.Join(cgroupRoot, filepath.Dir(pc))
-				if pids := readPids(top); len(pids) != 0 {
+				if pids := cgroupfs.Procs(top); len(pids) != 0 {
 					t.Errorf("processes in the sandbox's top cgroup: %v", pids)
 				}
 				fi, err := os.Stat(filepath.Join(top, "cgroup.procs"))
@@ -301,7 +302,7 @@ func TestCgroupV2WorkerPlacement(t *testing.T) {
 				// Each worker is a child of the plugin process, which runs as
 				// the tool user in NAME/init, where the worker was born: the
 				// plugin process moved it.
-				workers := readPids(filepath.Join(top, "workers"))
+				workers := cgroupfs.Procs(filepath.Join(top, "workers"))
 				if len(workers) == 0 {
 					t.Fatal("no process in the workers' cgroup")
 				}
@@ -371,7 +372,7 @@ func TestCgroupV2MoveRules(t *testing.T) {
 						mover.UseCgroupFD, mover.CgroupFD = true, fd
 						cmd.SysProcAttr, cmd.Dir = mover, "/"
 						out, _ := cmd.CombinedOutput()
-						moved := slices.Contains(readPids(workers), sibling.Process.Pid)
+						moved := slices.Contains(cgroupfs.Procs(workers), sibling.Process.Pid)
 						want := tt.ok
 						if nsdelegate() {
 							want = tt.delegate
@@ -405,7 +406,7 @@ func TestCgroupV2ServerMovesIntoLeaf(t *testing.T) {
 				}
 				defer func() { other.Process.Kill(); other.Wait() }()
 				self := os.Getpid()
-				if pids := readPids(cgroupRoot); !slices.Contains(pids, self) || !slices.Contains(pids, other.Process.Pid) {
+				if pids := cgroupfs.Procs(cgroupRoot); !slices.Contains(pids, self) || !slices.Contains(pids, other.Process.Pid) {
 					t.Fatalf("the namespace's root holds %v", pids)
 				}
 				h := v2Home()
@@ -415,10 +416,10 @@ func TestCgroupV2ServerMovesIntoLeaf(t *testing.T) {
 				if !strings.Contains(h.why, "cgroup namespace") {
 					t.Errorf("why: %q", h.why)
 				}
-				if pids := readPids(cgroupRoot); len(pids) != 0 {
+				if pids := cgroupfs.Procs(cgroupRoot); len(pids) != 0 {
 					t.Errorf("processes left in the namespace's root: %v", pids)
 				}
-				leaf := readPids(filepath.Join(cgroupRoot, leafCgroup))
+				leaf := cgroupfs.Procs(filepath.Join(cgroupRoot, leafCgroup))
 				if !slices.Contains(leaf, self) || !slices.Contains(leaf, other.Process.Pid) {
 					t.Errorf("the leaf holds %v, want %d and %d", leaf, self, other.Process.Pid)
 				}
@@ -468,7 +469,7 @@ func TestCgroupV2KillsEverything(t *testing.T) {
 				defer cg.remove()
 				forker := startIn(t, cg.init, &syscall.SysProcAttr{Setsid: true}, "/bin/sh", "-c", "while :; do sleep 300 & sleep 0.01; done")
 				quiet := startIn(t, cg.workers, &syscall.SysProcAttr{Setsid: true}, "/bin/sh", "-c", "sleep 300 & sleep 300 & wait")
-				waitFor(t, func() bool { return len(readPids(cg.init)) >= 5 && len(readPids(cg.workers)) >= 3 }, "the processes to start")
+				waitFor(t, func() bool { return len(cgroupfs.Procs(cg.init)) >= 5 && len(cgroupfs.Procs(cg.workers)) >= 3 }, "the processes to start")
 				tt.kill(cg.top)
 				for _, cmd := range []*exec.Cmd{forker, quiet} {
 					done := make(chan error, 1)
@@ -483,7 +484,9 @@ func TestCgroupV2KillsEverything(t *testing.T) {
 						t.Fatalf("%s survived", cmd.Args[2])
 					}
 				}
-				waitFor(t, func() bool { return len(readPids(cg.init))+len(readPids(cg.workers))+len(readPids(cg.top)) == 0 }, "every process to die")
+				waitFor(t, func() bool {
+					return len(cgroupfs.Procs(cg.init))+len(cgroupfs.Procs(cg.workers))+len(cgroupfs.Procs(cg.top)) == 0
+				}, "every process to die")
 				cg.remove()
 				for _, d := range []string{cg.workers, cg.init, cg.top} {
 					if dirExists(d) {

@@ -240,15 +240,7 @@ for p in os.listdir('/proc'):
 // call runs alone: a child still running, a daemon that double-forked
 // (init's orphan), a thread; a call that leaves nothing keeps its worker.
 func TestDirectPathWithoutCgroups(t *testing.T) {
-	full := sandbox(t, "deny")
-	sb := *full
-	sb.active = map[string]bool{}
-	for k, v := range full.active {
-		sb.active[k] = v
-	}
-	for _, m := range []string{plugins.MechPids, plugins.MechMemory, plugins.MechCPU, plugins.MechKill} {
-		sb.active[m] = false
-	}
+	sb := without(sandbox(t, "deny"), plugins.MechPids, plugins.MechMemory, plugins.MechCPU, plugins.MechKill)
 	leave := []struct{ name, code, note string }{
 		{"a child", "import subprocess\nsubprocess.Popen(['sleep', '30'])\n", "processes behind"},
 		{"a daemon", "if os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        time.sleep(30)\n    os._exit(0)\nos.wait()\n", "processes behind"},
@@ -256,7 +248,7 @@ func TestDirectPathWithoutCgroups(t *testing.T) {
 	}
 	for _, c := range leave {
 		t.Run(c.name, func(t *testing.T) {
-			g := open(t, attackYAML, Options{Sandbox: &sb, Limits: plugins.Limits{Workers: 1}})
+			g := open(t, attackYAML, Options{Sandbox: sb, Limits: plugins.Limits{Workers: 1}})
 			if !g.Direct() {
 				t.Fatal("a sandboxed cpython group without cgroups is not on the direct path")
 			}

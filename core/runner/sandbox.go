@@ -184,8 +184,8 @@ func sameBuild(a, b string) bool {
 }
 
 // identity reports whether sandboxes can run as host ids of their own:
-// mapping ids other than one's own needs root.
-func identity() bool { return os.Getuid() == 0 }
+// mapping ids other than one's own needs root (not rootless).
+func identity() bool { return !plugins.Rootless() }
 
 // idSeq hands out the host ids of sandboxes. It starts at a random place
 // so that two toolhost processes (a server and a toolhost call, say) are

@@ -349,19 +349,26 @@ func readProcCgroups(t *testing.T, pid int) map[string]string {
 	return out
 }
 
+// without is a copy of sb with the named mechanisms switched off: a test
+// of what holds when one is missing.
+func without(sb *Sandbox, off ...string) *Sandbox {
+	c := *sb
+	c.active = map[string]bool{}
+	for k, v := range sb.active {
+		c.active[k] = v
+	}
+	for _, m := range off {
+		c.active[m] = false
+	}
+	return &c
+}
+
 // TestCloneParentIsSwept checks the sweep behind seccomp: with the filter
 // off, a process started with CLONE_PARENT (a sibling of its worker, in a
 // session of its own) is still killed after the call, and the worker
 // replaced.
 func TestCloneParentIsSwept(t *testing.T) {
-	full := sandbox(t, "deny")
-	sb := *full
-	sb.active = map[string]bool{}
-	for k, v := range full.active {
-		sb.active[k] = v
-	}
-	sb.active[plugins.MechSeccomp] = false
-	g := open(t, hostileYAML, Options{Sandbox: &sb})
+	g := open(t, hostileYAML, Options{Sandbox: without(sandbox(t, "deny"), plugins.MechSeccomp)})
 	r := call(t, g, "clone_parent", `{}`)
 	if !r.OK {
 		t.Fatalf("clone_parent without seccomp: %+v", r.Error)
@@ -569,13 +576,7 @@ func TestPluginKeyNotInTheLauncherEnvironment(t *testing.T) {
 func TestWorkersCgroupLimitsReadOnly(t *testing.T) {
 	full := sandbox(t, "deny")
 	needMechanisms(t, full, plugins.MechPids)
-	sb := *full
-	sb.active = map[string]bool{}
-	for k, v := range full.active {
-		sb.active[k] = v
-	}
-	sb.active[plugins.MechLandlock] = false
-	g := open(t, attackYAML, Options{Sandbox: &sb})
+	g := open(t, attackYAML, Options{Sandbox: without(full, plugins.MechLandlock)})
 	r := attack(t, g, "open('/run/cgroup/pids.max', 'w').write('max')")
 	if r.OK || !strings.Contains(r.Error.Message, "Read-only file system") {
 		t.Fatalf("writing the workers' pids.max without landlock: %s %+v", r.Result, r.Error)

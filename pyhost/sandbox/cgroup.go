@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"toolhost/plugins"
+	"toolhost/plugins/cgroupfs"
 )
 
 // settleCgroups places a new sandbox in its cgroups on cgroup v2 (see
@@ -38,7 +39,7 @@ func settleCgroups(cfg *plugins.SandboxConfig, p *os.Process) {
 func settleV2(c *plugins.CgroupV2, workers string) error {
 	initDir := filepath.Join(c.Top, "init")
 	for pass := 0; ; pass++ {
-		pids := cgroupProcs(c.Top)
+		pids := cgroupfs.Procs(c.Top)
 		if len(pids) == 0 {
 			break
 		}
@@ -57,7 +58,7 @@ func settleV2(c *plugins.CgroupV2, workers string) error {
 	}
 	// Only the controllers given to the sandbox's cgroup can be enabled for
 	// its children; the core's probe reports the others missing.
-	avail := cgroupControllers(c.Top)
+	avail := cgroupfs.Controllers(c.Top)
 	var enable []string
 	for _, ctl := range []string{"pids", "memory"} {
 		if avail[ctl] {
@@ -93,29 +94,6 @@ func settleV2(c *plugins.CgroupV2, workers string) error {
 		}
 	}
 	return nil
-}
-
-// cgroupProcs lists the processes of a cgroup.
-func cgroupProcs(dir string) []int {
-	b, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
-	var pids []int
-	for _, f := range strings.Fields(string(b)) {
-		if pid, err := strconv.Atoi(f); err == nil {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
-// cgroupControllers are the controllers a v2 cgroup may enable for its
-// children (its cgroup.controllers).
-func cgroupControllers(dir string) map[string]bool {
-	b, _ := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
-	out := map[string]bool{}
-	for _, c := range strings.Fields(string(b)) {
-		out[c] = true
-	}
-	return out
 }
 
 func writeCgroupFile(dir, file, value string) error {

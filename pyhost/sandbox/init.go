@@ -67,17 +67,11 @@ func Init() {
 	}
 	// Init needs no privilege from here on: it only reaps.
 	dropCapabilities()
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	forwardSignals(child)
 	// Tool code may signal init (rootless, they share a uid): a signal
 	// the Go runtime would answer with a dump of init's goroutines and
 	// registers, quoted in a crash message, is ignored.
 	signal.Ignore(syscall.SIGQUIT, syscall.SIGABRT, syscall.SIGTRAP, syscall.SIGSYS, syscall.SIGUSR1, syscall.SIGUSR2)
-	go func() {
-		for s := range sigs {
-			child.Signal(s)
-		}
-	}()
 	// Reap every process of the namespace: orphans are re-parented here.
 	for {
 		var ws syscall.WaitStatus
@@ -89,10 +83,7 @@ func Init() {
 			os.Exit(1)
 		}
 		if pid == child.Pid {
-			if ws.Signaled() {
-				os.Exit(128 + int(ws.Signal()))
-			}
-			os.Exit(ws.ExitStatus())
+			exitAs(ws)
 		}
 	}
 }

@@ -157,13 +157,7 @@ func Launch() {
 		cfgW.Write(data)
 		cfgW.Close()
 	}()
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	go func() {
-		for s := range sigs {
-			cmd.Process.Signal(s)
-		}
-	}()
+	forwardSignals(cmd.Process)
 	var slirp *exec.Cmd
 	ready := make(chan error, 1)
 	if heldSlirp != nil {
@@ -208,10 +202,29 @@ func Launch() {
 		slirp.Process.Kill()
 		slirp.Wait()
 	}
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+	exitAs(cmd.ProcessState.Sys().(syscall.WaitStatus))
+}
+
+// forwardSignals passes the signals that stop a process (TERM, INT, HUP)
+// on to p: the launcher to init (or the holder), the holder to init, init
+// to its command.
+func forwardSignals(p *os.Process) {
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	go func() {
+		for s := range sigs {
+			p.Signal(s)
+		}
+	}()
+}
+
+// exitAs exits as the process whose wait status ws is ended: with its
+// status, or 128 plus the signal that killed it.
+func exitAs(ws syscall.WaitStatus) {
+	if ws.Signaled() {
 		os.Exit(128 + int(ws.Signal()))
 	}
-	os.Exit(cmd.ProcessState.ExitCode())
+	os.Exit(ws.ExitStatus())
 }
 
 // inheritedData is the plugin's data channel that the core gave the

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"strconv"
 	"syscall"
 
@@ -117,22 +116,13 @@ func Hold() {
 	}
 	fmt.Fprintf(pidW, "%d\n", cmd.Process.Pid)
 	pidW.Close()
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	go func() {
-		for s := range sigs {
-			cmd.Process.Signal(s)
-		}
-	}()
+	forwardSignals(cmd.Process)
 	cmd.Wait()
 	if slirp != nil {
 		slirp.Process.Kill()
 		slirp.Wait()
 	}
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		os.Exit(128 + int(ws.Signal()))
-	}
-	os.Exit(cmd.ProcessState.ExitCode())
+	exitAs(cmd.ProcessState.Sys().(syscall.WaitStatus))
 }
 
 // readHeldPid reads init's pid from the holder.
