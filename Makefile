@@ -179,7 +179,9 @@ fuzz:
 # Go benchmarks of the parsers and schemas, of the storage (the ledger's
 # claim on SQLite and on PostgreSQL beside a SELECT 1) and of serving from
 # several nodes (real servers on SQLite and on one PostgreSQL: calls/s and
-# session calls), then the end-to-end table: a
+# session calls), of a quiet tenant beside a noisy one on one server
+# (BenchmarkNoisyNeighbour, about 75 s: p50, p99 and time to Ready against
+# the targets of issue 25), then the end-to-end table: a
 # trivial tool on both runtimes, beside the baselines over the same
 # function (one python3 process per call, a Python standard-library HTTP
 # tool server, a Go-python3 pipe round trip as the floor, the bare call
