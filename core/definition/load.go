@@ -234,6 +234,7 @@ func (r *reader) tool(n *yaml.Node, modules map[string][]string) *Tool {
 	}
 	if e, ok := obj["implementation"]; ok {
 		t.Implementation = r.implementation(e, modules)
+		t.Implementation.Owner = "tool " + t.Name
 	}
 	r.pipeline(obj, t)
 	if e, ok := obj["parameters"]; ok {
@@ -293,6 +294,7 @@ func (r *reader) skill(n *yaml.Node, modules map[string][]string) *Skill {
 	}
 	if e, ok := obj["implementation"]; ok {
 		s.Implementation = r.implementation(e, modules)
+		s.Implementation.Owner = "skill " + s.Name
 	}
 	if e, ok := obj["session_init_call"]; ok {
 		s.SessionInit, _ = r.boolean(e, "session_init_call")

@@ -111,6 +111,10 @@ type Implementation struct {
 	// File is the dependency path of the module's .py file; empty when it
 	// could not be resolved.
 	File string
+	// Owner is what the binding runs for, "tool NAME" or "skill NAME": two
+	// tools may bind one callable with parameters of other types, and the
+	// runner keeps each one's argument conversion apart by it.
+	Owner string
 }
 
 // String returns "module.callable".

@@ -5,25 +5,27 @@ import (
 
 	"toolhost/core/definition"
 	"toolhost/core/typeexpr"
-	"toolhost/plugins"
 )
 
-// datePlans are, for each implementation of a group, its arguments whose
-// types hold dates, and how the cpython worker turns their ISO strings into
-// datetime.date and datetime.datetime objects (plugins.CallRequest.Convert).
-func datePlans(def *definition.Group) map[plugins.Callable]map[string]json.RawMessage {
-	out := map[plugins.Callable]map[string]json.RawMessage{}
+// datePlans are, for each tool and skill of a group (by its
+// Implementation.Owner), its arguments whose types hold dates, and how the
+// cpython worker turns their ISO strings into datetime.date and
+// datetime.datetime objects (plugins.CallRequest.Convert). They are kept
+// by tool, not by callable: two tools may bind one callable with
+// parameters of the same name and other types (echo_text(v: str) and
+// echo_date(v: datetime.date) on one echo.echo).
+func datePlans(def *definition.Group) map[string]map[string]json.RawMessage {
+	out := map[string]map[string]json.RawMessage{}
 	add := func(impl definition.Implementation, name string, t *typeexpr.Type) {
 		p := datePlan(t)
 		if p == nil {
 			return
 		}
-		c := plugins.Callable{Module: impl.Module, Func: impl.Callable}
-		if out[c] == nil {
-			out[c] = map[string]json.RawMessage{}
+		if out[impl.Owner] == nil {
+			out[impl.Owner] = map[string]json.RawMessage{}
 		}
 		b, _ := json.Marshal(p)
-		out[c][name] = b
+		out[impl.Owner][name] = b
 	}
 	for _, t := range def.Tools {
 		for _, p := range t.Parameters {

@@ -198,8 +198,9 @@ type Group struct {
 	mu      sync.Mutex
 	proc    *process
 	retired []*process // out of service, waiting for their calls to end
-	// dates are the arguments that arrive as date objects (cpython).
-	dates   map[plugins.Callable]map[string]json.RawMessage
+	// dates are the arguments that arrive as date objects (cpython), by
+	// tool or skill (Implementation.Owner).
+	dates   map[string]map[string]json.RawMessage
 	runtime string
 	closed  bool
 
@@ -676,7 +677,7 @@ func (g *Group) CallTimeout(ctx context.Context, impl definition.Implementation,
 	req := &plugins.CallRequest{Callable: plugins.Callable{Module: impl.Module, Func: impl.Callable},
 		Args: args, TimeoutMs: timeout.Milliseconds(), Context: callCtx}
 	if g.runtime == plugins.RuntimeCPython {
-		req.Convert = g.dates[req.Callable]
+		req.Convert = g.dates[impl.Owner]
 	}
 	if g.opts.OnToolCall != nil {
 		req.Token = g.calls.add(&Caller{Group: g.def.Name, Callable: req.Callable, Context: callCtx})
