@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/big"
 	"sort"
 	"strconv"
@@ -156,15 +157,40 @@ func (m *mismatch) message(param string) string {
 
 // check matches v against t and returns the value to pass on.
 func check(t *typeexpr.Type, v any, path string) (any, *mismatch) {
-	var c checker
+	c := checker{exactness: exact}
 	return c.check(t, v, path)
 }
 
 // checker matches values against types. matched counts the checks passed so
 // far: one for every scalar that fits and one for every list or object that
 // is of the expected kind, before its items are looked at. A union compares
-// its branches by how far each got before failing.
-type checker struct{ matched int }
+// its branches by how far each got before failing. exactness is how well
+// the value checked so far fits, as Pydantic v2's smart unions rank their
+// options (see union): the lowest of its parts'.
+type checker struct {
+	matched   int
+	exactness exactness
+}
+
+// exactness ranks how a JSON value fits a type, as pydantic-core does:
+// exact (the value's own type: an integer for int, a number with a
+// fraction or exponent for float, any literal that equals it), strict (an
+// integer for float, which becomes a float) and lax (an integral number
+// with a fraction or exponent for int, which becomes an int).
+type exactness int
+
+const (
+	lax exactness = iota
+	strict
+	exact
+)
+
+// fits lowers the exactness of the value being checked to e.
+func (c *checker) fits(e exactness) {
+	if e < c.exactness {
+		c.exactness = e
+	}
+}
 
 // check matches v against t and returns the value to pass on.
 func (c *checker) check(t *typeexpr.Type, v any, path string) (any, *mismatch) {
@@ -181,13 +207,26 @@ func (c *checker) check(t *typeexpr.Type, v any, path string) (any, *mismatch) {
 		if n, ok := v.(json.Number); ok {
 			if i, ok := integral(n); ok {
 				c.matched++
+				if i != n {
+					c.fits(lax)
+				}
 				return i, nil
 			}
 		}
 	case typeexpr.Number:
-		if _, ok := v.(json.Number); ok {
+		// A float parameter gets a Python float, as Pydantic gives it:
+		// the integer 2 is passed on as 2.0 (json.loads, and gpython,
+		// read 2 as an int).
+		if n, ok := v.(json.Number); ok {
+			f, err := asFloat(n)
+			if err != nil {
+				return fail(err.Error())
+			}
 			c.matched++
-			return v, nil
+			if f != n {
+				c.fits(strict)
+			}
+			return f, nil
 		}
 	case typeexpr.Boolean:
 		if _, ok := v.(bool); ok {
@@ -213,6 +252,12 @@ func (c *checker) check(t *typeexpr.Type, v any, path string) (any, *mismatch) {
 		for _, want := range t.Values {
 			if literalEqual(want, v) {
 				c.matched++
+				// The literal's own value, as Pydantic passes it on:
+				// Literal[2] given 2.0 is the int 2, Literal[2.5] the
+				// float.
+				if _, isNum := v.(json.Number); isNum {
+					return literalNumber(want), nil
+				}
 				return v, nil
 			}
 		}
@@ -271,7 +316,9 @@ func (c *checker) check(t *typeexpr.Type, v any, path string) (any, *mismatch) {
 }
 
 // union matches v against the options of t in order and takes the first
-// that fits. When none fits, it reports the mismatch of the option that
+// that fits exactly; when none does, the first of those that fit best, as
+// Pydantic v2's smart union does (the integer 2 for float | int is the int
+// 2, and 2.5 the float; 1e3 for int | float is the float 1000.0). When none fits, it reports the mismatch of the option that
 // came closest, with its innermost path: among the options of the value's
 // own JSON kind, the one that matched the most before failing (a list
 // given to list[str] | None fails where list[str] fails, at p[1]). When no
@@ -284,11 +331,29 @@ func (c *checker) union(t *typeexpr.Type, v any, path string) (any, *mismatch) {
 		bestScore = -1
 		tied      bool
 	)
+	outer := c.exactness
+	var (
+		found     bool
+		foundV    any
+		foundExct exactness
+		foundMtch int
+	)
 	for _, o := range t.Options {
 		c.matched = start
+		c.exactness = exact
 		cv, m := c.check(o, v, path)
 		if m == nil {
-			return cv, nil
+			if c.exactness == exact {
+				c.exactness = outer
+				return cv, nil
+			}
+			if !found || c.exactness > foundExct {
+				found, foundV, foundExct, foundMtch = true, cv, c.exactness, c.matched
+			}
+			continue
+		}
+		if found {
+			continue
 		}
 		if !sameKind(o, v) {
 			continue
@@ -299,6 +364,12 @@ func (c *checker) union(t *typeexpr.Type, v any, path string) (any, *mismatch) {
 		case score == bestScore:
 			tied = true
 		}
+	}
+	c.exactness = outer
+	if found {
+		c.matched = foundMtch
+		c.fits(foundExct)
+		return foundV, nil
 	}
 	if best == nil || tied {
 		c.matched = start
@@ -379,6 +450,37 @@ func integral(n json.Number) (json.Number, bool) {
 	}
 	i, _ := f.Int(nil)
 	return json.Number(i.String()), true
+}
+
+// asFloat is n as a float parameter passes it on: with a fraction or an
+// exponent (json.loads and gpython read 2 as an int, 2.0 as a float), an
+// integer that overflows a float refused.
+func asFloat(n json.Number) (json.Number, error) {
+	s := string(n)
+	if strings.ContainsAny(s, ".eE") {
+		return n, nil
+	}
+	if x, err := strconv.ParseFloat(s, 64); err != nil && math.IsInf(x, 0) {
+		return "", fmt.Errorf("the integer %s is beyond the range of a float (about ±1.8e308)", shorten(s))
+	}
+	i, ok := new(big.Int).SetString(s, 10)
+	if !ok {
+		return "", fmt.Errorf("%s is not a number", shorten(s))
+	}
+	return json.Number(i.String() + ".0"), nil // -0 is 0.0, as Pydantic makes it
+}
+
+// literalNumber is a numeric literal's own value as JSON that Python
+// reads back as the literal's type (2.0 stays a float).
+func literalNumber(v typeexpr.Value) json.Number {
+	if v.Kind == typeexpr.IntValue {
+		return json.Number(strconv.FormatInt(v.Int, 10))
+	}
+	s := strconv.FormatFloat(v.Float, 'g', -1, 64)
+	if !strings.ContainsAny(s, ".eE") {
+		s += ".0"
+	}
+	return json.Number(s)
 }
 
 // literalEqual compares a literal value with a decoded JSON value as JSON
