@@ -193,9 +193,13 @@ func toolCards(g *definition.Group) []toolCard {
 		for _, d := range schema.Dialects() {
 			s, err := schema.Tool(g.Name, t, d)
 			text := ""
-			if err != nil {
+			var ue *schema.UnsupportedError
+			switch {
+			case errors.As(err, &ue):
 				text = "not expressible in this dialect: " + err.Error()
-			} else {
+			case err != nil:
+				text = err.Error()
+			default:
 				b, _ := json.MarshalIndent(s, "", "  ")
 				text = string(b)
 			}

@@ -85,6 +85,9 @@ func refuse(format string, args ...any) error { return &refusal{fmt.Sprintf(form
 // Tool returns the schema of one tool in dialect d. group is the name of the
 // tool's group, for error messages.
 func Tool(group string, t *definition.Tool, d Dialect) (Object, error) {
+	if err := untyped(group, t); err != nil {
+		return nil, err
+	}
 	var (
 		out Object
 		err error
@@ -128,6 +131,19 @@ func Tool(group string, t *definition.Tool, d Dialect) (Object, error) {
 		return nil, errors.Join(errs...)
 	}
 	return out, err
+}
+
+// untyped refuses a tool with a parameter whose type did not load (the
+// definition's own errors say why): such a tool has no schema.
+func untyped(group string, t *definition.Tool) error {
+	var errs []error
+	for _, p := range t.Parameters {
+		if p.Type == nil {
+			errs = append(errs, fmt.Errorf("group %q, tool %q (%s), parameter %q: no schema, the parameter's type is not valid (see the definition's errors)",
+				group, t.Name, t.ObjectName, p.Name))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Tools returns the schemas of tools in dialect d, in order, and every
