@@ -14,6 +14,9 @@ GO       ?= go
 export GOFLAGS := $(GOFLAGS) -tags=sqlite_fts5
 BIN      := bin/toolhost
 SAMPLES  := $(sort $(wildcard sample_groups/*/*.yaml))
+# The sample tool groups (kind: Plugin); the other samples are agents.
+SAMPLE_GROUPS := $(shell grep -l '^kind: *Plugin *$$' $(SAMPLES))
+SAMPLE_AGENTS := $(filter-out $(SAMPLE_GROUPS),$(SAMPLES))
 FUZZTIME ?= 1m
 
 # Fuzz targets: package and function, one per parser of outside input.
@@ -53,12 +56,17 @@ tools-run:
 	@command -v slirp4netns >/dev/null || { echo "make: installing slirp4netns (the sandbox's network)"; \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slirp4netns) >/dev/null || echo "make: could not install slirp4netns; tool code will have no network"; }
 
-# Check and print the schemas of the sample groups, without a server.
+# Check and print the schemas of the sample groups, and check the sample
+# agents against them, without a server.
 schemas: build
-	@set -e; for g in $(SAMPLES); do \
+	@set -e; for g in $(SAMPLE_GROUPS); do \
 		echo "== $$g"; \
 		$(BIN) validate $$g; \
 		$(BIN) schema --dialect openai $$g; \
+	done; \
+	for a in $(SAMPLE_AGENTS); do \
+		echo "== $$a"; \
+		$(BIN) validate $$a; \
 	done
 
 test: tools lint unit rootless fuzz-short

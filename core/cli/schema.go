@@ -33,6 +33,10 @@ func runSchema(env *Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "toolhost schema: %v\n", err)
 		return ExitUsage
 	}
+	if definition.Kind(src) == "Agent" {
+		fmt.Fprintf(env.Stderr, "toolhost schema: %s is an agent (kind: Agent); schema prints the tool schemas of a tool group (kind: Plugin): give it a group's definition, or check the agent with toolhost validate %s\n", file, file)
+		return ExitUsage
+	}
 	res := definition.Load(src)
 	if !res.OK() {
 		printDiagnostics(env.Stderr, file, res.Errors, nil)
