@@ -126,8 +126,8 @@ func nnGroupYAML(name, tool, module string) string {
 // its SQLite file, --max-warm 8, and two tenants.
 //
 // Tenant B (quiet) has one group with a plain tool (echo) and a templated
-// one (echo_ui, a ui result_template), which two callers call in turn with
-// 20 ms pauses, each on its own keep-alive connection, and it uploads a
+// one (echo_ui, a ui result_template); a caller of each calls it with
+// 20 ms pauses, on its own keep-alive connection, and B uploads a
 // new group every 4 s, measuring from its POST /v1/groups to the first
 // GET that answers Ready (the group is deleted after).
 //
@@ -140,11 +140,13 @@ func nnGroupYAML(name, tool, module string) string {
 // sleeps 4 s queued for loading.
 //
 // In one run, B is measured alone for 30 s, then beside A (A starts 3 s
-// before B's measurement and runs until B's last new group is Ready). The
+// before B's measurement and runs until it ends: 30 s, or more until B's
+// last new group is Ready and its callers' last calls answered). The
 // benchmark reports, alone, beside A and their ratio, B's p50 and p99 of
-// plain and templated calls and the median of B's time to Ready, and the
-// CPU time of the server process, of it with its children (sandboxes,
-// template workers) and of the machine in each phase; it prints a table
+// plain and templated calls and the median of B's time to Ready; and in
+// each phase the CPU time of the server process, of it with its children
+// (sandboxes, template workers) and of the machine, and the most warm
+// groups /metrics showed (against --max-warm). It prints a table
 // saying whether each target of issue 25 is met (p50 within 2x of alone,
 // p99 within 5x, time to Ready within 2x). It checks no speed: only B's
 // calls answering 200 with success are counted, and B's failed calls are
@@ -159,7 +161,6 @@ func BenchmarkNoisyNeighbour(b *testing.B) {
 			b.Logf("server's log:\n%s", tail(errs.String(), 4000))
 		}
 	})
-	pid := s.cmd.Process.Pid
 	A, B := newNNClient(s, tokA, 128), newNNClient(s, tokB, 2)
 
 	setup := time.Now()
@@ -202,8 +203,8 @@ func BenchmarkNoisyNeighbour(b *testing.B) {
 	b.Logf("setup (the server, %d groups loaded, B warm): %.1f s", nnAGroups+3, time.Since(setup).Seconds())
 
 	b.ResetTimer()
-	alone := nnPhaseRun(b, pid, B, nil, &newGroups)
-	beside := nnPhaseRun(b, pid, B, A, &newGroups)
+	alone := nnPhaseRun(s, B, nil, &newGroups)
+	beside := nnPhaseRun(s, B, A, &newGroups)
 	b.StopTimer()
 
 	nnReport(b, alone, beside)
@@ -302,12 +303,14 @@ type nnFigures struct {
 	failed           []string // B's failed calls and uploads
 	wall             time.Duration
 	cpu              nnCPU // used during B's measurement
+	warm             int   // the most warm groups seen in /metrics
 	noisy            map[string]int
 }
 
 // nnPhaseRun measures B for nnPhase (and until its last new group is
 // Ready), beside A's load when A is not nil.
-func nnPhaseRun(b *testing.B, pid int, B, A *nnClient, newGroups *atomic.Int64) *nnFigures {
+func nnPhaseRun(s *server, B, A *nnClient, newGroups *atomic.Int64) *nnFigures {
+	pid := s.cmd.Process.Pid
 	p := &nnFigures{name: "alone", noisy: map[string]int{}}
 	stopA := func() {}
 	if A != nil {
@@ -326,6 +329,16 @@ func nnPhaseRun(b *testing.B, pid int, B, A *nnClient, newGroups *atomic.Int64) 
 	t0 := time.Now()
 	var stopB atomic.Bool
 	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for !stopB.Load() {
+			if n := s.warmGroups(); n > p.warm {
+				p.warm = n
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+	}()
 	for _, tool := range []string{"echo", "echo_ui"} {
 		lat := &p.plain
 		if tool == "echo_ui" {
@@ -538,6 +551,8 @@ func nnReport(b *testing.B, alone, beside *nnFigures) {
 	fmt.Fprintf(w, "calls (plain+templated)\t%d+%d\t%d+%d\t\t\t\n", len(alone.plain), len(alone.templated), len(beside.plain), len(beside.templated))
 	fmt.Fprintf(w, "new groups Ready\t%d\t%d\t\t\t\n", len(alone.ready), len(beside.ready))
 	fmt.Fprintf(w, "failed calls and uploads\t%d\t%d\t\t\t\n", len(alone.failed), len(beside.failed))
+	fmt.Fprintf(w, "warm groups, most seen (--max-warm %d)\t%d\t%d\t\t\t\n", nnMaxWarm, alone.warm, beside.warm)
+	b.ReportMetric(float64(beside.warm), "warm-groups-beside")
 	fmt.Fprintf(w, "wall time (s)\t%.1f\t%.1f\t\t\t\n", alone.wall.Seconds(), beside.wall.Seconds())
 	for _, c := range []struct {
 		name, metric string
