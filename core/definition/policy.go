@@ -80,6 +80,10 @@ type Pipeline struct {
 	// SideEffects declares that the tool changes the world (payment, CRM
 	// write): without idempotency it is never retried.
 	SideEffects bool
+	// SideEffectsDeclared reports whether the definition gives
+	// side_effects at all (only a declared false makes a tool read-only to
+	// MCP clients).
+	SideEffectsDeclared bool
 }
 
 // OutputField is one key of a tool's output mapping.
@@ -162,7 +166,7 @@ func (r *reader) pipeline(obj map[string]entry, t *Tool) {
 		p.RetryOnError, _ = r.boolean(e, "retry_on_error")
 	}
 	if e, ok := obj["side_effects"]; ok {
-		p.SideEffects, _ = r.boolean(e, "side_effects")
+		p.SideEffects, p.SideEffectsDeclared = r.boolean(e, "side_effects")
 	}
 	if e, ok := obj["error_recovery"]; ok {
 		m := r.object(e.value, "error_recovery", recoveryKeys, nil)

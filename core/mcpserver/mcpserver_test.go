@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 
@@ -146,12 +147,13 @@ func TestAnnotations(t *testing.T) {
 		destructive           bool
 		wantTitle, wantIconOf string
 	}{
-		{"plain", &definition.Tool{ObjectName: "Find", Name: "find"}, true, true, false, "Find", ""},
-		{"side effects", &definition.Tool{ObjectName: "Pay", Name: "pay", Pipeline: definition.Pipeline{SideEffects: true}}, false, false, true, "Pay", ""},
+		{"side effects not declared", &definition.Tool{ObjectName: "Find", Name: "find"}, false, false, false, "Find", ""},
+		{"no side effects declared", &definition.Tool{ObjectName: "Find", Name: "find", Pipeline: definition.Pipeline{SideEffectsDeclared: true}}, true, true, false, "Find", ""},
+		{"side effects", &definition.Tool{ObjectName: "Pay", Name: "pay", Pipeline: definition.Pipeline{SideEffects: true, SideEffectsDeclared: true}}, false, false, true, "Pay", ""},
 		{"side effects, idempotent", &definition.Tool{ObjectName: "Post", Name: "post",
-			Pipeline: definition.Pipeline{SideEffects: true, Idempotency: &definition.Idempotency{}}}, false, true, true, "Post", ""},
+			Pipeline: definition.Pipeline{SideEffects: true, SideEffectsDeclared: true, Idempotency: &definition.Idempotency{}}}, false, true, true, "Post", ""},
 		{"built-in", &definition.Tool{ObjectName: "FinishSession", Name: "finish_session", Builtin: true}, false, false, false, "FinishSession", ""},
-		{"icon", &definition.Tool{ObjectName: "Car", Name: "car", Pipeline: definition.Pipeline{UI: &definition.UI{Icon: "🚗"}}}, true, true, false, "Car", "🚗"},
+		{"icon", &definition.Tool{ObjectName: "Car", Name: "car", Pipeline: definition.Pipeline{UI: &definition.UI{Icon: "🚗"}}}, false, false, false, "Car", "🚗"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -240,4 +242,49 @@ func FuzzQueryVars(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The hints as the definitions declare them, as clients get them: only a
+// declared side_effects: false gives readOnlyHint true; the sample CRM
+// group's post_lead, which declares nothing, is not read-only.
+func TestAnnotationsAsDeclared(t *testing.T) {
+	crm, err := os.ReadFile("../../sample_groups/crm_integration/crm_integration.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	group := func(line string) []byte {
+		return []byte("kind: Plugin\nname: G\ndescription: d\ndependencies: [m.py]\ntools:\n  - kind: Tool\n    object_name: T\n    name: t\n    description: d\n    implementation: m.t\n" + line + "    parameters: []\n")
+	}
+	tests := []struct {
+		name, tool string
+		yaml       []byte
+		want       string // the annotations as JSON
+	}{
+		{"sample post_lead", "post_lead", crm, `{"idempotentHint":false,"readOnlyHint":false,"title":"PostLeadToCRM"}`},
+		{"not declared", "t", group(""), `{"idempotentHint":false,"readOnlyHint":false,"title":"T"}`},
+		{"declared false", "t", group("    side_effects: false\n"), `{"idempotentHint":true,"readOnlyHint":true,"title":"T"}`},
+		{"declared true", "t", group("    side_effects: true\n"), `{"destructiveHint":true,"idempotentHint":false,"readOnlyHint":false,"title":"T"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := definition.Load(tt.yaml)
+			if !res.OK() {
+				t.Fatal(res.Errors)
+			}
+			var def *definition.Tool
+			for _, x := range res.Group.Tools {
+				if x.Name == tt.tool {
+					def = x
+				}
+			}
+			ts, errs := mcpTools([]Tool{{Def: def, Group: res.Group.Name, Name: def.Name}})
+			if len(errs) > 0 || len(ts) != 1 {
+				t.Fatal(errs)
+			}
+			b, _ := json.Marshal(ts[0].Annotations)
+			if string(b) != tt.want {
+				t.Errorf("annotations %s, want %s", b, tt.want)
+			}
+		})
+	}
 }

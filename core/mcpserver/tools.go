@@ -46,16 +46,18 @@ func mcpTools(tools []Tool) ([]*mcp.Tool, []error) {
 	return out, errs
 }
 
-// annotations are a tool's MCP hints, from its definition: a tool with
-// side_effects is not read-only (toolhost retries only tools without
-// side effects, the ones it treats as safe to repeat); a tool with an
-// idempotency key, or without side effects, is idempotent; built-in tools
-// act on the session (FinishSession ends it) and are not read-only
-// either. None of them reaches outside toolhost's knowledge, so
-// openWorldHint is left unset.
+// annotations are a tool's MCP hints, from its definition, none invented:
+// only a declared side_effects: false makes a tool read-only (and
+// idempotent), a declared side_effects: true makes it destructive, and an
+// idempotency key makes it idempotent. A tool that does not declare
+// side_effects gets no hint but its title: readOnlyHint and
+// idempotentHint are false, the protocol's defaults (the SDK writes them
+// always), and destructiveHint is left out. Built-in tools act on the
+// session (FinishSession ends it) and are not read-only. None of them
+// reaches outside toolhost's knowledge, so openWorldHint is left unset.
 func annotations(t *definition.Tool) *mcp.ToolAnnotations {
 	p := t.Pipeline
-	readOnly := !p.SideEffects && !t.Builtin
+	readOnly := p.SideEffectsDeclared && !p.SideEffects && !t.Builtin
 	a := &mcp.ToolAnnotations{
 		Title:          t.ObjectName,
 		ReadOnlyHint:   readOnly,
