@@ -384,17 +384,20 @@ func nnPhaseRun(s *server, B, A *nnClient, newGroups *atomic.Int64) *nnFigures {
 func nnNoisy(A *nnClient, counts map[string]int) func() {
 	ctx, cancel := context.WithCancel(context.Background())
 	var mu sync.Mutex
-	count := func(kind string, code int, err error) {
+	tally := func(k string) {
 		if ctx.Err() != nil {
 			return // cut off at the phase's end
-		}
-		k := kind + " " + strconv.Itoa(code)
-		if err != nil {
-			k = kind + " error"
 		}
 		mu.Lock()
 		counts[k]++
 		mu.Unlock()
+	}
+	count := func(kind string, code int, err error) {
+		if err != nil {
+			tally(kind + " error")
+		} else {
+			tally(kind + " " + strconv.Itoa(code))
+		}
 	}
 	var wg sync.WaitGroup
 	loop := func(n int, f func(i, j int)) {
@@ -427,7 +430,7 @@ func nnNoisy(A *nnClient, counts map[string]int) func() {
 		k := slow.Add(1)
 		name := fmt.Sprintf("Slow%d", k)
 		code, _, err := A.send(ctx, "POST", "/v1/groups", []byte(nnGroupYAML(name, fmt.Sprintf("slow_%d", k), "slow")))
-		count("slow load posted", code, err)
+		count("slow load POST", code, err)
 		if err != nil || code != 200 {
 			time.Sleep(nnPollSlow)
 			return
@@ -437,7 +440,7 @@ func nnNoisy(A *nnClient, counts map[string]int) func() {
 			var g groupView
 			code, body, err := A.send(ctx, "GET", "/v1/groups/"+name, nil)
 			if err == nil && code == 200 && json.Unmarshal(body, &g) == nil && g.Status != "Installing" {
-				count("slow load "+g.Status, 0, nil)
+				tally("slow load " + g.Status)
 				return
 			}
 		}
