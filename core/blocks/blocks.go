@@ -13,8 +13,16 @@ import (
 )
 
 // Validate checks one block and returns it normalised (a chart given as
-// its bare spec is wrapped as {"type":"chart","spec":...}).
-func Validate(b any) (map[string]any, error) {
+// its bare spec is wrapped as {"type":"chart","spec":...}; a table given
+// rows and no columns gets a column per key of its rows, sorted: see
+// ValidateWith for the rows' own order).
+func Validate(b any) (map[string]any, error) { return ValidateWith(b, nil) }
+
+// ValidateWith is Validate with the key order of the JSON the block came
+// from: a table given rows and no columns gets one column {key, title}
+// per key of its rows, in order of first appearance (spec 000's visual
+// example is a table of rows alone).
+func ValidateWith(b any, order *KeyOrder) (map[string]any, error) {
 	m, ok := b.(map[string]any)
 	if !ok {
 		return nil, fmt.Errorf("a block must be an object, got %s", kind(b))
@@ -39,7 +47,15 @@ func Validate(b any) (map[string]any, error) {
 		}
 		return map[string]any{"type": "chart", "spec": m}, nil
 	case "table":
-		if err := table(m); err != nil {
+		derived := false
+		if _, ok := m["columns"]; !ok {
+			rows, ok := m["rows"].([]any)
+			if !ok {
+				return nil, fmt.Errorf("a table needs rows (a list of objects), got %s", kind(m["rows"]))
+			}
+			m["columns"], derived = columnsOf(rows, order), true
+		}
+		if err := table(m, derived); err != nil {
 			return nil, err
 		}
 	case "file":
@@ -120,10 +136,12 @@ func chartSpec(s map[string]any) error {
 	return nil
 }
 
-func table(m map[string]any) error {
+// table checks a table block; derived says its columns were taken from its
+// rows (none for no rows: an empty table).
+func table(m map[string]any, derived bool) error {
 	cols, ok := m["columns"].([]any)
-	if !ok || len(cols) == 0 {
-		return fmt.Errorf("a table needs columns (a non-empty list of {key, title})")
+	if !ok || len(cols) == 0 && !derived {
+		return fmt.Errorf("a table needs columns (a non-empty list of {key, title}), or rows alone to take them from")
 	}
 	for i, c := range cols {
 		cm, ok := c.(map[string]any)
@@ -227,7 +245,7 @@ func ParseMarkdown(md string) ([]map[string]any, error) {
 		} else {
 			v["type"] = "chart"
 		}
-		b, err := Validate(v)
+		b, err := ValidateWith(v, NewKeyOrder([]byte(body)))
 		if err != nil {
 			return nil, fmt.Errorf("fenced block %d (%s): %v", i+1, kindName, err)
 		}

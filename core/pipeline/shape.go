@@ -151,8 +151,11 @@ func (p *Pipeline) shape(ctx context.Context, req *Request, a *Answer, resp *plu
 	if len(raw) == 0 && a.ResultText != "" {
 		blockPlans = []any{map[string]any{"type": "text", "markdown": a.ResultText}}
 	}
+	// A table of rows alone takes its columns in the order the tool wrote
+	// its result's keys.
+	order := blocks.NewKeyOrder(resp.Result)
 	for i, plan := range blockPlans {
-		vb, err := blocks.Validate(fill(plan, results))
+		vb, err := blocks.ValidateWith(fill(plan, results), order)
 		if err != nil {
 			p.failShape(a, fmt.Sprintf("block %d", i+1), err)
 			return
