@@ -11,6 +11,8 @@ import (
 	"context"
 	"errors"
 	"os"
+	"runtime"
+	"strconv"
 	"sync"
 	"time"
 
@@ -76,7 +78,7 @@ func New(cfg Config) *Service {
 		exe, _ = os.Executable()
 	}
 	s := &Service{db: cfg.DB, reg: cfg.Registry, observer: cfg.Observer, timeout: cfg.Timeout,
-		renderer: templates.NewRenderer(exe, 2, 2*time.Second, 1<<20)}
+		renderer: templates.NewRenderer(exe, max(2, runtime.GOMAXPROCS(0)), 2*time.Second, 1<<20)}
 	s.admit = admission.New(admission.Config{MaxCalls: cfg.MaxCalls, Wait: cfg.AdmissionWait, Limits: s.limits})
 	cfg.Registry.SetToolCalls(s.toolCall)
 	s.unwatch = cfg.DB.Watch(s.heard)
@@ -112,7 +114,7 @@ func (s *Service) Close() {
 // Pipeline is the call pipeline of a tenant: its warm groups, its ledger,
 // continuations and system log.
 func (s *Service) Pipeline(tenant int64) *pipeline.Pipeline {
-	return &pipeline.Pipeline{Runner: groupRunner{s.reg, tenant}, Renderer: s.renderer, Ledger: tenantLedger{s.db, tenant},
+	return &pipeline.Pipeline{Runner: groupRunner{s.reg, tenant}, Renderer: s.renderer.For(strconv.FormatInt(tenant, 10)), Ledger: tenantLedger{s.db, tenant},
 		Continuations: tenantContinuations{s.db, tenant}, Timeout: s.timeout, Observer: s.observerOf(tenant), Log: tenantLog{s.db, tenant},
 		Admission: tenantAdmission{s.admit, tenant}}
 }

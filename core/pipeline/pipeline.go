@@ -103,11 +103,19 @@ type Logger interface {
 	Log(ctx context.Context, session, kind, event string, data any) error
 }
 
+// TemplateRenderer renders a batch of templates with one data
+// (templates.Renderer and templates.TenantRenderer).
+type TemplateRenderer interface {
+	RenderMany(ctx context.Context, items []templates.Item, data map[string]any) ([]any, []error, error)
+}
+
 // Pipeline runs calls through the keys of spec 000 and 003.
 type Pipeline struct {
 	// Runner runs the implementations.
-	Runner        Runner
-	Renderer      *templates.Renderer
+	Runner Runner
+	// Renderer renders the call's templates (a templates.Renderer, or a
+	// tenant's turn of one); nil leaves them as they are written.
+	Renderer      TemplateRenderer
 	Ledger        Ledger
 	Continuations Continuations
 	// Timeout is the timeout of a tool without a timeout key, and of

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"toolhost/core/internal/fair"
 	"toolhost/plugins"
 	"toolhost/plugins/frame"
 )
@@ -101,22 +102,46 @@ func Serve(in io.Reader, out io.Writer) error {
 }
 
 // Renderer renders templates in worker processes, one render at a time
-// per worker, each bounded in time and output.
+// per worker, each bounded in time and output. Its workers are shared by
+// the tenants in turns (For): a tenant holds at most half of them at once
+// (one of two), and when they are all busy the next free one goes to the
+// next tenant in turn, so that one tenant's slow templates delay another
+// tenant's render by at most one render (issue 25: two workers served every
+// tenant first come, first served; one tenant's eight clients looping
+// templates to the deadline took another's templated call from 0.01 s to
+// 4-8 s). A render's CPU time is bounded by its deadline: the worker's Go
+// code runs on one thread (GOMAXPROCS=1) and is killed at the deadline.
 type Renderer struct {
 	exe     string
 	timeout time.Duration
 	maxOut  int
-	idle    chan *worker
-	slots   chan struct{}
+	sem     *fair.Sem
+
+	mu   sync.Mutex
+	idle []*worker
 }
 
 // NewRenderer makes a renderer that runs the toolhost binary exe as its
 // workers (at most n), with a time and an output limit per render.
 func NewRenderer(exe string, n int, timeout time.Duration, maxOut int) *Renderer {
-	if n < 1 {
-		n = 1
-	}
-	return &Renderer{exe: exe, timeout: timeout, maxOut: maxOut, idle: make(chan *worker, n), slots: make(chan struct{}, n)}
+	n = max(n, 1)
+	return &Renderer{exe: exe, timeout: timeout, maxOut: maxOut, sem: fair.New(n, max(1, n/2))}
+}
+
+// TenantRenderer is one tenant's use of a Renderer: its renders take turns
+// with the other tenants' (Renderer.For).
+type TenantRenderer struct {
+	r      *Renderer
+	tenant string
+}
+
+// For is the tenant's view of the renderer: its renders wait for a worker
+// in the tenant's turn.
+func (r *Renderer) For(tenant string) TenantRenderer { return TenantRenderer{r: r, tenant: tenant} }
+
+// RenderMany is Renderer.RenderMany in the tenant's turn.
+func (t TenantRenderer) RenderMany(ctx context.Context, items []Item, data map[string]any) ([]any, []error, error) {
+	return t.r.renderMany(ctx, t.tenant, items, data)
 }
 
 type worker struct {
@@ -191,25 +216,25 @@ func (r *Renderer) Render(ctx context.Context, src string, data map[string]any, 
 // a worker, within one deadline. err is set when the batch as a whole
 // failed (time, crash); errs holds each template's own error.
 func (r *Renderer) RenderMany(ctx context.Context, items []Item, data map[string]any) ([]any, []error, error) {
-	var w *worker
-	select {
-	case w = <-r.idle:
-	default:
-		select {
-		case w = <-r.idle:
-		case r.slots <- struct{}{}:
-			var err error
-			if w, err = r.start(); err != nil {
-				<-r.slots
-				return nil, nil, err
-			}
-		case <-ctx.Done():
-			return nil, nil, ctx.Err()
+	return r.renderMany(ctx, "", items, data)
+}
+
+// renderMany is RenderMany in tenant's turn.
+func (r *Renderer) renderMany(ctx context.Context, tenant string, items []Item, data map[string]any) ([]any, []error, error) {
+	release, err := r.sem.Acquire(ctx, tenant)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer release()
+	w := r.takeIdle()
+	if w == nil {
+		if w, err = r.start(); err != nil {
+			return nil, nil, err
 		}
 	}
 	var expired atomic.Bool
 	timer := time.AfterFunc(r.timeout, func() { expired.Store(true); w.cmd.Process.Kill() })
-	err := frame.Write(w.in, request{Items: items, Data: data, MaxOut: r.maxOut})
+	err = frame.Write(w.in, request{Items: items, Data: data, MaxOut: r.maxOut})
 	var answers []answer
 	if err == nil {
 		err = frame.Read(w.out, &answers)
@@ -220,7 +245,6 @@ func (r *Renderer) RenderMany(ctx context.Context, items []Item, data map[string
 	}
 	if err != nil {
 		w.kill()
-		<-r.slots
 		if expired.Load() {
 			return nil, nil, &Error{Msg: fmt.Sprintf("the template did not finish within %s (an endless loop?)", r.timeout)}
 		}
@@ -233,7 +257,9 @@ func (r *Renderer) RenderMany(ctx context.Context, items []Item, data map[string
 		}
 		return nil, nil, &Error{Msg: msg}
 	}
-	r.idle <- w
+	r.mu.Lock()
+	r.idle = append(r.idle, w)
+	r.mu.Unlock()
 	results := make([]any, len(items))
 	errs := make([]error, len(items))
 	for i, a := range answers {
@@ -245,16 +271,30 @@ func (r *Renderer) RenderMany(ctx context.Context, items []Item, data map[string
 	return results, errs, nil
 }
 
-// Close stops the workers.
+// takeIdle is an idle worker, or nil when none is (a slot of sem is held,
+// so the workers number at most its slots).
+func (r *Renderer) takeIdle() *worker {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n := len(r.idle); n > 0 {
+		w := r.idle[n-1]
+		r.idle = r.idle[:n-1]
+		return w
+	}
+	return nil
+}
+
+// Close stops the idle workers (a render under way stops its own when it
+// ends, as its worker is then put back idle: call Close once renders are
+// over).
 func (r *Renderer) Close() {
-	for {
-		select {
-		case w := <-r.idle:
-			w.in.Close()
-			w.kill()
-		default:
-			return
-		}
+	r.mu.Lock()
+	idle := r.idle
+	r.idle = nil
+	r.mu.Unlock()
+	for _, w := range idle {
+		w.in.Close()
+		w.kill()
 	}
 }
 
