@@ -4,7 +4,11 @@
 // then is refused), and the node's bound on calls running at once across
 // tenants, whose waiting calls are served round-robin by tenant, so that a
 // tenant with a thousand calls queued delays another tenant's call by at
-// most one of its own.
+// most one of its own. The node keeps a reserve of its slots (Reserve) for
+// the tenants under their fair share, so that one tenant's slow calls never
+// hold every slot: another tenant's call starts at once, without waiting
+// for one of them to end. A tenant's own bound on calls at once is never
+// more than the node's slots less that reserve (Controller.Concurrent).
 //
 // It is a leaf: it knows tenants by id and their limits through a function
 // it is given (the server reads them from storage's quotas), and it
@@ -143,6 +147,8 @@ type Controller struct {
 	// next is the index in ring of the tenant whose turn is next.
 	ring []*tenant
 	next int
+	// active is how many tenants have calls running or waiting.
+	active int
 }
 
 // tenant is one tenant's state.
@@ -207,12 +213,14 @@ func (c *Controller) Admit(ctx context.Context, id int64) (release func(), err e
 		return nil, c.delay(ctx, t, err.(*Refused))
 	}
 	if c.fits(t) {
-		c.grant(t)
+		c.grant(t, busy(t))
 		c.mu.Unlock()
 		return c.releaser(t), nil
 	}
 	w := &waiter{t: t, ready: make(chan struct{})}
+	was := busy(t)
 	t.queue = append(t.queue, w)
+	c.adjust(was, t)
 	if !t.inRing {
 		t.inRing = true
 		c.ring = append(c.ring, t)
@@ -376,21 +384,89 @@ func (c *Controller) take(t *tenant) error {
 	return &Refused{Reason: ReasonRate, Limit: l.Rate, RetryAfter: wait}
 }
 
-// tenantFits is whether t may run one more call (under mu).
-func tenantFits(t *tenant) bool {
-	return t.limits.Concurrent <= 0 || t.running < t.limits.Concurrent
+// Reserve is how many of the node's slots are kept for the tenants under
+// their fair share: an eighth of MaxCalls, at least 1 (none with fewer than
+// two slots, or no bound).
+func (c *Controller) Reserve() int {
+	if c.cfg.MaxCalls < 2 {
+		return 0
+	}
+	return max(1, c.cfg.MaxCalls/8)
+}
+
+// Concurrent is the bound on calls at once of a tenant whose quota allows
+// quota (0 or less: no quota): its quota, and never more than the node's
+// slots less the reserve, so that the node's bound is never below a
+// tenant's and one tenant cannot hold every slot (issue 25: with the
+// defaults, a tenant's 64 concurrent calls held all of a node's 32).
+func (c *Controller) Concurrent(quota int64) int64 {
+	if c.cfg.MaxCalls <= 0 {
+		return quota
+	}
+	node := int64(c.cfg.MaxCalls - c.Reserve())
+	if quota <= 0 || quota > node {
+		return node
+	}
+	return quota
+}
+
+// tenantFits is whether t may run one more call by its own bound (under
+// mu).
+func (c *Controller) tenantFits(t *tenant) bool {
+	l := c.Concurrent(t.limits.Concurrent)
+	return l <= 0 || t.running < l
+}
+
+// fairShare is the node's slots divided evenly by the tenants with calls
+// running or waiting, t among them (under mu).
+func (c *Controller) fairShare(t *tenant) int {
+	n := c.active
+	if !busy(t) {
+		n++
+	}
+	return c.cfg.MaxCalls / max(n, 1)
+}
+
+// nodeFits is whether the node has a slot for a call of t (under mu): a
+// free slot that leaves the reserve free, or one of the reserve while t
+// runs fewer calls than its fair share.
+func (c *Controller) nodeFits(t *tenant) bool {
+	if c.cfg.MaxCalls <= 0 {
+		return true
+	}
+	if c.running >= c.cfg.MaxCalls {
+		return false
+	}
+	return c.running < c.cfg.MaxCalls-c.Reserve() || int(t.running) < c.fairShare(t)
 }
 
 // fits is whether a call of t may run now (under mu): its tenant and the
-// node have a slot, and no call of t waits before it. No other tenant's
-// call waits for the node's slot while one is free (dispatch sees to it).
+// node have a slot, and no call of t waits before it. No call waits for a
+// slot that it may take (dispatch sees to it).
 func (c *Controller) fits(t *tenant) bool {
-	return len(t.queue) == 0 && tenantFits(t) && (c.cfg.MaxCalls <= 0 || c.running < c.cfg.MaxCalls)
+	return len(t.queue) == 0 && c.tenantFits(t) && c.nodeFits(t)
 }
 
-func (c *Controller) grant(t *tenant) {
+// busy is whether t has calls running or waiting (under mu).
+func busy(t *tenant) bool { return t.running > 0 || len(t.queue) > 0 }
+
+// adjust counts t among the active tenants or not, after a change of its
+// calls; was is whether it was busy before (under mu).
+func (c *Controller) adjust(was bool, t *tenant) {
+	switch now := busy(t); {
+	case now && !was:
+		c.active++
+	case was && !now:
+		c.active--
+	}
+}
+
+// grant gives t a slot; was is whether t was busy before the call granted
+// was counted (under mu).
+func (c *Controller) grant(t *tenant, was bool) {
 	t.running++
 	c.running++
+	c.adjust(was, t)
 }
 
 // releaser is the release of a call of t.
@@ -401,6 +477,7 @@ func (c *Controller) releaser(t *tenant) func() {
 			c.mu.Lock()
 			t.running--
 			c.running--
+			c.adjust(true, t)
 			c.dispatch()
 			c.mu.Unlock()
 		})
@@ -408,23 +485,17 @@ func (c *Controller) releaser(t *tenant) func() {
 }
 
 // dispatch admits waiting calls while the node has slots (under mu): the
-// tenants take turns, one call each, in the order of the ring; a tenant at
-// its own bound is passed over (it is its own limit that holds it back,
-// not the others).
+// tenants take turns, one call each, in the order of the ring, those under
+// their fair share first; a tenant at its own bound is passed over (it is
+// its own limit that holds it back, not the others), and so is one over
+// its fair share when only the reserve is left.
 func (c *Controller) dispatch() {
 	for c.cfg.MaxCalls <= 0 || c.running < c.cfg.MaxCalls {
-		n := len(c.ring)
-		if n == 0 {
-			return
+		i := c.nextFitting(true)
+		if i < 0 {
+			i = c.nextFitting(false)
 		}
-		i, found := c.next%n, false
-		for k := 0; k < n; k, i = k+1, (i+1)%n {
-			if tenantFits(c.ring[i]) {
-				found = true
-				break
-			}
-		}
-		if !found {
+		if i < 0 {
 			return
 		}
 		t := c.ring[i]
@@ -432,7 +503,7 @@ func (c *Controller) dispatch() {
 		t.queue[0] = nil
 		t.queue = t.queue[1:]
 		w.granted = true
-		c.grant(t)
+		c.grant(t, true)
 		close(w.ready)
 		if len(t.queue) == 0 {
 			c.leaveRing(i)
@@ -441,6 +512,24 @@ func (c *Controller) dispatch() {
 			c.next = i + 1
 		}
 	}
+}
+
+// nextFitting is the index in the ring of the next tenant in turn whose
+// call may run now, only among those under their fair share when under is
+// set; -1 when there is none (under mu).
+func (c *Controller) nextFitting(under bool) int {
+	n := len(c.ring)
+	for k, i := 0, c.next%max(n, 1); k < n; k, i = k+1, (i+1)%n {
+		t := c.ring[i]
+		if !c.tenantFits(t) || !c.nodeFits(t) {
+			continue
+		}
+		if under && c.cfg.MaxCalls > 0 && int(t.running) >= c.fairShare(t) {
+			continue
+		}
+		return i
+	}
+	return -1
 }
 
 // leaveRing takes the tenant at index i out of the ring (under mu).
@@ -457,12 +546,14 @@ func (c *Controller) leaveRing(i int) {
 // remove takes a waiter that gave up out of its tenant's queue (under mu).
 func (c *Controller) remove(w *waiter) {
 	t := w.t
+	was := busy(t)
 	for i, o := range t.queue {
 		if o == w {
 			t.queue = append(t.queue[:i], t.queue[i+1:]...)
 			break
 		}
 	}
+	c.adjust(was, t)
 	if len(t.queue) == 0 && t.inRing {
 		for i, o := range c.ring {
 			if o == t {
@@ -503,8 +594,8 @@ func (c *Controller) wait(ctx context.Context, w *waiter) (func(), error) {
 		el := time.Since(start)
 		var refused *Refused
 		switch {
-		case !tenantFits(w.t) && el >= c.cfg.Wait:
-			refused = &Refused{Reason: ReasonConcurrency, Limit: float64(w.t.limits.Concurrent), RetryAfter: c.cfg.Wait}
+		case !c.tenantFits(w.t) && el >= c.cfg.Wait:
+			refused = &Refused{Reason: ReasonConcurrency, Limit: float64(c.Concurrent(w.t.limits.Concurrent)), RetryAfter: c.cfg.Wait}
 		case el >= c.cfg.QueueWait:
 			refused = &Refused{Reason: ReasonBusy, Limit: float64(c.cfg.MaxCalls), RetryAfter: c.cfg.Wait}
 		}

@@ -486,3 +486,108 @@ func TestRefusalsPacedByTheFlood(t *testing.T) {
 		t.Errorf("%d calls admitted in about a second at 200 a second", a)
 	}
 }
+
+func TestConcurrentDerivedFromTheNode(t *testing.T) {
+	tests := []struct {
+		maxCalls int
+		quota    int64
+		want     int64
+	}{
+		{32, 64, 28}, // the defaults: the node's 32 less its reserve of 4
+		{32, 10, 10},
+		{32, 0, 28}, // no quota: the node's bound less the reserve
+		{8, 64, 7},
+		{2, 64, 1},
+		{1, 64, 1}, // one slot: no reserve
+		{0, 64, 64},
+		{-1, 0, 0},
+	}
+	for _, tc := range tests {
+		c := New(Config{MaxCalls: tc.maxCalls})
+		if got := c.Concurrent(tc.quota); got != tc.want {
+			t.Errorf("MaxCalls %d, quota %d: Concurrent %d, want %d", tc.maxCalls, tc.quota, got, tc.want)
+		}
+	}
+}
+
+// TestReserveForAnotherTenant: one tenant's calls, however many, leave the
+// node's reserve free, and another tenant's call takes a slot of it at
+// once (issue 25: with the defaults one tenant's slow cold starts held
+// every node slot, and a quiet tenant's calls waited seconds behind them).
+func TestReserveForAnotherTenant(t *testing.T) {
+	c := New(Config{MaxCalls: 8, Wait: 50 * time.Millisecond, QueueWait: time.Minute,
+		Limits: fixed(Limits{Concurrent: 64})})
+	ctx := context.Background()
+	var held []func()
+	defer func() {
+		for _, r := range held {
+			r()
+		}
+	}()
+	for i := 0; i < 7; i++ {
+		rel, err := c.Admit(ctx, 1)
+		if err != nil {
+			t.Fatalf("call %d of tenant 1: %v", i+1, err)
+		}
+		held = append(held, rel)
+	}
+	_, err := c.Admit(ctx, 1)
+	var r *Refused
+	if !errors.As(err, &r) || r.Reason != ReasonConcurrency || r.Limit != 7 {
+		t.Fatalf("tenant 1's 8th call: %v, want a concurrency refusal at 7 (the node's 8 less its reserve)", err)
+	}
+	short, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	rel, err := c.Admit(short, 2)
+	if err != nil {
+		t.Fatalf("tenant 2 waited beside tenant 1's seven calls: %v", err)
+	}
+	held = append(held, rel)
+}
+
+// TestUnderFairShareServedFirst: when every slot is taken, the next free
+// one goes to a tenant under its fair share, before a tenant over it whose
+// calls were queued first.
+func TestUnderFairShareServedFirst(t *testing.T) {
+	limits := func(_ context.Context, id int64) (Limits, error) {
+		if id == 1 {
+			return Limits{Concurrent: 4}, nil
+		}
+		return Limits{}, nil
+	}
+	c := New(Config{MaxCalls: 8, QueueWait: time.Minute, Limits: limits})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var one, three []func()
+	for i := 0; i < 4; i++ {
+		rel, err := c.Admit(ctx, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		one = append(one, rel)
+	}
+	// Tenant 3 takes the rest: three slots outside the reserve, and the
+	// last one while it runs fewer than its fair share (8 / 2 tenants).
+	for i := 0; i < 4; i++ {
+		rel, err := c.Admit(ctx, 3)
+		if err != nil {
+			t.Fatalf("tenant 3's call %d: %v", i+1, err)
+		}
+		three = append(three, rel)
+	}
+	defer func() {
+		for _, r := range append(one, three...) {
+			r()
+		}
+	}()
+	granted := make(chan grant, 16)
+	queue(t, ctx, c, 3, 3, granted)
+	queue(t, ctx, c, 2, 1, granted)
+	one[0]()
+	one = one[1:]
+	g := <-granted
+	defer g.release()
+	if g.tenant != 2 {
+		t.Fatalf("the freed slot went to tenant %d (over its fair share, queued first), want tenant 2 (none running)", g.tenant)
+	}
+}

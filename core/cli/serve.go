@@ -56,7 +56,7 @@ func runServe(env *Env, args []string) int {
 	grace := fs.Duration("shutdown-grace", 30*time.Second, "on SIGTERM or SIGINT, how long the calls in flight may take to finish; the ones still running then answer 503 with error kind unavailable")
 	maxUploads := fs.Int("max-uploads", api.DefaultMaxUploads, "request bodies over 64 KiB one tenant may have in transfer at once (429 past it; smaller ones are bounded by --body-min-rate alone)")
 	quotaVals := addQuotaFlags(fs, "quota-", serveQuotaDefaults)
-	maxCalls := fs.Int("max-calls", 0, "tool calls running at once on this node across tenants; the calls past it wait, served round-robin by tenant (0: --max-warm × --workers, at least 4 per CPU; -1: no bound)")
+	maxCalls := fs.Int("max-calls", 0, "tool calls running at once on this node across tenants; the calls past it wait, served round-robin by tenant; an eighth is kept for tenants under their fair share, and a tenant runs at most the rest (0: --max-warm × --workers, at least 4 per CPU; -1: no bound)")
 	callWait := fs.Duration("concurrency-wait", admission.DefaultWait, "how long a call past its tenant's concurrent calls waits for a slot before it answers 429")
 	var loads multiFlag
 	fs.Var(&loads, "load", "import the groups under `DIR` (with their files) for tenant \"default\" and print its token; repeatable")
@@ -196,9 +196,9 @@ func runServe(env *Env, args []string) int {
 // warm groups' workers can run at once (--max-warm × --workers, 128 with
 // their defaults), so that the bound changes nothing until tool code would
 // compete for the CPU anyway, and at least 4 per CPU, so that a big
-// machine's cores all serve. It is above one tenant's default concurrent
-// calls (64): a tenant at its bound leaves room to the others. -1 (or
-// less) is no bound.
+// machine's cores all serve. A tenant's concurrent calls are bounded by it
+// too: never more than it less its reserve (admission.Controller's
+// Concurrent), whatever the tenant's quota. -1 (or less) is no bound.
 func defaultMaxCalls(flag, maxWarm, workers int) int {
 	switch {
 	case flag < 0:
