@@ -11,10 +11,17 @@ import (
 )
 
 // Warm keeps groups' plugin processes running between calls: a group is
-// opened on first use, shared by concurrent callers, stopped after it has
-// been idle for a while, and, when more groups than the cap are warm, an
-// idle one is stopped (see evictLocked for which: each owner, a tenant,
-// keeps its share of the cap).
+// opened on first use, shared by concurrent callers, and stopped after it
+// has been idle for a while.
+//
+// The cap is a real bound on the groups whose processes run: those
+// starting, serving, idle, and those stopping (retired or evicted, until
+// their processes are gone). A new group that finds the cap reached stops
+// an idle one (see Evict for which: each owner, a tenant, keeps its share
+// of the cap), or, when every group is busy, waits until one is idle or
+// stopped (issue 25: busy groups were never evicted and new ones opened
+// past the cap: 47 warm under a cap of 32). The callers waiting for room
+// take it in order of need: the owner furthest below its share first.
 type Warm struct {
 	max  int
 	idle time.Duration
@@ -23,8 +30,23 @@ type Warm struct {
 
 	mu     sync.Mutex
 	groups map[string]*warmEntry
-	stop   chan struct{}
-	done   chan struct{}
+	// stopping is the groups out of the map whose processes still run:
+	// retired ones with calls in flight, and those being closed.
+	stopping int
+	// changed is closed, and replaced, whenever room may have come: a
+	// group idle, stopped or failed to open, or a waiter gone.
+	changed chan struct{}
+	// waiters are the new groups waiting for room.
+	waiters map[*warmWaiter]struct{}
+	seq     uint64
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+// warmWaiter is a new group waiting for room under the cap.
+type warmWaiter struct {
+	owner string
+	seq   uint64 // arrival order
 }
 
 type warmEntry struct {
@@ -58,7 +80,8 @@ func NewWarm(max int, idle time.Duration, opts ...WarmOption) *Warm {
 	if max < 1 {
 		max = 1
 	}
-	w := &Warm{max: max, idle: idle, groups: map[string]*warmEntry{}, stop: make(chan struct{}), done: make(chan struct{})}
+	w := &Warm{max: max, idle: idle, groups: map[string]*warmEntry{}, changed: make(chan struct{}),
+		waiters: map[*warmWaiter]struct{}{}, stop: make(chan struct{}), done: make(chan struct{})}
 	for _, o := range opts {
 		o(w)
 	}
@@ -73,10 +96,18 @@ func NewWarm(max int, idle time.Duration, opts ...WarmOption) *Warm {
 // opts when none is running, on behalf of owner (the tenant whose share
 // of the cap it counts in; one key has one owner). key must change
 // whenever the definition or its files change (a hash of both is a good
-// key). Call release when the call is done.
+// key). A new group waits for room under the cap (at most until ctx
+// ends). Call release when the call is done.
 func (w *Warm) Acquire(ctx context.Context, owner, key string, def *definition.Group, root string, opts Options) (g *Group, release func(), err error) {
 	w.mu.Lock()
 	e, ok := w.groups[key]
+	if !ok {
+		if err := w.roomLocked(ctx, owner, key); err != nil {
+			w.mu.Unlock()
+			return nil, nil, err
+		}
+		e, ok = w.groups[key] // another caller may have opened it meanwhile
+	}
 	if !ok {
 		e = &warmEntry{key: key, owner: owner, ready: make(chan struct{})}
 		w.groups[key] = e
@@ -89,13 +120,14 @@ func (w *Warm) Acquire(ctx context.Context, owner, key string, def *definition.G
 		w.mu.Lock()
 		if e.err != nil {
 			delete(w.groups, key)
+			w.signalLocked()
 		} else if e.forgotten {
 			// Forgotten while it opened: it serves the calls waiting on it,
 			// then closes.
 			delete(w.groups, key)
 			e.retired = true
+			w.stopping++
 		}
-		w.evictLocked()
 	} else {
 		e.refs++
 	}
@@ -132,12 +164,101 @@ func (w *Warm) release(e *warmEntry) {
 	w.mu.Lock()
 	e.refs--
 	e.lastUsed = time.Now()
-	closeNow := e.retired && e.refs == 0 && e.g != nil
-	w.evictLocked()
-	w.mu.Unlock()
-	if closeNow {
-		go e.g.Close()
+	if e.retired && e.refs == 0 && e.g != nil {
+		go w.closeStopping(e)
+	} else if e.refs == 0 && len(w.waiters) > 0 {
+		w.signalLocked() // an idle group: room for a waiter, by evicting it
 	}
+	w.mu.Unlock()
+}
+
+// roomLocked waits until a new group of owner fits under the cap, or
+// until key is open after all, stopping an idle group to make room when
+// the cap is reached (under mu, which it releases while it waits).
+func (w *Warm) roomLocked(ctx context.Context, owner, key string) error {
+	me := &warmWaiter{owner: owner, seq: w.seq}
+	w.seq++
+	w.waiters[me] = struct{}{}
+	defer func() {
+		delete(w.waiters, me)
+		w.signalLocked() // the next waiter's turn
+	}()
+	for {
+		if _, ok := w.groups[key]; ok {
+			return nil
+		}
+		if w.firstLocked(me) {
+			if len(w.groups)+w.stopping < w.max {
+				return nil
+			}
+			w.evictLocked(owner)
+		}
+		changed := w.changed
+		w.mu.Unlock()
+		select {
+		case <-changed:
+			w.mu.Lock()
+		case <-ctx.Done():
+			w.mu.Lock()
+			return fmt.Errorf("the call ended while the group waited for one of the node's %d warm groups (--max-warm): %w", w.max, context.Cause(ctx))
+		}
+	}
+}
+
+// firstLocked is whether me is the waiter whose turn it is: one of the
+// owner furthest below its share of the cap (the groups it has warm less
+// its share), the earliest among equals (under mu).
+func (w *Warm) firstLocked(me *warmWaiter) bool {
+	if len(w.waiters) == 1 {
+		return true
+	}
+	// The shares are those of the owners warm and waiting, each waiting
+	// owner as if it had its next group.
+	counts := w.countsLocked()
+	demand := make(map[string]int, len(counts)+1)
+	for k, v := range counts {
+		demand[k] = v
+	}
+	for o := range w.waiters {
+		if demand[o.owner] == counts[o.owner] {
+			demand[o.owner]++
+		}
+	}
+	shares := Shares(w.max, demand, w.guarantee)
+	need := func(owner string) int { return counts[owner] - shares[owner] }
+	mine := need(me.owner)
+	for o := range w.waiters {
+		if n := need(o.owner); n < mine || n == mine && o.seq < me.seq {
+			return false
+		}
+	}
+	return true
+}
+
+// signalLocked wakes the waiters for room (under mu).
+func (w *Warm) signalLocked() {
+	close(w.changed)
+	w.changed = make(chan struct{})
+}
+
+// stopLocked takes an open, idle entry out of the map and closes it; its
+// processes count against the cap until they are gone (under mu).
+func (w *Warm) stopLocked(e *warmEntry) {
+	if w.groups[e.key] == e {
+		delete(w.groups, e.key)
+	}
+	w.stopping++
+	go w.closeStopping(e)
+}
+
+// closeStopping closes a group counted in stopping, and makes its room
+// known.
+func (w *Warm) closeStopping(e *warmEntry) {
+	e.g.Close()
+	w.mu.Lock()
+	w.stopping--
+	w.signalLocked()
+	w.mu.Unlock()
 }
 
 // Venvs is the set of virtual environments that open groups run in.
@@ -173,18 +294,17 @@ func (e *warmEntry) opened() *Group {
 // call gets it) and closed when its last call ends.
 func (w *Warm) Forget(key string) {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	e, ok := w.groups[key]
-	idle := ok && e.refs == 0
 	switch {
+	case ok && e.opened() != nil && e.refs == 0:
+		w.stopLocked(e)
 	case ok && e.opened() != nil:
 		delete(w.groups, key)
-		e.retired = !idle
+		e.retired = true // closed when its last call ends
+		w.stopping++
 	case ok:
 		e.forgotten = true // closed once opened and its calls are done
-	}
-	w.mu.Unlock()
-	if idle && e.opened() != nil {
-		go e.g.Close()
 	}
 }
 
@@ -205,11 +325,20 @@ func (w *Warm) WorkerProcesses() int {
 	return n
 }
 
-// Len is how many groups are warm.
+// Len is how many groups are warm (starting, serving or idle; those
+// stopping are not counted: Live counts them too).
 func (w *Warm) Len() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return len(w.groups)
+}
+
+// Live is how many groups have processes running: the warm ones and those
+// stopping. It is never more than the cap.
+func (w *Warm) Live() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.groups) + w.stopping
 }
 
 // Owners is how many groups each owner has warm (those starting
@@ -240,22 +369,19 @@ func (w *Warm) countsLocked() map[string]int {
 	return counts
 }
 
-// evictLocked stops idle groups while more than the cap are warm, chosen
-// by Evict.
-func (w *Warm) evictLocked() {
-	if len(w.groups) <= w.max {
-		return
-	}
-	slots := make([]Slot, 0, len(w.groups))
+// evictLocked makes room for a new group of owner when the cap is
+// reached: it stops the idle groups that Evict chooses with that group
+// counted in (busy). Their room comes once their processes are gone.
+func (w *Warm) evictLocked(owner string) {
+	slots := make([]Slot, 0, len(w.groups)+1)
 	entries := make([]*warmEntry, 0, len(w.groups))
 	for _, e := range w.groups {
-		slots = append(slots, Slot{Owner: e.owner, Idle: e.refs == 0 && e.g != nil, LastUsed: e.lastUsed})
+		slots = append(slots, Slot{Owner: e.owner, Idle: e.refs == 0 && e.opened() != nil, LastUsed: e.lastUsed})
 		entries = append(entries, e)
 	}
-	for _, i := range Evict(w.max, slots, w.guarantee) {
-		e := entries[i]
-		delete(w.groups, e.key)
-		go e.g.Close()
+	slots = append(slots, Slot{Owner: owner})
+	for _, i := range Evict(w.max-w.stopping, slots, w.guarantee) {
+		w.stopLocked(entries[i])
 	}
 }
 
@@ -388,10 +514,9 @@ func (w *Warm) janitor() {
 			return
 		case now := <-t.C:
 			w.mu.Lock()
-			for k, e := range w.groups {
-				if e.refs == 0 && e.g != nil && now.Sub(e.lastUsed) > w.idle {
-					delete(w.groups, k)
-					go e.g.Close()
+			for _, e := range w.groups {
+				if e.refs == 0 && e.opened() != nil && now.Sub(e.lastUsed) > w.idle {
+					w.stopLocked(e)
 				}
 			}
 			w.mu.Unlock()

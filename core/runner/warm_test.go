@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -218,5 +219,94 @@ func TestWarmKeepsAnotherOwnersShare(t *testing.T) {
 	}
 	if s := w.Share("b"); s != 1 {
 		t.Errorf("b's share is %d, want 1", s)
+	}
+}
+
+// TestWarmCapIsABound: with a cap of 2 and both groups busy, a third group
+// waits instead of opening past the cap (issue 25: busy groups were never
+// evicted, and 47 groups ran under a cap of 32); a waiter whose call ends
+// gets a clear error; when room comes, it goes to the owner furthest below
+// its share, before another owner's earlier waiter.
+func TestWarmCapIsABound(t *testing.T) {
+	w := NewWarm(2, time.Hour)
+	defer w.Close()
+	def := loadDef(t, hostileYAML)
+	root := filepath.Dir(hostileYAML)
+	opts := Options{Executable: toolhostBin, Sandbox: sandbox(t, "allow")}
+	ctx := context.Background()
+	hold := func(owner, key string) (*Group, func()) {
+		g, release, err := w.Acquire(ctx, owner, key, def, root, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g, release
+	}
+	g1, r1 := hold("a", "a1")
+	_, r2 := hold("a", "a2")
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if _, _, err := w.Acquire(short, "a", "a3", def, root, opts); err == nil || !strings.Contains(err.Error(), "--max-warm") {
+		t.Fatalf("a third group beside two busy ones under a cap of 2: %v, want it to wait and fail with its reason", err)
+	}
+	if n := w.Live(); n != 2 {
+		t.Fatalf("%d groups live, want 2", n)
+	}
+	type got struct {
+		key     string
+		release func()
+	}
+	acquired := make(chan got, 2)
+	waiter := func(owner, key string) {
+		go func() {
+			_, rel, err := w.Acquire(ctx, owner, key, def, root, opts)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			acquired <- got{key, rel}
+		}()
+		waitFor(t, func() bool {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			for o := range w.waiters {
+				if o.owner == owner {
+					return true
+				}
+			}
+			return false
+		}, owner+"'s group to wait for room")
+	}
+	waiter("a", "a3")
+	waiter("b", "b1")
+	r1() // a1 is idle now: it makes room for b, under its share
+	var first got
+	select {
+	case first = <-acquired:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no waiter got the room of the idle group")
+	}
+	if first.key != "b1" {
+		t.Fatalf("the room went to %s, want b1 (b has nothing warm; a has its share)", first.key)
+	}
+	if alive(g1.PluginPID()) {
+		t.Error("the evicted group's plugin process still runs beside its successor")
+	}
+	if n := w.Live(); n > 2 {
+		t.Errorf("%d groups live under a cap of 2", n)
+	}
+	select {
+	case g := <-acquired:
+		t.Fatalf("%s opened while both groups are busy", g.key)
+	case <-time.After(200 * time.Millisecond):
+	}
+	r2() // a2 idle: a's own group makes room for a3
+	second := <-acquired
+	if second.key != "a3" {
+		t.Fatalf("then %s, want a3", second.key)
+	}
+	first.release()
+	second.release()
+	if n := w.Live(); n > 2 {
+		t.Errorf("%d groups live under a cap of 2", n)
 	}
 }
