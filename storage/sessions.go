@@ -77,9 +77,9 @@ type Session struct {
 	Closed     bool           `json:"closed"`
 	CreatedAt  string         `json:"created_at"`
 	FinishedAt string         `json:"finished_at,omitempty"`
-	// AllowedTags, when set, limits the session's tools to those with one
-	// of these tags.
-	AllowedTags []string `json:"allowed_tool_tags,omitempty"`
+	// AllowedTags, when not nil, limits the session's tools to those with
+	// one of these tags; empty, it allows none (null is no whitelist).
+	AllowedTags []string `json:"allowed_tool_tags"`
 }
 
 // SaveSession creates or updates a session of a tenant.

@@ -100,7 +100,8 @@ func (s *Server) sessionCall(w http.ResponseWriter, r *http.Request, sess *stora
 	if err != nil {
 		return err
 	}
-	res, err := eng.Call(r.Context(), sess, req.Tool, req.Arguments)
+	res, err := eng.CallWith(r.Context(), sess, req.Tool, req.Arguments, session.CallOptions{Group: req.Group,
+		IdempotencyKey: req.IdempotencyKey, NoWait: req.NoWait, AllowedTags: req.AllowedTags})
 	if err != nil {
 		return err
 	}

@@ -200,7 +200,7 @@ func runCall(env *Env, args []string) int {
 	fs := newFlags(env, "call")
 	rf := addRunFlags(fs)
 	key := fs.String("idempotency-key", "", "an idempotency `KEY` for the call (tools with idempotency only)")
-	tags := fs.String("allowed-tool-tags", "", "comma-separated `TAGS`: refuse the tool (and its fallback) unless it has one")
+	tags := fs.String("allowed-tool-tags", "", "comma-separated `TAGS`: refuse the tool (and its fallback) unless it has one (given empty, every tool is refused)")
 	pos, code, ok := parse(fs, args)
 	if !ok {
 		return code
@@ -244,10 +244,19 @@ func runCall(env *Env, args []string) int {
 		}
 		result, ok = runner.NewResult(resp), resp.OK
 	} else {
+		// Given, even empty, the flag is a whitelist: --allowed-tool-tags=
+		// allows no tool (spec 003); not given, there is none.
 		var allowed []string
-		if *tags != "" {
-			allowed = strings.Split(*tags, ",")
-		}
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "allowed-tool-tags" {
+				allowed = []string{}
+				for _, t := range strings.Split(*tags, ",") {
+					if t = strings.TrimSpace(t); t != "" {
+						allowed = append(allowed, t)
+					}
+				}
+			}
+		})
 		a, err := p.Run(context.Background(), &pipeline.Request{Door: pipeline.DoorCLI, Group: target.group, Tool: target.tool, Args: target.args,
 			IdempotencyKey: *key, AllowedTags: allowed})
 		if err != nil {

@@ -43,7 +43,10 @@ func (c *Console) playground(w http.ResponseWriter, r *http.Request, action stri
 		Arguments                              json.RawMessage
 		Variables                              map[string]any
 	}
+	// A key the Playground does not take (an idempotency_key, say) is
+	// refused, never dropped.
 	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
 		return jsonError(w, http.StatusBadRequest, "the request is not the JSON the page sends: "+err.Error())
 	}
@@ -69,6 +72,10 @@ func (c *Console) playground(w http.ResponseWriter, r *http.Request, action stri
 			return jsonError(w, http.StatusConflict, err.Error())
 		}
 		sess, skills, err := eng.StartWith(ctx, req.Variables, nil)
+		var se *session.StartError
+		if errors.As(err, &se) {
+			return jsonError(w, se.Status, se.Message)
+		}
 		if err != nil {
 			return jsonError(w, http.StatusConflict, err.Error())
 		}
@@ -82,7 +89,7 @@ func (c *Console) playground(w http.ResponseWriter, r *http.Request, action stri
 			ctx := r.Context()
 			e := *eng
 			e.Door = pipeline.DoorConsole
-			return e.Call(ctx, s, req.Tool, req.Arguments)
+			return e.CallWith(ctx, s, req.Tool, req.Arguments, session.CallOptions{Group: req.Group})
 		})
 	case "state":
 		return c.inSession(w, r, req.Session, func(r *http.Request, eng *session.Engine, s *storage.Session) (any, error) {

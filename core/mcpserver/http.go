@@ -198,7 +198,7 @@ func (h *Handler) ServeTenant(w http.ResponseWriter, r *http.Request, tenant int
 			}
 			opts.Vars = vars
 			opts.SessionID = session.NewID()
-			cat = h.agentCatalog(tenant, name, opts.SessionID, splitTags(q.Get("allowed_tool_tags")))
+			cat = h.agentCatalog(tenant, name, opts.SessionID, queryTags(q))
 		}
 	default:
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no MCP endpoint %s: MCP is served at /mcp and /mcp/agents/AGENT", path))
@@ -386,9 +386,20 @@ func checkBatch(w http.ResponseWriter, r *http.Request) (int, string) {
 	return 0, ""
 }
 
-// splitTags reads a comma-separated list.
+// queryTags reads the query's allowed_tool_tags, a comma-separated list:
+// nil (no whitelist) when the parameter is absent, and an empty whitelist,
+// which allows no tool, when it is present and lists none
+// (?allowed_tool_tags=).
+func queryTags(q url.Values) []string {
+	if !q.Has("allowed_tool_tags") {
+		return nil
+	}
+	return splitTags(q.Get("allowed_tool_tags"))
+}
+
+// splitTags reads a comma-separated list (never nil).
 func splitTags(s string) []string {
-	var out []string
+	out := []string{}
 	for _, t := range strings.Split(s, ",") {
 		if t = strings.TrimSpace(t); t != "" {
 			out = append(out, t)

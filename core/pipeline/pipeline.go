@@ -158,8 +158,9 @@ type Request struct {
 	// NoWait answers ErrInProgress instead of waiting for a concurrent
 	// duplicate.
 	NoWait bool
-	// AllowedTags, when not empty, refuses tools (and fallbacks) whose tags
-	// meet none of them.
+	// AllowedTags, when not nil, refuses tools (and fallbacks) whose tags
+	// meet none of them: an empty list refuses every tool (spec 003), nil
+	// is no whitelist.
 	AllowedTags []string
 	// Runner, when set, runs this call instead of the pipeline's Runner.
 	Runner Runner

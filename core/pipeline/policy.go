@@ -26,6 +26,9 @@ func (e *TagError) RefusalReason() string { return "tags" }
 
 // Error implements error.
 func (e *TagError) Error() string {
+	if len(e.Allowed) == 0 {
+		return fmt.Sprintf("tool %q (tags: %s) is not allowed here: allowed_tool_tags is empty, which allows no tool (send null or leave it out for no whitelist)", e.Tool, orNone(e.Tags))
+	}
 	return fmt.Sprintf("tool %q (tags: %s) is not allowed here: allowed_tool_tags are %s", e.Tool, orNone(e.Tags), strings.Join(e.Allowed, ", "))
 }
 
@@ -36,8 +39,11 @@ func orNone(tags []string) string {
 	return strings.Join(tags, ", ")
 }
 
+// allowed reports whether t meets the whitelist tags: nil is no whitelist
+// (every tool), and an empty one meets no tool's tags (spec 003: the
+// whitelist intersects the tool's tags).
 func allowed(t *definition.Tool, tags []string) bool {
-	if len(tags) == 0 {
+	if tags == nil {
 		return true
 	}
 	for _, a := range tags {

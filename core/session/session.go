@@ -119,7 +119,10 @@ func NewID() string {
 
 // Start creates a session with the given variables in the agent's initial
 // state, and runs every session_init_call skill of the attached groups in
-// order; a failing skill is reported and logged, and the others still run.
+// order. A start whose variables lack an init skill's input that does not
+// allow None is refused before anything runs; a failing skill is logged,
+// the others still run, and then the session is closed and the start is a
+// *StartError naming every failure.
 func (e *Engine) Start(ctx context.Context, vars map[string]any) (*storage.Session, []SkillOutcome, error) {
 	return e.StartWith(ctx, vars, nil)
 }
@@ -139,6 +142,9 @@ func (e *Engine) StartAs(ctx context.Context, id string, vars map[string]any, al
 	if vars == nil {
 		vars = map[string]any{}
 	}
+	if err := e.checkVariables(vars); err != nil {
+		return nil, nil, err
+	}
 	s := &storage.Session{ID: id, Agent: e.Agent.Name, State: init.Name, Variables: vars, AllowedTags: allowedTags,
 		CreatedAt: time.Now().UTC().Format(time.RFC3339Nano)}
 	if err := e.Store.SaveSession(ctx, s); err != nil {
@@ -146,7 +152,10 @@ func (e *Engine) StartAs(ctx context.Context, id string, vars map[string]any, al
 	}
 	e.log(ctx, s, "system", "session_start", map[string]any{"agent": e.Agent.Name, "state": s.State, "variables": s.Variables})
 	outcomes := e.runSkills(ctx, s, false)
-	return s, outcomes, e.Store.SaveSession(ctx, s)
+	if err := e.Store.SaveSession(ctx, s); err != nil {
+		return s, outcomes, err
+	}
+	return s, outcomes, e.initFailed(ctx, s, outcomes)
 }
 
 func (e *Engine) log(ctx context.Context, s *storage.Session, kind, event string, data any) {
@@ -191,10 +200,13 @@ func (e *Engine) runSkill(ctx context.Context, s *storage.Session, g *definition
 		e.log(ctx, s, "system", "skill_call", logData)
 	}()
 	// Inputs come from the session's variables, checked against their dtype.
+	// An input whose dtype allows None, without its variable, is None.
 	inputs := map[string]any{}
 	for _, in := range sk.Inputs {
 		if v, ok := s.Variables[in.Name]; ok {
 			inputs[in.Name] = v
+		} else if in.DType != nil && in.DType.Nullable() {
+			inputs[in.Name] = nil
 		}
 	}
 	raw, _ := json.Marshal(inputs)
@@ -234,15 +246,33 @@ func (e *Engine) runSkill(ctx context.Context, s *storage.Session, g *definition
 }
 
 // available resolves a name (object_name or name) among the tools of the
-// session's state: a built-in, or a tool of an attached group.
-func (e *Engine) available(s *storage.Session, name string) (*definition.Group, *definition.Tool, error) {
+// session's state: a built-in, or a tool of an attached group (of the
+// attached group named group only, when it is not "").
+func (e *Engine) available(s *storage.Session, name, group string) (*definition.Group, *definition.Tool, error) {
 	state := e.Agent.State(s.State)
 	if state == nil {
 		return nil, nil, &ToolError{Status: 409, Message: fmt.Sprintf("the session is in state %q, which the agent no longer has", s.State)}
 	}
+	var only *definition.Group
+	if group != "" {
+		attached := make([]string, len(e.Groups))
+		for i, g := range e.Groups {
+			attached[i] = g.Name
+			if g.Name == group {
+				only = g
+			}
+		}
+		if only == nil {
+			return nil, nil, &ToolError{Status: 422, Title: "Unknown group", Message: fmt.Sprintf("agent %q has no group %q%s (its groups: %s)",
+				e.Agent.Name, group, suggest.DidYouMean(group, attached), strings.Join(attached, ", "))}
+		}
+	}
 	var names, candidates []string
 	for _, ref := range state.Tools {
 		g, t := e.Resolve(ref.Name)
+		if only != nil {
+			g, t = only, only.Tool(ref.Name)
+		}
 		if t == nil {
 			continue
 		}
@@ -251,6 +281,10 @@ func (e *Engine) available(s *storage.Session, name string) (*definition.Group, 
 		if t.ObjectName == name || t.Name == name {
 			return g, t, nil
 		}
+	}
+	if only != nil {
+		return nil, nil, &ToolError{Status: 422, Message: fmt.Sprintf("no tool %q of group %q in state %q%s (available there: %s)", name, group, s.State,
+			suggest.DidYouMean(name, candidates), strings.Join(names, ", "))}
 	}
 	// Known elsewhere: not available in this state.
 	for _, st := range e.Agent.States {
@@ -311,18 +345,65 @@ func (e *Engine) Resolve(objectName string) (*definition.Group, *definition.Tool
 // run here, through the session's own runner. A refused call is logged
 // with its reason.
 func (e *Engine) Call(ctx context.Context, s *storage.Session, name string, args json.RawMessage) (*pipeline.Answer, error) {
+	return e.CallWith(ctx, s, name, args, CallOptions{})
+}
+
+// CallOptions are the keys of a session call beside its tool and
+// arguments, as /v1/calls takes them.
+type CallOptions struct {
+	// Group, when set, looks the tool up in that attached group only.
+	Group string
+	// IdempotencyKey is an explicit key (the tenant's ledger, as
+	// /v1/calls's: a key reused with other arguments is refused).
+	IdempotencyKey string
+	// NoWait refuses a duplicate of a call still running instead of
+	// waiting for it.
+	NoWait bool
+	// AllowedTags, when not nil, is the call's whitelist of tags. It
+	// narrows the session's: the tags in effect are those in both (see
+	// NarrowTags); an empty list allows no tool.
+	AllowedTags []string
+}
+
+// NarrowTags is the whitelist in effect when a call's allowed_tool_tags
+// (call) meet a session's (session): nil (no whitelist) when both are nil,
+// the one given when only one is, else the tags in both, in the call's
+// order (empty when they share none, which refuses every tool).
+func NarrowTags(session, call []string) []string {
+	switch {
+	case call == nil:
+		return session
+	case session == nil:
+		return call
+	}
+	out := []string{}
+	for _, t := range call {
+		for _, u := range session {
+			if t == u {
+				out = append(out, t)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// CallWith is Call with the call's own keys: its group, idempotency key,
+// no_wait and allowed_tool_tags.
+func (e *Engine) CallWith(ctx context.Context, s *storage.Session, name string, args json.RawMessage, opts CallOptions) (*pipeline.Answer, error) {
 	if s.Closed {
 		e.Pipeline.Refused(ctx, e.door(), s.ID, name, &ToolError{Status: 409, Message: ErrClosed.Error()})
 		return nil, ErrClosed
 	}
-	g, t, err := e.available(s, name)
+	g, t, err := e.available(s, name, opts.Group)
 	if err != nil {
 		e.Pipeline.Refused(ctx, e.door(), s.ID, name, err)
 		return nil, err
 	}
 	run := &sessionRunner{e: e, s: s}
 	a, err := e.Pipeline.Run(ctx, &pipeline.Request{Door: e.door(), Group: g, Tool: t, Args: args, Session: s.ID,
-		Context: e.callContext(s), AllowedTags: s.AllowedTags, Runner: run})
+		Context: e.callContext(s), AllowedTags: NarrowTags(s.AllowedTags, opts.AllowedTags), Runner: run,
+		IdempotencyKey: opts.IdempotencyKey, NoWait: opts.NoWait})
 	if err != nil {
 		var ae *pipeline.ArgumentsError
 		var te *pipeline.TagError
