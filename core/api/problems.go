@@ -90,6 +90,7 @@ func problemFor(err error) (p *Problem, ok bool) {
 		ae *pipeline.ArgumentsError
 		te *pipeline.TagError
 		st *session.ToolError
+		se *session.StartError
 		ag *calls.AgentError
 		be *calls.BuiltinError
 		qe *storage.QuotaError
@@ -113,6 +114,19 @@ func problemFor(err error) (p *Problem, ok bool) {
 		return newProblem(http.StatusGone, "Continuation gone", err.Error(), nil), true
 	case errors.As(err, &ar):
 		return admissionProblem(ar), true
+
+	// A session start refused (missing variables) or failed (an init
+	// skill): the variables, or the closed session and its skills.
+	case errors.As(err, &se):
+		extra := map[string]any{}
+		if se.Missing != nil {
+			extra["missing"] = se.Missing
+		}
+		if se.Session != nil {
+			extra["session"] = se.Session
+			extra["skills"] = se.Skills
+		}
+		return newProblem(se.Status, se.Title, se.Message, extra), true
 
 	// A tool that cannot be used: 409 for a group that is not Ready, 422
 	// for an unknown name or a skill.
@@ -176,6 +190,12 @@ func problemFor(err error) (p *Problem, ok bool) {
 		return newProblem(http.StatusNotFound, "Not Found", err.Error(), nil), true
 	case errors.Is(err, storage.ErrNoFTS5):
 		return newProblem(http.StatusNotImplemented, "Knowledge search unavailable", err.Error(), nil), true
+	case storage.Full(err):
+		return newProblem(http.StatusInsufficientStorage, "Insufficient Storage",
+			"the server's disk is full: nothing was stored; free space (DELETE still works) or try again later", nil), true
+	case storage.Unavailable(err):
+		return newProblem(http.StatusServiceUnavailable, "Store unavailable",
+			"the server cannot reach its database; nothing was changed; try again", nil).withHeader("Retry-After", "2"), true
 	}
 	return internalProblem, false
 }

@@ -138,9 +138,10 @@ func (c *SessionCatalog) engine(ctx context.Context) (*session.Engine, error) {
 }
 
 // Start implements Catalog: the session starts in the agent's initial
-// state and its init skills run (a failing skill is logged, and the
-// session still starts, as through the API); the instructions are the
-// agent's, with __NAME__ filled from the variables.
+// state and its init skills run; the instructions are the agent's, with
+// __NAME__ filled from the variables. A start refused for missing
+// variables, or failed by an init skill (the session is then closed), is a
+// *session.StartError, as through the API.
 func (c *SessionCatalog) Start(ctx context.Context, vars map[string]any) (string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

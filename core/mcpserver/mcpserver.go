@@ -30,6 +30,7 @@ import (
 
 	"toolhost/core/definition"
 	"toolhost/core/pipeline"
+	"toolhost/core/session"
 )
 
 // Tool is one tool a catalog lists.
@@ -201,7 +202,14 @@ func (s *served) initialize(ctx context.Context, next mcp.MethodHandler, req mcp
 		}
 	}
 	instructions, err := s.cat.Start(ctx, vars)
-	if err != nil {
+	var se *session.StartError
+	switch {
+	case errors.As(err, &se) && se.Missing != nil:
+		// The variables the client gave are not enough: its parameters.
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: se.Message}
+	case errors.As(err, &se):
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: se.Message}
+	case err != nil:
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the session could not start: " + err.Error()}
 	}
 	s.started = true
