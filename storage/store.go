@@ -28,6 +28,10 @@ type Store interface {
 	Backend() string
 	// Dir is the node's local data folder (for PostgreSQL: its caches).
 	Dir() string
+	// Ping checks that the database answers within d (/readyz).
+	Ping(ctx context.Context, d time.Duration) error
+	// DiskFree is the space left to the node's data folder, in bytes.
+	DiskFree() (uint64, error)
 	// Close closes the database.
 	Close() error
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,6 +21,10 @@ import (
 // TokenTTL is how long a verified token is trusted without asking the
 // database again.
 const TokenTTL = time.Minute
+
+// MinDiskFree is the space under the data folder below which /readyz
+// answers 503: the node is about to answer 507 to writes.
+const MinDiskFree = 16 << 20
 
 type cachedTenant struct {
 	tenant  storage.Tenant
@@ -64,6 +69,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) error {
 		return only(r, "GET", func() error {
 			if s.draining.Load() {
 				writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "shutting down"})
+				return nil
+			}
+			if err := s.DB.Ping(r.Context(), time.Second); err != nil {
+				writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "store unavailable", "error": err.Error()})
+				return nil
+			}
+			if free, err := s.DB.DiskFree(); err == nil && free < MinDiskFree {
+				writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "disk full", "free_bytes": free})
 				return nil
 			}
 			writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
@@ -336,9 +349,14 @@ func (s *Server) authenticate(r *http.Request) (storage.Tenant, error) {
 	case err != nil:
 		s.tokens.Delete(token) // an expired entry of a revoked token
 	}
-	if err != nil {
+	if errors.Is(err, storage.ErrNotFound) {
 		return storage.Tenant{}, newProblem(http.StatusUnauthorized, "Unauthorized", "the token is not valid", nil).
 			withHeader("WWW-Authenticate", `Bearer realm="toolhost", error="invalid_token"`)
+	}
+	if err != nil {
+		// The token could not be checked: the store's fault, not the
+		// token's (a 401 would make a client throw good credentials away).
+		return storage.Tenant{}, fmt.Errorf("check the token: %w", err)
 	}
 	return t, nil
 }

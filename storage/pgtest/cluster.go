@@ -256,6 +256,35 @@ func (c *Cluster) initdb() error {
 	return nil
 }
 
+// Pause stops the server with a fast shutdown and keeps its data: the
+// database is away, as in a restart of PostgreSQL, until Resume.
+func (c *Cluster) Pause() error {
+	c.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-c.exited:
+		return nil
+	case <-time.After(stopTimeout):
+		syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+		<-c.exited
+		return errors.New("pgtest: postgres did not stop after a fast shutdown and was killed")
+	}
+}
+
+// Resume starts the paused server again on its port and waits until it
+// accepts connections.
+func (c *Cluster) Resume() error {
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // as in run: the server's Pdeathsig is this thread's
+		err := c.startServerOn(c.Port)
+		started <- err
+		if err == nil {
+			<-c.exited
+		}
+	}()
+	return <-started
+}
+
 // startServer starts postgres on a free port and waits until it is ready;
 // on failure the server has exited.
 func (c *Cluster) startServer() error {
@@ -263,6 +292,11 @@ func (c *Cluster) startServer() error {
 	if err != nil {
 		return fmt.Errorf("pgtest: a free port: %w", err)
 	}
+	return c.startServerOn(port)
+}
+
+// startServerOn starts postgres on port and waits until it is ready.
+func (c *Cluster) startServerOn(port int) error {
 	args := []string{"-D", c.dataDir(),
 		"-c", "listen_addresses=127.0.0.1",
 		"-c", "port=" + strconv.Itoa(port),

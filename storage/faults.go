@@ -1,0 +1,87 @@
+package storage
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/mattn/go-sqlite3"
+)
+
+// The two faults of a store that are not the caller's doing, told apart
+// so that the doors answer what happened (issue 27): a store that cannot
+// be reached is 503 with Retry-After, a full disk is 507, and neither is a
+// bare 500 nor, for a token, a 401 that makes a client throw away good
+// credentials.
+
+// Unavailable reports whether err says the store could not be reached or
+// is going away: a refused or broken connection, a PostgreSQL server
+// shutting down or starting, a connection the pool gave up on. A retry
+// later may succeed; the request itself was not at fault.
+func Unavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		// Class 08: connection exception; 57P01-57P03: admin shutdown,
+		// crash shutdown, cannot connect now.
+		return strings.HasPrefix(pe.Code, "08") || pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	var oe *net.OpError
+	switch {
+	case errors.As(err, &ce), errors.As(err, &oe), errors.Is(err, driver.ErrBadConn),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
+		errors.Is(err, io.ErrUnexpectedEOF):
+		return true
+	case errors.As(err, &ne) && ne.Timeout():
+		return true
+	}
+	// pgx's closed connection and pool errors carry no type of their own.
+	msg := err.Error()
+	return strings.Contains(msg, "conn closed") || strings.Contains(msg, "failed to connect") ||
+		strings.Contains(msg, "the database system is shutting down") || strings.Contains(msg, "the database system is starting up")
+}
+
+// Full reports whether err says the disk under the store is full: SQLite's
+// SQLITE_FULL, ENOSPC, or PostgreSQL's disk_full (53100).
+func Full(err error) bool {
+	if err == nil {
+		return false
+	}
+	var se sqlite3.Error
+	if errors.As(err, &se) && se.Code == sqlite3.ErrFull {
+		return true
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code == "53100"
+	}
+	return errors.Is(err, syscall.ENOSPC)
+}
+
+// Ping checks that the store answers within d: what /readyz asks.
+func (s *DB) Ping(ctx context.Context, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	var one int
+	return s.row(ctx, `SELECT 1`).Scan(&one)
+}
+
+// DiskFree is the space left to an unprivileged writer of the node's data
+// folder, in bytes.
+func (s *DB) DiskFree() (uint64, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(s.Dir(), &st); err != nil {
+		return 0, err
+	}
+	return st.Bavail * uint64(st.Bsize), nil
+}
