@@ -63,13 +63,14 @@ func (c *localCaller) close() {
 	}
 }
 
-// parseVar reads K=V; V is JSON when it parses as JSON, else text.
-func parseVar(kv string) (string, any, error) {
+// parseVar reads K=V. V is text; session.TextVariables reads it by the
+// declared type of the skill inputs it fills.
+func parseVar(kv string) (string, string, error) {
 	k, v, ok := strings.Cut(kv, "=")
 	if !ok || k == "" {
-		return "", nil, fmt.Errorf("--var wants NAME=VALUE, got %q", kv)
+		return "", "", fmt.Errorf("--var wants NAME=VALUE, got %q", kv)
 	}
-	return k, session.ParseValue(v), nil
+	return k, v, nil
 }
 
 // localSession is what `toolhost session` and `toolhost mcp` run: an
@@ -92,7 +93,7 @@ func openLocalSession(env *Env, name string, args []string) (*localSession, int)
 	groupsDir := fs.String("groups", "", "`DIR` to find the agent's groups in (default: the agent's folder and the folder above it)")
 	knowledge := fs.String("knowledge", "", "`DIR` of knowledge documents (FILE.txt or FILE.md is the document FILE)")
 	var vars multiFlag
-	fs.Var(&vars, "var", "a session variable `NAME=VALUE` (JSON or text); repeatable")
+	fs.Var(&vars, "var", "a session variable `NAME=VALUE`: text, read as JSON only where a skill input's type needs it (Count=3 for an int); repeatable")
 	pos, code, ok := parse(fs, args)
 	if !ok {
 		return nil, code
@@ -102,14 +103,14 @@ func openLocalSession(env *Env, name string, args []string) (*localSession, int)
 		fs.Usage()
 		return nil, ExitUsage
 	}
-	variables := map[string]any{}
+	texts := map[string]string{}
 	for _, kv := range vars {
 		k, v, err := parseVar(kv)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "toolhost %s: %v\n", name, err)
 			return nil, ExitUsage
 		}
-		variables[k] = v
+		texts[k] = v
 	}
 	file := pos[0]
 	src, err := os.ReadFile(file)
@@ -120,6 +121,11 @@ func openLocalSession(env *Env, name string, args []string) (*localSession, int)
 	agent, groups, dirs, code := localAgent(env, file, src, *groupsDir)
 	if agent == nil {
 		return nil, code
+	}
+	variables, err := session.TextVariables(groups, texts)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "toolhost %s: --var %v\n", name, err)
+		return nil, ExitUsage
 	}
 	opts, code := runOptions(env, name, rf)
 	if code != ExitOK {
