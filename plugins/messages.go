@@ -164,6 +164,19 @@ type Signature struct {
 type LoadResponse struct {
 	Runtime    string      `json:"runtime"`
 	Signatures []Signature `json:"signatures"`
+	// Refusals are the constructs of the group's modules that give other
+	// answers than CPython's on this runtime (gpython), found before any
+	// code runs; a group with any does not load there.
+	Refusals []SourceProblem `json:"refusals,omitempty"`
+}
+
+// SourceProblem is a problem at a place in one of the group's files.
+type SourceProblem struct {
+	// File is the module's file, relative to the group's root.
+	File    string `json:"file"`
+	Line    int    `json:"line"`
+	Column  int    `json:"column"`
+	Message string `json:"message"`
 }
 
 // CallRequest runs one callable with keyword arguments.

@@ -588,7 +588,7 @@ func (g *Group) checkSignatures(resp *plugins.LoadResponse) []definition.Diagnos
 	for _, s := range g.def.Skills {
 		check(fmt.Sprintf("skill %q", s.Name), s.Pos, s.Implementation, DeclaredOfSkill(s))
 	}
-	return problems
+	return append(problems, refusalDiagnostics(resp)...)
 }
 
 // command is the plugin process's command line: the toolhost binary re-run

@@ -80,6 +80,7 @@ func newContext(root string, modules map[string]string) (*context, error) {
 	builtins.Globals["open"] = py.MustNewMethod("open", func(py.Object, py.Tuple, py.StringDict) (py.Object, error) {
 		return nil, py.ExceptionNewf(py.OSError, "open() is not available on the gpython runtime; run the group on cpython to use files")
 	}, 0, "open() is not available on the gpython runtime")
+	fixBuiltins(builtins)
 	return ctx, nil
 }
 
@@ -107,7 +108,7 @@ func (ctx *context) ModuleInit(impl *py.ModuleImpl) (*py.Module, error) {
 	ctx.running.Add(1)
 	defer ctx.running.Done()
 	if impl.Code == nil && len(impl.CodeSrc) > 0 {
-		code, err := py.Compile(impl.CodeSrc, impl.Info.FileDesc, py.ExecMode, 0, true)
+		code, err := compileModule(impl.CodeSrc, impl.Info.FileDesc)
 		if err != nil {
 			return nil, err
 		}
@@ -138,7 +139,7 @@ func (ctx *context) ResolveAndCompile(pathname string, _ py.CompileOpts) (py.Com
 	if err != nil {
 		return py.CompileOut{}, py.ExceptionNewf(py.ImportError, "cannot read %s: %v", rel, err)
 	}
-	code, err := py.Compile(string(src), rel, py.ExecMode, 0, true)
+	code, err := compileModule(string(src), rel)
 	if err != nil {
 		return py.CompileOut{}, err
 	}

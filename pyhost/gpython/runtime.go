@@ -12,6 +12,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -154,6 +156,7 @@ func (r *Runtime) Load(ctx gocontext.Context, callables []plugins.Callable) (*pl
 	}
 	defer r.release(in)
 	out := &plugins.LoadResponse{Runtime: plugins.RuntimeGPython}
+	out.Refusals = r.refusals()
 	for _, c := range callables {
 		sig := plugins.Signature{Callable: c}
 		fn, te := in.function(c)
@@ -165,6 +168,25 @@ func (r *Runtime) Load(ctx gocontext.Context, callables []plugins.Callable) (*pl
 		out.Signatures = append(out.Signatures, sig)
 	}
 	return out, nil
+}
+
+// refusals lints every module of the group (Refusals), in name order.
+func (r *Runtime) refusals() []plugins.SourceProblem {
+	names := make([]string, 0, len(r.req.Modules))
+	for name := range r.req.Modules {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var out []plugins.SourceProblem
+	for _, name := range names {
+		rel := r.req.Modules[name]
+		src, err := os.ReadFile(filepath.Join(r.req.Root, rel))
+		if err != nil {
+			continue // its import reports it
+		}
+		out = append(out, Refusals(rel, string(src))...)
+	}
+	return out
 }
 
 // signature reads a function's parameters from its code object.

@@ -1,0 +1,161 @@
+package gpython
+
+import (
+	gocontext "context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"toolhost/plugins"
+)
+
+// cpythonCorpus runs every module on one python3 process and returns each
+// answer: ["ok", normal form] or ["raise", exception type].
+const cpythonCorpus = `
+import json, sys
+out = []
+for name, src in json.load(sys.stdin):
+    ns = {}
+    try:
+        exec(compile(src, name, "exec"), ns)
+        out.append(["ok", ns["run"]()])
+    except Exception as e:
+        out.append(["raise", type(e).__name__])
+json.dump(out, sys.stdout)
+`
+
+// moduleSource is the module a snippet runs in: the normal form, then the
+// snippet as run().
+func moduleSource(s snippet) string {
+	return normSource + "\ndef run():\n" + s.body()
+}
+
+// answer is one interpreter's answer to a snippet, decoded.
+type answer = any
+
+// runCPython answers every snippet on python3, in one process.
+func runCPython(t *testing.T, snips []snippet) []answer {
+	t.Helper()
+	in := make([][2]string, len(snips))
+	for i, s := range snips {
+		in[i] = [2]string{s.Name, moduleSource(s)}
+	}
+	b, _ := json.Marshal(in)
+	cmd := exec.Command("python3", "-I", "-S", "-c", cpythonCorpus)
+	cmd.Stdin = strings.NewReader(string(b))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("python3 (needed for the differential suite): %v", err)
+	}
+	var answers []answer
+	if err := json.Unmarshal(out, &answers); err != nil {
+		t.Fatalf("python3's answers: %v", err)
+	}
+	if len(answers) != len(snips) {
+		t.Fatalf("python3 answered %d snippets of %d", len(answers), len(snips))
+	}
+	return answers
+}
+
+// runGPython answers every snippet on toolhost's gpython runtime, as tools
+// run there: each snippet is a module of a group, called through
+// Runtime.Call with its result converted to JSON.
+func runGPython(t *testing.T, snips []snippet) []answer {
+	t.Helper()
+	dir := t.TempDir()
+	req := &plugins.LoadRequest{Group: "conformance", Root: dir, Modules: map[string]string{}, Runtime: plugins.RuntimeGPython}
+	for i, s := range snips {
+		name := fmt.Sprintf("s%04d", i)
+		if err := os.WriteFile(filepath.Join(dir, name+".py"), []byte(moduleSource(s)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		req.Modules[name] = name + ".py"
+	}
+	req.Limits.Workers = 1
+	rt := New(req)
+	defer rt.Close()
+	answers := make([]answer, len(snips))
+	for i := range snips {
+		resp := rt.Call(gocontext.Background(), &plugins.CallRequest{Callable: plugins.Callable{Module: fmt.Sprintf("s%04d", i), Func: "run"}, TimeoutMs: 5000})
+		switch {
+		case resp.OK:
+			var v any
+			if err := json.Unmarshal(resp.Result, &v); err != nil {
+				t.Fatalf("%s: result %s: %v", snips[i].Name, resp.Result, err)
+			}
+			answers[i] = []any{"ok", v}
+		case resp.Error.Kind == plugins.ErrException:
+			answers[i] = []any{"raise", resp.Error.Type}
+		default:
+			answers[i] = []any{resp.Error.Kind, resp.Error.Message}
+		}
+	}
+	return answers
+}
+
+func show(a answer) string {
+	b, _ := json.Marshal(a)
+	return string(b)
+}
+
+// TestConformance runs the differential corpus on CPython and on toolhost's
+// gpython: every snippet gives CPython's answer, or is one whose construct
+// the deep check refuses on gpython (Refusals, at its line, saying to use
+// the cpython runtime), or is a known difference that still differs. It
+// also runs the corpus on gpython without toolhost's fixes, to count what
+// they settle.
+func TestConformance(t *testing.T) {
+	snips := corpus()
+	want := runCPython(t, snips)
+	setTypeFixes(false)
+	raw := runGPython(t, snips)
+	setTypeFixes(true)
+	got := runGPython(t, snips)
+	var same, fixed, refused, known int
+	for i, s := range snips {
+		refusals := Refusals("snippet.py", moduleSource(s))
+		eq := reflect.DeepEqual(want[i], got[i])
+		switch {
+		case s.Refused != "":
+			ok := false
+			for _, r := range refusals {
+				if strings.Contains(r.Message, s.Refused) && strings.HasSuffix(r.Message, "use the cpython runtime") && r.Line > 0 && r.Column > 0 {
+					ok = true
+				}
+			}
+			if !ok {
+				t.Errorf("%s: %q should be refused (%q), got refusals %v", s.Name, strings.TrimSpace(s.body()), s.Refused, refusals)
+			}
+			refused++
+			continue
+		case len(refusals) > 0:
+			t.Errorf("%s: %q is refused but not marked so: %v", s.Name, strings.TrimSpace(s.body()), refusals)
+		case s.Known != "":
+			if eq {
+				t.Errorf("%s: %q is listed as a known difference (%s) but gives CPython's answer now: take it off the list", s.Name, strings.TrimSpace(s.body()), s.Known)
+			}
+			known++
+			continue
+		}
+		if !eq {
+			t.Errorf("%s: %q\n  cpython: %s\n  gpython: %s", s.Name, strings.TrimSpace(s.body()), show(want[i]), show(got[i]))
+			continue
+		}
+		if reflect.DeepEqual(want[i], raw[i]) {
+			same++
+		} else {
+			fixed++
+		}
+	}
+	t.Logf("%d snippets: %d same on gpython itself, %d fixed by toolhost, %d refused by the deep check, %d known differences left",
+		len(snips), same, fixed, refused, known)
+	if len(snips) < 500 {
+		t.Errorf("the corpus has %d snippets; it should have several hundred", len(snips))
+	}
+}

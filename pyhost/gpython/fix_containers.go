@@ -1,0 +1,217 @@
+package gpython
+
+import (
+	"github.com/go-python/gpython/py"
+)
+
+// equal is a == b.
+func equal(a, b py.Object) (bool, error) { return compare(py.Eq, a, b) }
+
+// listIndex is the offset i of a list of n items (negative from the end).
+func listIndex(o py.Object, n int, clamp bool) (int, error) {
+	v, err := intArg(o)
+	if err != nil {
+		return 0, err
+	}
+	i := int(v)
+	if i < 0 {
+		i += n
+	}
+	if clamp {
+		if i < 0 {
+			i = 0
+		}
+		if i > n {
+			i = n
+		}
+	}
+	return i, nil
+}
+
+func registerContainerFixes() {
+	list := func(name string, fn func(l *py.List, args py.Tuple) (py.Object, error)) {
+		method(py.ListType, name, func(self py.Object, args py.Tuple, kwargs py.StringDict) (py.Object, error) {
+			if len(kwargs) > 0 {
+				return nil, py.ExceptionNewf(py.TypeError, "list.%s() takes no keyword arguments", name)
+			}
+			return fn(self.(*py.List), args)
+		})
+	}
+	list("pop", func(l *py.List, args py.Tuple) (py.Object, error) {
+		if len(l.Items) == 0 {
+			return nil, py.ExceptionNewf(py.IndexError, "pop from empty list")
+		}
+		i := len(l.Items) - 1
+		if len(args) > 0 {
+			var err error
+			if i, err = listIndex(args[0], len(l.Items), false); err != nil {
+				return nil, err
+			}
+			if i < 0 || i >= len(l.Items) {
+				return nil, py.ExceptionNewf(py.IndexError, "pop index out of range")
+			}
+		}
+		o := l.Items[i]
+		l.Items = append(l.Items[:i], l.Items[i+1:]...)
+		return o, nil
+	})
+	list("insert", func(l *py.List, args py.Tuple) (py.Object, error) {
+		if len(args) != 2 {
+			return nil, py.ExceptionNewf(py.TypeError, "insert expected 2 arguments, got %d", len(args))
+		}
+		i, err := listIndex(args[0], len(l.Items), true)
+		if err != nil {
+			return nil, err
+		}
+		l.Items = append(l.Items, nil)
+		copy(l.Items[i+1:], l.Items[i:])
+		l.Items[i] = args[1]
+		return py.None, nil
+	})
+	find := func(l *py.List, x py.Object) (int, error) {
+		for i, o := range l.Items {
+			eq, err := equal(o, x)
+			if err != nil {
+				return 0, err
+			}
+			if eq {
+				return i, nil
+			}
+		}
+		return -1, nil
+	}
+	list("index", func(l *py.List, args py.Tuple) (py.Object, error) {
+		if len(args) < 1 {
+			return nil, py.ExceptionNewf(py.TypeError, "index expected at least 1 argument, got 0")
+		}
+		start, end := 0, len(l.Items)
+		var err error
+		if len(args) > 1 {
+			if start, err = listIndex(args[1], len(l.Items), true); err != nil {
+				return nil, err
+			}
+		}
+		if len(args) > 2 {
+			if end, err = listIndex(args[2], len(l.Items), true); err != nil {
+				return nil, err
+			}
+		}
+		for i := start; i < end; i++ {
+			eq, err := equal(l.Items[i], args[0])
+			if err != nil {
+				return nil, err
+			}
+			if eq {
+				return py.Int(i), nil
+			}
+		}
+		r, _ := reprObject(args[0])
+		return nil, py.ExceptionNewf(py.ValueError, "%s is not in list", r)
+	})
+	list("count", func(l *py.List, args py.Tuple) (py.Object, error) {
+		if len(args) != 1 {
+			return nil, py.ExceptionNewf(py.TypeError, "count() takes exactly one argument (%d given)", len(args))
+		}
+		n := 0
+		for _, o := range l.Items {
+			eq, err := equal(o, args[0])
+			if err != nil {
+				return nil, err
+			}
+			if eq {
+				n++
+			}
+		}
+		return py.Int(n), nil
+	})
+	list("remove", func(l *py.List, args py.Tuple) (py.Object, error) {
+		if len(args) != 1 {
+			return nil, py.ExceptionNewf(py.TypeError, "remove() takes exactly one argument (%d given)", len(args))
+		}
+		i, err := find(l, args[0])
+		if err != nil {
+			return nil, err
+		}
+		if i < 0 {
+			return nil, py.ExceptionNewf(py.ValueError, "list.remove(x): x not in list")
+		}
+		l.Items = append(l.Items[:i], l.Items[i+1:]...)
+		return py.None, nil
+	})
+	list("reverse", func(l *py.List, _ py.Tuple) (py.Object, error) {
+		for i, j := 0, len(l.Items)-1; i < j; i, j = i+1, j-1 {
+			l.Items[i], l.Items[j] = l.Items[j], l.Items[i]
+		}
+		return py.None, nil
+	})
+	list("copy", func(l *py.List, _ py.Tuple) (py.Object, error) { return l.Copy(), nil })
+	list("clear", func(l *py.List, _ py.Tuple) (py.Object, error) {
+		l.Items = l.Items[:0]
+		return py.None, nil
+	})
+
+	dict := func(name string, fn func(d py.StringDict, args py.Tuple, kwargs py.StringDict) (py.Object, error)) {
+		method(py.StringDictType, name, func(self py.Object, args py.Tuple, kwargs py.StringDict) (py.Object, error) {
+			return fn(self.(py.StringDict), args, kwargs)
+		})
+	}
+	dict("pop", func(d py.StringDict, args py.Tuple, _ py.StringDict) (py.Object, error) {
+		if len(args) < 1 || len(args) > 2 {
+			return nil, py.ExceptionNewf(py.TypeError, "pop expected 1 or 2 arguments, got %d", len(args))
+		}
+		k, ok := args[0].(py.String)
+		if v, found := d[string(k)]; ok && found {
+			delete(d, string(k))
+			return v, nil
+		}
+		if len(args) == 2 {
+			return args[1], nil
+		}
+		return nil, py.ExceptionNewf(py.KeyError, "%s", strObjectMust(args[0]))
+	})
+	dict("setdefault", func(d py.StringDict, args py.Tuple, _ py.StringDict) (py.Object, error) {
+		if len(args) < 1 || len(args) > 2 {
+			return nil, py.ExceptionNewf(py.TypeError, "setdefault expected 1 or 2 arguments, got %d", len(args))
+		}
+		k, err := dictKey(args[0])
+		if err != nil {
+			return nil, err
+		}
+		if v, ok := d[k]; ok {
+			return v, nil
+		}
+		var def py.Object = py.None
+		if len(args) == 2 {
+			def = args[1]
+		}
+		d[k] = def
+		return def, nil
+	})
+	dict("update", func(d py.StringDict, args py.Tuple, kwargs py.StringDict) (py.Object, error) {
+		if len(args) > 1 {
+			return nil, py.ExceptionNewf(py.TypeError, "update expected at most 1 argument, got %d", len(args))
+		}
+		if len(args) == 1 {
+			if err := dictUpdate(d, args[0]); err != nil {
+				return nil, err
+			}
+		}
+		for k, v := range kwargs {
+			d[k] = v
+		}
+		return py.None, nil
+	})
+	dict("copy", func(d py.StringDict, _ py.Tuple, _ py.StringDict) (py.Object, error) {
+		c := py.NewStringDictSized(len(d))
+		for k, v := range d {
+			c[k] = v
+		}
+		return c, nil
+	})
+	dict("clear", func(d py.StringDict, _ py.Tuple, _ py.StringDict) (py.Object, error) {
+		for k := range d {
+			delete(d, k)
+		}
+		return py.None, nil
+	})
+}

@@ -1,0 +1,133 @@
+package gpython
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/go-python/gpython/ast"
+	"github.com/go-python/gpython/parser"
+	"github.com/go-python/gpython/py"
+
+	"toolhost/plugins"
+)
+
+// Refusals lists the constructs of a module's source that give answers
+// other than CPython's on gpython, even with toolhost's fixes, and that
+// can be seen before the code runs: each at its line and column, with a
+// message that says to use the cpython runtime. A module that does not
+// parse gives none here (its import fails with the syntax error).
+func Refusals(file, src string) (out []plugins.SourceProblem) {
+	defer func() {
+		// gpython's parser is outside input's first reader: a panic in it
+		// must not take the plugin process down.
+		if recover() != nil {
+			out = nil
+		}
+	}()
+	mod, err := parser.ParseString(src, py.ExecMode)
+	if err != nil {
+		return nil
+	}
+	defined := map[string]bool{}
+	ast.Walk(mod, func(n ast.Ast) bool {
+		if f, ok := n.(*ast.FunctionDef); ok {
+			defined[string(f.Name)] = true
+		}
+		return true
+	})
+	add := func(n ast.Ast, format string, a ...any) {
+		out = append(out, plugins.SourceProblem{File: file, Line: n.GetLineno(), Column: n.GetColOffset() + 1,
+			Message: fmt.Sprintf(format, a...) + "; use the cpython runtime"})
+	}
+	ast.Walk(mod, func(n ast.Ast) bool {
+		switch x := n.(type) {
+		case *ast.BinOp:
+			if _, ok := x.Left.(*ast.Str); ok && x.Op == ast.Modulo {
+				add(x, "%%-formatting of a str gives wrong text on gpython (\"%%s\" %% None is '{}', \"%%d\" %% 3.7 is '%%!d(py.Float=3.7)'): use str.format")
+			}
+		case *ast.Compare:
+			operands := append([]ast.Expr{x.Left}, x.Comparators...)
+			for i, op := range x.Ops {
+				switch op {
+				case ast.Lt, ast.LtE, ast.Gt, ast.GtE:
+					if isSequenceDisplay(operands[i]) || isSequenceDisplay(operands[i+1]) {
+						add(x, "ordering tuples or lists with %s raises TypeError on gpython", op)
+					}
+				case ast.Is, ast.IsNot, ast.Eq, ast.NotEq:
+					if isTypeCall(operands[i]) || isTypeCall(operands[i+1]) {
+						add(x, "comparing type(...) with a type differs on gpython (an int past 64 bits is of type bigint, not int): use isinstance")
+					}
+				}
+			}
+		case *ast.Attribute:
+			if why, ok := missingAttrs[string(x.Attr)]; ok && !defined[string(x.Attr)] {
+				add(x, "%s", why)
+			}
+			if name, ok := x.Value.(*ast.Name); ok && builtinTypeNames[string(name.Id)] && !strings.HasPrefix(string(x.Attr), "__") {
+				add(x, "%s.%s (a method taken from its type) does not work on gpython: write a lambda, e.g. lambda s: s.%s()", name.Id, x.Attr, x.Attr)
+			}
+		case *ast.Dict:
+			for _, k := range x.Keys {
+				if _, ok := k.(*ast.Str); !ok && k != nil {
+					if _, ok := k.(*ast.Num); ok {
+						add(k, "gpython's dicts take only str keys")
+					}
+				}
+			}
+		case *ast.ClassDef:
+			if len(x.Bases) > 0 {
+				add(x, "a class with base classes (class %s(...)) does not work as on CPython on gpython (raising a subclass of Exception fails with TypeError)", x.Name)
+			}
+		}
+		return true
+	})
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Line != out[j].Line {
+			return out[i].Line < out[j].Line
+		}
+		return out[i].Column < out[j].Column
+	})
+	return out
+}
+
+func isSequenceDisplay(e ast.Expr) bool {
+	switch e.(type) {
+	case *ast.Tuple, *ast.List:
+		return true
+	}
+	return false
+}
+
+func isTypeCall(e ast.Expr) bool {
+	c, ok := e.(*ast.Call)
+	if !ok {
+		return false
+	}
+	n, ok := c.Func.(*ast.Name)
+	return ok && n.Id == "type"
+}
+
+// builtinTypeNames are the types whose methods, taken from the type
+// (str.lower), gpython does not give.
+var builtinTypeNames = map[string]bool{"str": true, "int": true, "float": true, "list": true, "dict": true, "bool": true, "tuple": true}
+
+// missingAttrs are attributes of int, float, str and dict that gpython
+// lacks, and toolhost does not add.
+var missingAttrs = map[string]string{
+	"bit_length":       "int.bit_length is not available on gpython",
+	"as_integer_ratio": "float.as_integer_ratio is not available on gpython",
+	"conjugate":        "conjugate is not available on gpython",
+	"real":             "the real attribute of numbers is not available on gpython",
+	"imag":             "the imag attribute of numbers is not available on gpython",
+	"numerator":        "int.numerator is not available on gpython",
+	"denominator":      "int.denominator is not available on gpython",
+	"from_bytes":       "int.from_bytes is not available on gpython",
+	"to_bytes":         "int.to_bytes is not available on gpython",
+	"fromhex":          "float.fromhex is not available on gpython",
+	"hex":              "float.hex is not available on gpython",
+	"fromkeys":         "dict.fromkeys is not available on gpython",
+	"popitem":          "dict.popitem is not available on gpython (its dicts have no order)",
+	"__name__":         "the __name__ of a type is not available on gpython",
+	"encode":           "str.encode gives bytes that gpython cannot use as CPython does",
+}
