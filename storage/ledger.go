@@ -28,8 +28,9 @@ type LedgerEntry struct {
 var ErrClaimLost = errors.New("the idempotency key was taken over by another claimant")
 
 // ClaimKey takes an idempotency key for a call. It answers owned=true when
-// the caller now holds the key (no entry, an expired one, or a running one
-// older than stale, whose server died) and must run the call and Complete
+// the caller now holds the key (no entry, an expired one, a running one of
+// an incarnation that is dead, or a running one older than stale, whose
+// server died) and must run the call and Complete
 // it; otherwise it answers the entry found. Claims are exactly-once across
 // every node of the database: the first insert of the key wins, and taking
 // over an expired or abandoned entry is a compare-and-set on its row. The
@@ -42,8 +43,8 @@ func (s *DB) ClaimKey(ctx context.Context, tenantID int64, key, hash string, win
 			return nil, false, err
 		}
 		created, expires := nowT.Format(time.RFC3339Nano), nowT.Add(window).Format(time.RFC3339Nano)
-		res, err := s.exec(ctx, `INSERT INTO idempotency (tenant_id, key, request_hash, state, response, created_at, expires_at)
-			VALUES (?, ?, ?, 'running', NULL, ?, ?) ON CONFLICT (tenant_id, key) DO NOTHING`, tenantID, key, hash, created, expires)
+		res, err := s.exec(ctx, `INSERT INTO idempotency (tenant_id, key, request_hash, state, response, created_at, expires_at, owner)
+			VALUES (?, ?, ?, 'running', NULL, ?, ?, ?) ON CONFLICT (tenant_id, key) DO NOTHING`, tenantID, key, hash, created, expires, s.incarnation)
 		if err != nil {
 			return nil, false, err
 		}
@@ -51,9 +52,9 @@ func (s *DB) ClaimKey(ctx context.Context, tenantID int64, key, hash string, win
 			return &LedgerEntry{Claim: created}, true, nil
 		}
 		var e LedgerEntry
-		var state, oldCreated, oldExpires string
-		err = s.row(ctx, `SELECT request_hash, state, response, created_at, expires_at FROM idempotency WHERE tenant_id = ? AND key = ?`,
-			tenantID, key).Scan(&e.RequestHash, &state, &e.Response, &oldCreated, &oldExpires)
+		var state, oldCreated, oldExpires, owner string
+		err = s.row(ctx, `SELECT request_hash, state, response, created_at, expires_at, owner FROM idempotency WHERE tenant_id = ? AND key = ?`,
+			tenantID, key).Scan(&e.RequestHash, &state, &e.Response, &oldCreated, &oldExpires, &owner)
 		if errors.Is(err, sql.ErrNoRows) && attempt < 3 {
 			continue // released meanwhile: claim it again
 		}
@@ -64,13 +65,19 @@ func (s *DB) ClaimKey(ctx context.Context, tenantID int64, key, hash string, win
 		cre, _ := time.Parse(time.RFC3339Nano, oldCreated)
 		expired := nowT.After(exp)
 		abandoned := state == "running" && nowT.Sub(cre) > stale
+		if state == "running" && !expired && !abandoned {
+			// Its incarnation dead, a running claim is taken over at once.
+			if abandoned, err = s.ownerDead(ctx, owner, nowT); err != nil {
+				return nil, false, err
+			}
+		}
 		if !expired && !abandoned {
 			e.Running = state == "running"
 			return &e, false, nil
 		}
 		// Take it over, unless another claimant did first.
-		res, err = s.exec(ctx, `UPDATE idempotency SET request_hash = ?, state = 'running', response = NULL, created_at = ?, expires_at = ?
-			WHERE tenant_id = ? AND key = ? AND created_at = ? AND state = ?`, hash, created, expires, tenantID, key, oldCreated, state)
+		res, err = s.exec(ctx, `UPDATE idempotency SET request_hash = ?, state = 'running', response = NULL, created_at = ?, expires_at = ?, owner = ?
+			WHERE tenant_id = ? AND key = ? AND created_at = ? AND state = ?`, hash, created, expires, s.incarnation, tenantID, key, oldCreated, state)
 		if err != nil {
 			return nil, false, err
 		}

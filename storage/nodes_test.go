@@ -382,3 +382,87 @@ func TestFilesAcrossNodes(t *testing.T) {
 		}
 	})
 }
+
+// TestClaimOfADeadIncarnation: a running claim of a live incarnation holds
+// its key against another claimant; once that incarnation is dead it is
+// taken over at once, and the late completion of the dead one is refused.
+// Dead is: on SQLite, gone from the store (a restart of the one node,
+// Incarnate exclusive, removes it); on PostgreSQL, no heartbeat for
+// HeartbeatLapse; on both, ended by Close.
+func TestClaimOfADeadIncarnation(t *testing.T) {
+	forEachBackendNodes(t, func(t *testing.T, open nodes) {
+		a, b := open(t)
+		ctx := context.Background()
+		ten, _, err := a.CreateTenant(ctx, "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.Incarnate(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Incarnate(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+		stale := time.Hour // the timer alone would block the keys for an hour
+		claimA := func(key string) string {
+			e, owned, err := a.ClaimKey(ctx, ten.ID, key, "h", time.Hour, stale)
+			if err != nil || !owned {
+				t.Fatalf("a's claim of %s: %v %v", key, owned, err)
+			}
+			return e.Claim
+		}
+		held := func(key string) bool {
+			e, owned, err := b.ClaimKey(ctx, ten.ID, key, "h", time.Hour, stale)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !owned && !e.Running {
+				t.Fatalf("%s: neither owned nor running: %+v", key, e)
+			}
+			return !owned
+		}
+		first := claimA("alive")
+		if !held("alive") {
+			t.Fatal("a live incarnation's claim was taken over")
+		}
+		if b.Backend() == "postgres" {
+			// a stops beating, as a node killed with its connection left
+			// open: its claim holds until the lapse, then goes.
+			a.stopBeat()
+			a.stopBeat = nil
+			deadline := time.Now().Add(HeartbeatLapse + 5*time.Second)
+			for held("alive") {
+				if time.Now().After(deadline) {
+					t.Fatalf("a's claim was still held %s after its last beat", HeartbeatLapse+5*time.Second)
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+		} else {
+			// The one SQLite node starts again: every former incarnation
+			// is dead.
+			if _, err := b.Incarnate(ctx, true); err != nil {
+				t.Fatal(err)
+			}
+			if held("alive") {
+				t.Fatal("a claim of the node before the restart was not taken over at once")
+			}
+		}
+		if err := a.CompleteKey(ctx, ten.ID, "alive", first, []byte(`{}`)); err != ErrClaimLost {
+			t.Errorf("the dead incarnation's late completion: %v, want ErrClaimLost", err)
+		}
+		// An incarnation that ends (Close) leaves its claims to the others
+		// at once.
+		c, err := a.Incarnate(ctx, false)
+		if err != nil || c == "" {
+			t.Fatal(err)
+		}
+		claimA("closing")
+		if !held("closing") {
+			t.Fatal("a live incarnation's claim was taken over")
+		}
+		a.endIncarnation()
+		if held("closing") {
+			t.Error("the claim of an incarnation that ended was not taken over at once")
+		}
+	})
+}

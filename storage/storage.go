@@ -59,6 +59,11 @@ type DB struct {
 
 	ftsOnce sync.Once
 	ftsErr  error
+
+	// incarnation is this process's id as a claimant (Incarnate; "" when
+	// it is none), stopBeat ends its heartbeat (PostgreSQL).
+	incarnation string
+	stopBeat    func()
 }
 
 // Open opens (creating if needed) the SQLite data folder dir: the database
@@ -114,6 +119,7 @@ func prepareDir(dir string) error {
 // Close closes the database (and, on PostgreSQL, the feed and the lock
 // connection: this node's locks are released).
 func (s *DB) Close() error {
+	s.endIncarnation()
 	if s.pg != nil {
 		s.pg.close()
 	}

@@ -114,6 +114,11 @@ type Logs interface {
 // Ledger is the idempotency ledger and the continuations of paged tables.
 type Ledger interface {
 	ClaimKey(ctx context.Context, tenantID int64, key, hash string, window, stale time.Duration) (*LedgerEntry, bool, error)
+	// Incarnate makes this process a claimant with an id of its own, so
+	// that its running claims are taken over as soon as it is dead
+	// (exclusive: no other process serves the store, as on SQLite under
+	// the data folder's lock).
+	Incarnate(ctx context.Context, exclusive bool) (string, error)
 	CompleteKey(ctx context.Context, tenantID int64, key, claim string, response []byte) error
 	ReleaseKey(ctx context.Context, tenantID int64, key, claim string) error
 	PruneKeys(ctx context.Context) (int64, error)

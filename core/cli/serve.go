@@ -80,6 +80,15 @@ func runServe(env *Env, args []string) int {
 		return ExitFailure
 	}
 	defer db.Close()
+	// This process is an incarnation of the store: on SQLite, under the
+	// data folder's lock, the claims of the processes before it are taken
+	// over at once; on PostgreSQL once their heartbeats lapse.
+	incarnation, err := db.Incarnate(context.Background(), db.Backend() == "sqlite")
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "toolhost serve: record this node's incarnation: %v\n", err)
+		return ExitFailure
+	}
+	log.Info("incarnation", "id", incarnation)
 	defaults, err := quotaDefaults(quotaVals)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "toolhost serve: %v\n", err)
@@ -294,6 +303,12 @@ func runOptions(env *Env, cmd string, rf runFlags) (runner.Options, int) {
 	default:
 		fmt.Fprintf(env.Stderr, "toolhost %s: runtime must be auto, cpython or gpython, got %q\n", cmd, *rf.runtime)
 		return runner.Options{}, ExitUsage
+	}
+	if *rf.runtime == "auto" {
+		// Say which runtime auto takes, and why (gpython answers
+		// otherwise than CPython in places).
+		rt, why, _ := runner.ChooseRuntime("auto", nil)
+		fmt.Fprintf(env.Stderr, "toolhost %s: --runtime auto chose %s: %s\n", cmd, rt, why)
 	}
 	opts := runner.Options{Runtime: *rf.runtime, Network: plugins.Network(*rf.network), Limits: lim,
 		Timeout:  time.Duration(*rf.timeout * float64(time.Second)),

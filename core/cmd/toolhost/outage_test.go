@@ -89,3 +89,47 @@ func TestStoreOutageAnswers503(t *testing.T) {
 		t.Errorf("/readyz once the database is back: %d", code)
 	}
 }
+
+// TestKeyInFlightTakenOverAfterRestart: a keyed call is in flight when its
+// SQLite server is killed (kill -9); once the server is back on the same
+// data, a retry of the key with no_wait runs the call at once, taken over
+// from the dead incarnation (issue 27, point 2: the key was blocked for
+// twice the timeout and a minute, about 100 s, with a false 409 "still
+// running", though the data folder's lock proved nothing of the old
+// process ran).
+func TestKeyInFlightTakenOverAfterRestart(t *testing.T) {
+	data := t.TempDir()
+	tok := tenant(t, data, "acme")
+	addr := freePort(t)
+	s := startServer(t, data, addr, "--spares", "0")
+	s.putGroup(tok, "Slow", "slow", "import time\ndef f():\n    time.sleep(3)\n    return 'done'\n", "    idempotency: auto\n")
+	body := `{"tool":"SlowF","arguments":{},"idempotency_key":"order-7","no_wait":true}`
+	go func() {
+		r, _ := http.NewRequest("POST", s.base+"/v1/calls", strings.NewReader(body))
+		r.Header.Set("Authorization", "Bearer "+tok)
+		if resp, err := http.DefaultClient.Do(r); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	time.Sleep(1500 * time.Millisecond) // the call holds its key
+	s.kill9()
+	s2 := startServer(t, data, addr, "--spares", "0")
+	restarted := time.Now()
+	var res struct {
+		Success bool            `json:"success"`
+		Content json.RawMessage `json:"content"`
+	}
+	code := s2.do(tok, "POST", "/v1/calls", strings.NewReader(body), &res)
+	took := time.Since(restarted)
+	if code != 200 || !res.Success || !strings.Contains(string(res.Content), "done") {
+		t.Fatalf("the key's retry after the restart: %d %s (after %s), want the call run at once, taken over from the dead process", code, res.Content, took.Round(time.Millisecond))
+	}
+	t.Logf("the key answered %s after the restart (the tool sleeps 3 s)", took.Round(time.Millisecond))
+	// Replayed from now on.
+	var again struct {
+		Replayed bool `json:"replayed"`
+	}
+	if code := s2.do(tok, "POST", "/v1/calls", strings.NewReader(body), &again); code != 200 || !again.Replayed {
+		t.Errorf("the key once more: %d replayed=%v", code, again.Replayed)
+	}
+}

@@ -1,0 +1,136 @@
+package storage
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"time"
+)
+
+// Claims with a fence (issue 27). A serving process is an incarnation: a
+// fresh id for each start, recorded in the store with a heartbeat. Every
+// idempotency claim it makes names it, and a running claim of an
+// incarnation that is dead is taken over at once: on SQLite when the node
+// starts again (the data folder's lock proves that nothing of the former
+// process runs), on PostgreSQL when its heartbeat has lapsed for
+// HeartbeatLapse. Before, a crashed node's keys stayed blocked until a
+// stale timer (twice the call's timeout and a minute) ran out. A late
+// completion from an incarnation whose claim was taken over is refused
+// (ErrClaimLost): the claim's stamp is the new owner's.
+
+// HeartbeatEvery is how often a PostgreSQL incarnation beats;
+// HeartbeatLapse how long without a beat (while the database itself was
+// up) makes it dead.
+const (
+	HeartbeatEvery = time.Second
+	HeartbeatLapse = 5 * time.Second
+)
+
+// Incarnate makes this process an incarnation of the store: its claims
+// name it from now on. exclusive says that no other process serves this
+// store (SQLite, with the data folder's lock held): every other
+// incarnation is dead, and its running claims are taken over at once. On
+// PostgreSQL the incarnation beats until Close. Without Incarnate (the
+// command line's short-lived uses, tests) claims name no incarnation and
+// are judged by their age alone.
+func (s *DB) Incarnate(ctx context.Context, exclusive bool) (string, error) {
+	b := make([]byte, 12)
+	rand.Read(b)
+	id := hex.EncodeToString(b)
+	nowT, err := s.clock(ctx)
+	if err != nil {
+		return "", err
+	}
+	stamp := nowT.Format(time.RFC3339Nano)
+	if exclusive {
+		if _, err := s.exec(ctx, `DELETE FROM incarnations`); err != nil {
+			return "", err
+		}
+	}
+	if _, err := s.exec(ctx, `INSERT INTO incarnations (id, started_at, heartbeat_at) VALUES (?, ?, ?)`, id, stamp, stamp); err != nil {
+		return "", err
+	}
+	if s.stopBeat != nil {
+		s.stopBeat() // a former incarnation of this handle (tests)
+	}
+	s.incarnation = id
+	if s.dialect == postgresDialect {
+		stop, done := make(chan struct{}), make(chan struct{})
+		s.stopBeat = func() { close(stop); <-done }
+		go s.beat(id, stop, done)
+	}
+	return id, nil
+}
+
+// beat keeps the incarnation's heartbeat until stop (PostgreSQL). A beat
+// that fails (the database away) is tried at the next tick.
+func (s *DB) beat(id string, stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	t := time.NewTicker(HeartbeatEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), HeartbeatEvery)
+		s.exec(ctx, `UPDATE incarnations SET heartbeat_at = `+s.nowSQL()+` WHERE id = ?`, id)
+		cancel()
+	}
+}
+
+// nowSQL is the database's clock as a claim stamp (PostgreSQL), or the
+// process's (SQLite, where it is not used).
+func (s *DB) nowSQL() string {
+	return `to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`
+}
+
+// endIncarnation stops the beat and takes the incarnation out of the
+// store: its claims are taken over at once (a graceful stop has drained
+// its calls first).
+func (s *DB) endIncarnation() {
+	if s.stopBeat != nil {
+		s.stopBeat()
+		s.stopBeat = nil
+	}
+	if s.incarnation != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		s.exec(ctx, `DELETE FROM incarnations WHERE id = ?`, s.incarnation)
+		cancel()
+		s.incarnation = ""
+	}
+}
+
+// ownerDead reports whether the incarnation owner, which holds a running
+// claim, is dead at nowT (the database's clock): no claim of an
+// incarnation is judged so (owner ""), nor one of this process; otherwise
+// it is dead when its row is gone (a start of the one SQLite node removed
+// it, or it ended), or, on PostgreSQL, when its last beat is older than
+// HeartbeatLapse and so is the database server's own start (a database
+// that was down stopped every beat: no incarnation is judged dead for the
+// database's own absence).
+func (s *DB) ownerDead(ctx context.Context, owner string, nowT time.Time) (bool, error) {
+	if owner == "" || owner == s.incarnation {
+		return false, nil
+	}
+	var beat string
+	err := s.row(ctx, `SELECT heartbeat_at FROM incarnations WHERE id = ?`, owner).Scan(&beat)
+	if errors.Is(err, sql.ErrNoRows) {
+		return true, nil
+	}
+	if err != nil || s.dialect != postgresDialect {
+		return false, err
+	}
+	last, _ := time.Parse(time.RFC3339Nano, beat)
+	if nowT.Sub(last) <= HeartbeatLapse {
+		return false, nil
+	}
+	var up time.Time
+	if err := s.row(ctx, `SELECT pg_postmaster_start_time()`).Scan(&up); err != nil {
+		return false, err
+	}
+	return nowT.Sub(up.UTC()) > HeartbeatLapse, nil
+}
