@@ -585,14 +585,19 @@ func TestMCPAttackMalformedVariables(t *testing.T) {
 	if ss, _ := db.Sessions(context.Background(), 1, "", 0); len(ss) != 0 {
 		t.Errorf("refused handshakes left %d toolhost sessions", len(ss))
 	}
-	// Odd but well-formed variables: the session starts, the skill's
-	// failure is logged, nothing breaks.
-	id, r := rawSession(t, srv, token, "/mcp/agents/Helper?var.Name=%7B%22a%22%3A1%7D", `{"toolhost/variables":{"":1,"Name":{"deep":[[[[{}]]]]},"__proto__":"x"}}`)
-	if id == "" {
-		t.Fatalf("odd variables refused: %d %s", r.code, r.body)
+	// Odd but well-formed variables: the init skill's input has the wrong
+	// type, so the start fails with the skill's failure (issue 26: a
+	// failed init skill fails the start), the toolhost session is kept
+	// closed, nothing breaks.
+	_, r := rawSession(t, srv, token, "/mcp/agents/Helper?var.Name=%7B%22a%22%3A1%7D", `{"toolhost/variables":{"":1,"Name":{"deep":[[[[{}]]]]},"__proto__":"x"}}`)
+	if r.code != 200 || len(r.msgs) != 1 || r.msgs[0]["error"] == nil || !strings.Contains(r.body, `init skill \"Hello\" of group \"MCP Tools\" failed`) {
+		t.Errorf("odd variables: %d %s", r.code, r.body)
 	}
-	if r := mcpPost(t, srv, token, id, "/mcp/agents/Helper", "2025-11-25", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`); !strings.Contains(r.body, `"echo"`) {
-		t.Errorf("tools/list of the session with odd variables: %s", r.body)
+	if n := h.Sessions(); n != 0 {
+		t.Errorf("%d live MCP sessions after a failed start", n)
+	}
+	if ss, _ := db.Sessions(context.Background(), 1, "", 0); len(ss) != 1 || !ss[0].Closed {
+		t.Errorf("the failed start's session: %+v", ss)
 	}
 }
 

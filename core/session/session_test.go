@@ -59,17 +59,22 @@ func TestSessionLifecycle(t *testing.T) {
 func testLifecycle(t *testing.T, rt string) {
 	ctx := context.Background()
 	e, mem := engine(t, rt)
-	s, outcomes, err := e.Start(ctx, map[string]any{"HumanFullName": "Ann Lee", "Visits": "three"})
-	if err != nil {
-		t.Fatal(err)
+	_, _, err := e.Start(ctx, map[string]any{"HumanFullName": "Ann Lee", "Visits": "three"})
+	var se *StartError
+	if !errors.As(err, &se) || se.Session == nil || !se.Session.Closed || len(se.Skills) != 4 {
+		t.Fatalf("start with failing init skills: %v", err)
 	}
-	if s.State != "One" || len(outcomes) != 4 {
-		t.Fatalf("start: %+v %+v", s, outcomes)
-	}
+	s, outcomes := se.Session, se.Skills
 	// Greet ran and changed the variables; Broken failed with its own
 	// error; Counts got a wrongly typed input; NotDict returned a list.
+	// The start names each failure, and the session is closed.
 	if !outcomes[0].Success || s.Variables["FirstName"] != "Ann" || s.Variables["Greeted"] != true {
 		t.Errorf("greet: %+v %v", outcomes[0], s.Variables)
+	}
+	for _, want := range []string{`init skill "Broken" of group "Skills" failed: RuntimeError: the CRM is down`, `init skill "Counts"`, `init skill "NotDict"`} {
+		if !strings.Contains(se.Message, want) || strings.Contains(se.Message, `"Greet"`) {
+			t.Errorf("the start's error %q lacks %q", se.Message, want)
+		}
 	}
 	if outcomes[1].Success || outcomes[1].Error.Message != "the CRM is down" {
 		t.Errorf("broken: %+v", outcomes[1].Error)
@@ -79,6 +84,22 @@ func testLifecycle(t *testing.T, rt string) {
 	}
 	if outcomes[3].Success || !strings.Contains(outcomes[3].Error.Message, "must return a dict") {
 		t.Errorf("not dict: %+v", outcomes[3].Error)
+	}
+	if _, err := e.Call(ctx, s, "WhoAmI", nil); !errors.Is(err, ErrClosed) {
+		t.Errorf("a call in the session whose start failed: %v", err)
+	}
+	// The rest runs in a session whose init skills succeed.
+	g := *e.Groups[0]
+	g.Skills = nil
+	for _, sk := range e.Groups[0].Skills {
+		if sk.Name == "Greet" || sk.Name == "Bye" {
+			g.Skills = append(g.Skills, sk)
+		}
+	}
+	e.Groups = []*definition.Group{&g}
+	s, outcomes, err = e.Start(ctx, map[string]any{"HumanFullName": "Ann Lee", "Visits": "three"})
+	if err != nil || s.Closed || len(outcomes) != 1 || !outcomes[0].Success {
+		t.Fatalf("start: %v %+v %+v", err, s, outcomes)
 	}
 	// Tool code sees the session.
 	r, err := e.Call(ctx, s, "WhoAmI", nil)
@@ -150,7 +171,7 @@ func testLifecycle(t *testing.T, rt string) {
 			reasons = append(reasons, d.Tool+": "+d.Reason)
 		}
 	}
-	want := []string{`FinishSession: tool "FinishSession" is not available in state "One"`, `WhoAmi: no tool "WhoAmi" in state "One"`,
+	want := []string{"WhoAmI: the session is finished", `FinishSession: tool "FinishSession" is not available in state "One"`, `WhoAmi: no tool "WhoAmi" in state "One"`,
 		`SendChatMessage: invalid arguments for tool "send_chat_message": missing required parameter "message"`, "FinishSession: the session is finished"}
 	if len(reasons) != len(want) {
 		t.Fatalf("refused calls logged: %q", reasons)
@@ -168,5 +189,75 @@ func TestForGroup(t *testing.T) {
 	a := ForGroup(g)
 	if a.InitState() == nil || len(a.InitState().Tools) != 1+len(definition.Builtins()) {
 		t.Errorf("agent for a group: %+v", a.InitState())
+	}
+}
+
+// engineWith is engine with the skills of skillsYAML (lines under
+// "skills:", of testdata/skills.py) in place of the group's.
+func engineWith(t *testing.T, skillsYAML string) (*Engine, *Memory) {
+	t.Helper()
+	e, mem := engine(t, plugins.RuntimeCPython)
+	res := definition.Load([]byte("kind: Plugin\nname: Skills\ndescription: d\ndependencies: [skills.py]\ntools: []\nskills:\n" + skillsYAML))
+	if !res.OK() {
+		t.Fatal(res.Err())
+	}
+	g := *e.Groups[0]
+	g.Skills = res.Group.Skills
+	e.Groups = []*definition.Group{&g}
+	return e, mem
+}
+
+// A session's start needs every init skill input whose dtype does not
+// allow None: without one (absent or null) it is refused, naming them all,
+// and nothing is stored or run; an input that allows None may be left
+// out, and the skill gets None.
+func TestStartNeedsRequiredInputs(t *testing.T) {
+	e, mem := engineWith(t, `  - {kind: Skill, name: Greet, description: d, implementation: skills.init_greet, session_init_call: true,
+     inputs: [{name: HumanFullName, description: d, dtype: str}]}
+  - {kind: Skill, name: Maybe, description: d, implementation: skills.init_maybe, session_init_call: true,
+     inputs: [{name: HumanFullName, description: d, dtype: str}, {name: Email, description: d, dtype: str | None}]}
+  - {kind: Skill, name: Counts, description: d, implementation: skills.init_counts, session_init_call: true,
+     inputs: [{name: Visits, description: d, dtype: int}]}
+  - {kind: Skill, name: Bye, description: d, implementation: skills.finish_bye, session_finish_call: true,
+     inputs: [{name: FirstName, description: d, dtype: str}]}
+`)
+	ctx := context.Background()
+	tests := []struct {
+		name    string
+		vars    map[string]any
+		missing []string // nil: the session starts
+		contact string
+	}{
+		{"none given", nil, []string{"HumanFullName", "Visits"}, ""},
+		{"one null", map[string]any{"HumanFullName": nil, "Visits": 1}, []string{"HumanFullName"}, ""},
+		{"the None-allowing one left out", map[string]any{"HumanFullName": "Ann Lee", "Visits": 1}, nil, "Ann Lee <no email>"},
+		{"all given", map[string]any{"HumanFullName": "Ann Lee", "Visits": 1, "Email": "a@x.org"}, nil, "Ann Lee <a@x.org>"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(mem.Entries)
+			s, _, err := e.Start(ctx, tt.vars)
+			if tt.missing == nil {
+				if err != nil || s.Closed || s.Variables["Contact"] != tt.contact || s.Variables["Visits"] != json.Number("2") {
+					t.Fatalf("start: %v %+v", err, s)
+				}
+				return
+			}
+			var se *StartError
+			if !errors.As(err, &se) || se.Status != 422 || strings.Join(se.Missing, ",") != strings.Join(tt.missing, ",") || se.Session != nil {
+				t.Fatalf("start: %v, want missing %v", err, tt.missing)
+			}
+			for _, m := range tt.missing {
+				if !strings.Contains(se.Message, m+" (") {
+					t.Errorf("the message %q does not name %s", se.Message, m)
+				}
+			}
+			if !strings.Contains(se.Message, `a session of agent "Tester" needs the variable`) || strings.Contains(se.Message, "FirstName") {
+				t.Errorf("message %q", se.Message)
+			}
+			if len(mem.Entries) != before {
+				t.Errorf("a refused start logged %d entries", len(mem.Entries)-before)
+			}
+		})
 	}
 }

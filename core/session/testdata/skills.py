@@ -24,3 +24,7 @@ def finish_bye(FirstName):
 def whoami():
     return {"session": toolhost.session_id(), "agent": toolhost.agent(), "state": toolhost.state(),
             "first": toolhost.variables().get("FirstName")}
+
+
+def init_maybe(HumanFullName, Email):
+    return {"Contact": HumanFullName + " <" + (Email if Email is not None else "no email") + ">"}
