@@ -37,8 +37,8 @@ var commands map[string]command
 
 func init() {
 	commands = map[string]command{
-		"validate": {"check a tool group definition (files, then the deep check of its Python code) or an agent definition (against the groups under --files) and tell its status",
-			"toolhost validate [--files DIR] [--json] [--quick] [run flags] GROUP.yaml|AGENT.yaml", runValidate},
+		"validate": {"check a tool group definition (files, then the deep check of its Python code) or an agent definition (against the groups under --groups) and tell its status",
+			"toolhost validate [--files DIR] [--groups DIR] [--json] [--quick] [run flags] GROUP.yaml|AGENT.yaml", runValidate},
 		"schema": {"print the tool schemas of a group in a model API's dialect",
 			"toolhost schema [--dialect D] GROUP.yaml [NAME ...]", runSchema},
 		"call": {"run one tool or skill of a group and print its result",
@@ -52,9 +52,9 @@ func init() {
 		"tenant": {"create tenants, add and revoke their API tokens, list them",
 			"toolhost tenant create|token NAME | revoke TOKEN|- | list [--data DIR]", runTenant},
 		"session": {"run a session locally: init skills, one call per stdin line, finish skills",
-			"toolhost session [--files DIR] [--var K=V ...] [--knowledge DIR] GROUP.yaml|AGENT.yaml", runSession},
+			"toolhost session [--files DIR] [--groups DIR] [--var K=V ...] [--knowledge DIR] GROUP.yaml|AGENT.yaml", runSession},
 		"mcp": {"serve a group or an agent to an MCP client (Claude Desktop, Cursor, the MCP Inspector) over stdio",
-			"toolhost mcp [--files DIR] [--var K=V ...] [--knowledge DIR] [run flags] GROUP.yaml|AGENT.yaml", runMCP},
+			"toolhost mcp [--files DIR] [--groups DIR] [--var K=V ...] [--knowledge DIR] [run flags] GROUP.yaml|AGENT.yaml", runMCP},
 		"logs": {"print a session's system and trace logs, one JSON object a line",
 			"toolhost logs [--data DIR] [--kind system|trace] SESSION", runLogs},
 		"help": {"show help for a command", "toolhost help [COMMAND]", runHelp},

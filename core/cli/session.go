@@ -312,6 +312,7 @@ func localAgent(env *Env, file string, src []byte, groupsDir string) (*definitio
 	found, dirs := findGroups(file, groupsDir)
 	errs := definition.CheckAgentTools(ar.Agent, found)
 	if len(errs) > 0 {
+		whereGroups(errs, file, groupsDir)
 		printDiagnostics(env.Stderr, file, errs, nil)
 		return nil, nil, nil, ExitUsage
 	}

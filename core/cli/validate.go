@@ -21,6 +21,7 @@ func runValidate(env *Env, args []string) int {
 	quick := fs.Bool("quick", false, "skip the deep check (importing the group's modules in a sandbox and comparing every implementation's signature with its declared parameters)")
 	rf := addRunFlags(fs)
 	files := rf.files
+	groupsDir := fs.String("groups", "", "`DIR` to find an agent's groups in, as session and mcp take it (default: the agent's folder and the folder above it; --files DIR is its old name for an agent)")
 	pos, code, ok := parse(fs, args)
 	if !ok {
 		return code
@@ -38,7 +39,11 @@ func runValidate(env *Env, args []string) int {
 	}
 	// An agent is checked as an agent, its kind misspelt or not.
 	if kind := definition.Kind(src); kind == "Agent" || kind != "Plugin" && suggest.Closest(kind, []string{"Agent", "Plugin"}) == "Agent" {
-		return validateAgent(env, file, src, *files, *asJSON)
+		dir := *groupsDir
+		if dir == "" {
+			dir = *files // the flag's old name for an agent
+		}
+		return validateAgent(env, file, src, dir, *asJSON)
 	}
 	dir := *files
 	if dir == "" {
@@ -164,7 +169,7 @@ func plural(n int, word string) string {
 }
 
 // validateAgent checks an agent definition and its tools against the group
-// definitions found beside it (or in --files DIR). Exit 0 valid, 1 not.
+// definitions found beside it (or in --groups DIR). Exit 0 valid, 1 not.
 func validateAgent(env *Env, file string, src []byte, groupsDir string, asJSON bool) int {
 	ar := definition.LoadAgent(src)
 	errs := append([]definition.Diagnostic{}, ar.Errors...)
@@ -173,16 +178,7 @@ func validateAgent(env *Env, file string, src []byte, groupsDir string, asJSON b
 		groups, _ := findGroups(file, groupsDir)
 		errs = append(errs, definition.CheckAgentTools(ar.Agent, groups)...)
 		definition.SortDiagnostics(errs)
-		// Say where the groups were looked for when one is missing.
-		where := groupsDir
-		if where == "" {
-			where = filepath.Dir(file) + " and " + filepath.Dir(filepath.Dir(file))
-		}
-		for i, e := range errs {
-			if strings.HasPrefix(e.Message, "no tool group named") && !strings.Contains(e.Message, "looked in") {
-				errs[i].Message += fmt.Sprintf(" (looked in the definitions under %s; --files DIR says where the groups are)", where)
-			}
-		}
+		whereGroups(errs, file, groupsDir)
 	}
 	status := "Valid"
 	if len(errs) > 0 {
@@ -200,4 +196,19 @@ func validateAgent(env *Env, file string, src []byte, groupsDir string, asJSON b
 		return ExitFailure
 	}
 	return ExitOK
+}
+
+// whereGroups says, in each error of an agent about a group not found,
+// where the groups were looked for and which flag says where they are (the
+// same flag for validate, session and mcp).
+func whereGroups(errs []definition.Diagnostic, file, groupsDir string) {
+	where := groupsDir
+	if where == "" {
+		where = filepath.Dir(file) + " and " + filepath.Dir(filepath.Dir(file))
+	}
+	for i, e := range errs {
+		if strings.HasPrefix(e.Message, "no tool group named") && !strings.Contains(e.Message, "looked in") {
+			errs[i].Message += fmt.Sprintf(" (looked in the definitions under %s; --groups DIR says where the groups are)", where)
+		}
+	}
 }
