@@ -1,0 +1,58 @@
+package gpython
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestRefusals checks each rule of the deep check on gpython: where it
+// reports, and that code without the construct is left alone.
+func TestRefusals(t *testing.T) {
+	tests := []struct {
+		src       string
+		line, col int
+		want      string // "" for no refusal
+	}{
+		{"x = \"%d km\" % 3\n", 1, 5, "%-formatting"},
+		{"x = \"{} km\".format(3)\n", 0, 0, ""},
+		{"def f(a):\n    return (1, a) < (1, 2)\n", 2, 12, "ordering tuples or lists"},
+		{"def f(a):\n    return a < 2\n", 0, 0, ""},
+		{"ok = type(5) is int\n", 1, 6, "use isinstance"},
+		{"ok = isinstance(5, int)\n", 0, 0, ""},
+		{"s = sorted(['b'], key=str.lower)\n", 1, 26, "a method taken from its type"},
+		{"d = {1: 'a'}\n", 1, 6, "only str keys"},
+		{"class E(Exception):\n    pass\n", 1, 1, "base classes"},
+		{"n = (5).bit_length()\n", 1, 8, "bit_length"},
+		{"def bit_length(x):\n    return 1\nclass C:\n    pass\nn = C().bit_length\n", 0, 0, ""},
+		{"def f(:\n", 0, 0, ""}, // a syntax error is the import's to report
+	}
+	for _, tt := range tests {
+		got := Refusals("m.py", tt.src)
+		if tt.want == "" {
+			if len(got) > 0 {
+				t.Errorf("%q: refused %v", tt.src, got)
+			}
+			continue
+		}
+		if len(got) != 1 || got[0].Line != tt.line || got[0].Column != tt.col || got[0].File != "m.py" ||
+			!strings.Contains(got[0].Message, tt.want) || !strings.HasSuffix(got[0].Message, "; use the cpython runtime") {
+			t.Errorf("%q: got %v, want one at %d:%d with %q", tt.src, got, tt.line, tt.col, tt.want)
+		}
+	}
+}
+
+// FuzzRefusals feeds gpython's parser and the rules any source: they must
+// neither panic nor report outside the source.
+func FuzzRefusals(f *testing.F) {
+	for _, s := range []string{"x = \"%s\" % 1\n", "def f(v):\n    return [v for _ in 'ab']\n", "class A(B):\n  pass\n", "{1: 2}\n", "(1,) < (2,)\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		lines := strings.Count(src, "\n") + 1
+		for _, r := range Refusals("m.py", src) {
+			if r.Line < 1 || r.Line > lines || r.Column < 1 || !strings.HasSuffix(r.Message, "use the cpython runtime") {
+				t.Fatalf("refusal %+v outside the source or without the advice", r)
+			}
+		}
+	})
+}
