@@ -541,7 +541,7 @@ func TestMCPStdioStdoutIsProtocolOnly(t *testing.T) {
 // TestMCPStdioGroup serves a group file directly: one state with the
 // group's tools, in its order, and the built-ins.
 func TestMCPStdioGroup(t *testing.T) {
-	p := startMCP(t, nil, mcpGroupFile)
+	p := startMCP(t, nil, "--var", "Name=Ann", mcpGroupFile)
 	cs := p.cs
 	if ir := cs.InitializeResult(); ir.ProtocolVersion != "2025-11-25" || ir.Instructions != "Tools and skills for the MCP tests." {
 		t.Errorf("initialize: version %q, instructions %q", ir.ProtocolVersion, ir.Instructions)
