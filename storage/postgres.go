@@ -498,13 +498,13 @@ func (s *DB) pgCollectBlobs(ctx context.Context) error {
 }
 
 // pgSearchKnowledge ranks the passages that hold any of the terms
-// (ts_rank over a 'simple' tsvector: words lowercased, not stemmed, as
-// FTS5's unicode61 does).
+// (ts_rank over an 'english' tsvector: words lowercased and stemmed, as
+// FTS5's porter tokenizer does; the query's words are stemmed alike).
 func (s *DB) pgSearchKnowledge(ctx context.Context, tenantID int64, names, terms []string, limit int) ([]Passage, error) {
 	parts := make([]string, len(terms))
 	args := []any{}
 	for i, t := range terms {
-		parts[i] = `plainto_tsquery('simple', ?)`
+		parts[i] = `plainto_tsquery('english', ?)`
 		args = append(args, t)
 	}
 	q := `SELECT doc || '#' || seq, content, ts_rank(tsv, query) AS score

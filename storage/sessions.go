@@ -214,19 +214,79 @@ func (s *DB) DeleteUnanswered(ctx context.Context, tenantID, id int64) error {
 // ErrNoFTS5 is a binary built without SQLite's FTS5.
 var ErrNoFTS5 = errors.New("knowledge search needs SQLite FTS5: build toolhost with -tags sqlite_fts5 (make build does)")
 
+// ftsTable is the SQLite full-text index of knowledge passages. Its
+// tokenizer is porter over unicode61: words are lowercased, diacritics
+// folded, and English words stemmed, so that "refund" finds "refunds" (as
+// the 'english' configuration does on PostgreSQL).
+const ftsTable = `CREATE VIRTUAL TABLE knowledge_fts USING fts5(name UNINDEXED, tenant_id UNINDEXED, content, tokenize='porter unicode61')`
+
 // ensureFTS makes the full-text index on first use (SQLite; PostgreSQL's
-// is made by its migrations).
+// is made by its migrations). An index made before stemming (unicode61
+// alone) is rebuilt once from the stored documents.
 func (s *DB) ensureFTS(ctx context.Context) error {
 	if s.dialect == postgresDialect {
 		return nil
 	}
 	s.ftsOnce.Do(func() {
-		_, s.ftsErr = s.exec(ctx, `CREATE VIRTUAL TABLE IF NOT EXISTS knowledge_fts USING fts5(name UNINDEXED, tenant_id UNINDEXED, content, tokenize='unicode61')`)
+		s.ftsErr = s.makeFTS(ctx)
 		if s.ftsErr != nil && strings.Contains(s.ftsErr.Error(), "no such module") {
 			s.ftsErr = ErrNoFTS5
 		}
 	})
 	return s.ftsErr
+}
+
+// makeFTS creates the index, or rebuilds one of another tokenizer with
+// every document's passages, in one transaction.
+func (s *DB) makeFTS(ctx context.Context) error {
+	var have string
+	err := s.row(ctx, `SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'knowledge_fts'`).Scan(&have)
+	if err == nil && strings.Contains(have, "porter") {
+		return nil
+	}
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	tx, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.exec(ctx, `DROP TABLE IF EXISTS knowledge_fts`); err != nil {
+		return err
+	}
+	if _, err := tx.exec(ctx, ftsTable); err != nil {
+		return err
+	}
+	type doc struct {
+		tenant        int64
+		name, content string
+	}
+	rows, err := tx.tx.QueryContext(ctx, `SELECT tenant_id, name, content FROM knowledge ORDER BY tenant_id, name`)
+	if err != nil {
+		return err
+	}
+	var docs []doc
+	for rows.Next() {
+		var d doc
+		if err := rows.Scan(&d.tenant, &d.name, &d.content); err != nil {
+			rows.Close()
+			return err
+		}
+		docs = append(docs, d)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, d := range docs {
+		for i, p := range passages(d.content) {
+			if err := s.insertPassage(ctx, tx, d.tenant, d.name, i+1, p); err != nil {
+				return err
+			}
+		}
+	}
+	return tx.Commit()
 }
 
 // CheckKnowledgeName reports why name cannot name a knowledge document: it
