@@ -225,6 +225,13 @@ type ToolError struct {
 	Type      string `json:"type,omitempty"`
 	Message   string `json:"message"`
 	Traceback string `json:"traceback,omitempty"`
+	// Status is the HTTP status an exception carried: its status or
+	// status_code attribute, or its response's (an int from 100 to 599);
+	// 0 for none.
+	Status int `json:"status,omitempty"`
+	// Body is the error body an exception carried: its body attribute, or
+	// its response's text, as text; "" for none.
+	Body string `json:"body,omitempty"`
 }
 
 // AsToolError is err as a ToolError: itself when it is one (or wraps one),

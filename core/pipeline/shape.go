@@ -18,7 +18,7 @@ import (
 // shape applies warnings, templates, output, blocks and continuations.
 func (p *Pipeline) shape(ctx context.Context, req *Request, a *Answer, resp *plugins.CallResponse) {
 	t := req.Tool
-	if resp.OK && plain(t) && !bytes.Contains(resp.Result, []byte("__toolhost_result__")) {
+	if resp.OK && plain(t) && !bytes.Contains(resp.Result, []byte("__toolhost_result__")) && !bytes.Contains(resp.Result, []byte(`"visual"`)) {
 		return // nothing to decode, render or validate: the answer is the result
 	}
 	var extracted any
@@ -27,7 +27,9 @@ func (p *Pipeline) shape(ctx context.Context, req *Request, a *Answer, resp *plu
 		dec.UseNumber()
 		dec.Decode(&extracted)
 	}
-	// A Python tool may set its layers itself: toolhost.result(content, visual).
+	// A Python tool may set its layers itself: toolhost.result(content,
+	// visual), or a result of exactly the keys content and visual (spec
+	// 000: "script tools set visual with a key"), visual a list.
 	var visual []any
 	if m, ok := extracted.(map[string]any); ok {
 		if r, ok := m["__toolhost_result__"].(map[string]any); ok {
@@ -35,6 +37,9 @@ func (p *Pipeline) shape(ctx context.Context, req *Request, a *Answer, resp *plu
 			visual, _ = r["visual"].([]any)
 			b, _ := json.Marshal(extracted)
 			a.Content = b
+		} else if content, v, ok := layers(m, resp.Result); ok {
+			extracted, visual = m["content"], v
+			a.Content = content
 		}
 	}
 	// Warnings look at the serialised output (the error's, on failure).
@@ -69,7 +74,8 @@ func (p *Pipeline) shape(ctx context.Context, req *Request, a *Answer, resp *plu
 		if ui != nil && ui.FailureTemplate != nil {
 			ft = bt.add(ui.FailureTemplate.Source, false, "failure_template")
 		}
-		fd := map[string]any{"input": req.args, "error": msg, "status": nil, "extracted": nil, "content": serialised, "success": false}
+		status, failed := failureFields(resp.Error)
+		fd := map[string]any{"input": req.args, "error": msg, "status": status, "extracted": failed, "content": serialised, "success": false}
 		results, err := p.renderBatch(ctx, &bt, fd)
 		switch {
 		case err != nil:
@@ -166,6 +172,55 @@ func (p *Pipeline) shape(ctx context.Context, req *Request, a *Answer, resp *plu
 		}
 		a.Blocks = append(a.Blocks, vb)
 	}
+}
+
+// failureFields are a failure template's status and extracted (spec 000:
+// "status (HTTP status, if any), extracted (parsed error body, if JSON)"):
+// the HTTP status the exception carried (its status or status_code, or
+// its response's), and the error body parsed as JSON: the body it carried
+// (its body, or its response's text), else its message, when that is JSON
+// (an object or a list). nil for what there is not.
+func failureFields(e *plugins.ToolError) (status, extracted any) {
+	if e == nil {
+		return nil, nil
+	}
+	if e.Status != 0 {
+		status = e.Status
+	}
+	for _, text := range []string{e.Body, e.Message} {
+		t := strings.TrimSpace(text)
+		if !strings.HasPrefix(t, "{") && !strings.HasPrefix(t, "[") {
+			continue
+		}
+		dec := json.NewDecoder(strings.NewReader(t))
+		dec.UseNumber()
+		var v any
+		if dec.Decode(&v) == nil && !dec.More() {
+			return status, v
+		}
+	}
+	return status, nil
+}
+
+// layers reads a result that sets its own layers (spec 000: a script
+// tool "sets visual with a key"): an object of exactly two keys, content
+// and visual, visual a list (of blocks, validated as the tool's own). It
+// answers content's JSON as the tool wrote it, and the blocks. Any other
+// result, one with a third key included, is content as it is.
+func layers(m map[string]any, raw json.RawMessage) (json.RawMessage, []any, bool) {
+	v, isList := m["visual"].([]any)
+	if _, has := m["content"]; !has || !isList || len(m) != 2 {
+		return nil, nil, false
+	}
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &keys); err != nil {
+		return nil, nil, false
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, keys["content"]); err != nil {
+		return nil, nil, false
+	}
+	return b.Bytes(), v, true
 }
 
 // plain reports whether a tool has none of the layers shape builds: no ui,

@@ -280,6 +280,10 @@ func Bound(a *Answer, limits plugins.Limits) *plugins.ToolError {
 		a.Error.Message = Cut(a.Error.Message, plugins.ErrorTextBytes)
 		a.Error.Traceback = Cut(a.Error.Traceback, plugins.ErrorTextBytes)
 		a.Error.Type = Cut(a.Error.Type, 256)
+		a.Error.Body = Cut(a.Error.Body, plugins.ErrorTextBytes)
+		if a.Error.Status < 100 || a.Error.Status > 599 {
+			a.Error.Status = 0
+		}
 	}
 	if a.OK && len(a.Result) > limits.ResultBytes {
 		return &plugins.ToolError{Kind: plugins.ErrResult, Type: "OverflowError", Message: fmt.Sprintf(

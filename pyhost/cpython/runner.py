@@ -216,12 +216,56 @@ def error_of(exc, kind="exception"):
         # Python's MemoryError says nothing; say which limit it hit.
         limit = MEMORY_LIMIT[0]
         message = "out of memory: a worker may use %d MiB (--memory-mb)" % (limit >> 20) if limit else "out of memory"
-    return {
+    out = {
         "kind": kind,
         "type": type(exc).__name__,
         "message": message[:ERROR_TEXT],
         "traceback": text[-ERROR_TEXT:],
     }
+    status, body = http_error_of(exc)
+    if status:
+        out["status"] = status
+    if body:
+        out["body"] = body[:ERROR_TEXT]
+    return out
+
+
+def http_error_of(exc):
+    """The HTTP status and error body an exception carries, as HTTP client
+    libraries raise them: status or status_code on the exception or on its
+    response (requests, httpx, urllib's HTTPError), body on the exception
+    or text on its response. (0, "") when it carries none; an attribute
+    that fails to read counts as absent."""
+    def attr(obj, name):
+        try:
+            return getattr(obj, name, None)
+        except BaseException:
+            return None
+    status, body = 0, ""
+    response = attr(exc, "response")
+    for obj in (exc, response):
+        if obj is None or status:
+            continue
+        for name in ("status", "status_code"):
+            v = attr(obj, name)
+            if isinstance(v, int) and not isinstance(v, bool) and 100 <= v <= 599:
+                status = v
+                break
+    for obj, name in ((exc, "body"), (response, "text")):
+        if obj is None:
+            continue
+        v = attr(obj, name)
+        if isinstance(v, (bytes, bytearray)):
+            v = bytes(v).decode("utf-8", "replace")
+        elif isinstance(v, (dict, list)):
+            try:
+                v = json_dumps(v)
+            except BaseException:
+                v = None
+        if isinstance(v, str) and v:
+            body = v
+            break
+    return status, body
 
 
 def apply_limits(limits):
