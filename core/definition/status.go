@@ -42,6 +42,12 @@ type Report struct {
 	Skills      []SkillRef   `json:"skills"`
 	// Message says why a group is in Error.
 	Message string `json:"message,omitempty"`
+	// Runtime, on the server, is the runtime the group was loaded on
+	// (cpython or gpython), and RuntimeReason why: "asked for", or what
+	// --runtime auto found (gpython answers otherwise than CPython in
+	// places, so the choice is never silent).
+	Runtime       string `json:"runtime,omitempty"`
+	RuntimeReason string `json:"runtime_reason,omitempty"`
 	// Dependencies are the listed paths (the server finds the groups a
 	// file change concerns with them, without parsing every definition).
 	Dependencies []string `json:"dependencies"`

@@ -96,6 +96,7 @@ func (r *Registry) DeepCheck(ctx context.Context, tenant int64, yaml []byte) (*d
 	}
 	opts := r.run
 	opts.Log = r.log
+	view.Runtime, view.RuntimeReason, _ = runner.ChooseRuntime(opts.Runtime, opts.Python)
 	diags, err := runner.Check(ctx, res.Group, root, opts)
 	switch {
 	case err != nil:

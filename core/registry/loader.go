@@ -173,6 +173,7 @@ func (r *Registry) load(j job) {
 	}
 	start := time.Now()
 	status, msg := definition.Ready, ""
+	view.Runtime, view.RuntimeReason, _ = runner.ChooseRuntime(r.run.Runtime, r.run.Python)
 	if _, release, err := r.acquire(ctx, j.tenant, g); err != nil {
 		status, msg = definition.Error, err.Error()
 		// Signature mismatches are errors at their lines.

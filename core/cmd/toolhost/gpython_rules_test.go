@@ -1,12 +1,39 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 )
+
+const (
+	percentBody = "    return \"%s km\" % km\n"
+	formatBody  = "    return \"{} km\".format(km)\n"
+)
+
+// convGroup writes a unit converter group in dir (its module's third line
+// is body) and returns its definition's path. Its module is conv.py, or
+// MODULE.py for a name "NAME/MODULE" (groups of one tenant share their
+// files).
+func convGroup(t *testing.T, dir, name, tool, body string) string {
+	module := "conv"
+	if n, m, ok := strings.Cut(name, "/"); ok {
+		name, module = n, m
+	}
+	t.Helper()
+	def := "kind: Plugin\nname: " + name + "\ndescription: Converts units.\ndependencies:\n  - " + module + ".py\ntools:\n" +
+		"  - kind: Tool\n    object_name: MilesToKm\n    name: " + tool + "\n    description: Miles to kilometres.\n" +
+		"    implementation: " + module + ".to_km\n    parameters:\n      - name: miles\n        type: float\n        description: Miles.\n"
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "conv.yaml"), []byte(def), 0o644)
+	os.WriteFile(filepath.Join(dir, module+".py"), []byte("def to_km(miles):\n    km = round(miles * 1.609344, 3)\n"+body), 0o644)
+	return filepath.Join(dir, "conv.yaml")
+}
 
 // TestGPythonRulesAtTheDoors runs the real binary on a unit converter
 // (issue 26, point 1): validate --runtime gpython reports a construct
@@ -15,30 +42,8 @@ import (
 // answers as CPython does (round(1.609344, 3) was 0 on gpython); and
 // --runtime auto says on stderr which runtime it chose and why.
 func TestGPythonRulesAtTheDoors(t *testing.T) {
-	def := `kind: Plugin
-name: conv
-description: Converts units.
-dependencies:
-  - conv.py
-tools:
-  - kind: Tool
-    object_name: MilesToKm
-    name: miles_to_km
-    description: Miles to kilometres.
-    implementation: conv.to_km
-    parameters:
-      - name: miles
-        type: float
-        description: Miles.
-`
-	group := func(body string) string {
-		dir := t.TempDir()
-		os.WriteFile(filepath.Join(dir, "conv.yaml"), []byte(def), 0o644)
-		os.WriteFile(filepath.Join(dir, "conv.py"), []byte("def to_km(miles):\n    km = round(miles * 1.609344, 3)\n"+body), 0o644)
-		return filepath.Join(dir, "conv.yaml")
-	}
-	percent := group("    return \"%s km\" % km\n")
-	format := group("    return \"{} km\".format(km)\n")
+	percent := convGroup(t, t.TempDir(), "conv", "miles_to_km", percentBody)
+	format := convGroup(t, t.TempDir(), "conv", "miles_to_km", formatBody)
 	noPython := []string{"PATH=" + t.TempDir()}
 	tests := []struct {
 		name    string
@@ -75,6 +80,68 @@ tools:
 			}
 			if tt.notWant != "" && strings.Contains(string(out), tt.notWant) {
 				t.Errorf("output has %q:\n%s", tt.notWant, out)
+			}
+		})
+	}
+}
+
+// TestGPythonRulesOnTheServer loads the converter on a real server: on
+// gpython the %-formatting group is Error with the construct at
+// pct.py:3:12 (the server's check when a group loads), the str.format
+// one is Ready and answers '1.609 km'; a group's info names its runtime
+// and why, and serve --runtime auto without python3 says on its log that
+// it chose gpython and why.
+func TestGPythonRulesOnTheServer(t *testing.T) {
+	type info struct {
+		Status        string `json:"status"`
+		Message       string `json:"message"`
+		Runtime       string `json:"runtime"`
+		RuntimeReason string `json:"runtime_reason"`
+		Errors        []struct {
+			File    string `json:"file"`
+			Line    int    `json:"line"`
+			Column  int    `json:"column"`
+			Message string `json:"message"`
+		} `json:"errors"`
+	}
+	tests := []struct {
+		name    string
+		env     []string
+		runtime string
+		reason  string
+		log     string
+	}{
+		{"gpython asked for", nil, "gpython", "asked for", ""},
+		{"auto without python3", []string{"PATH=" + t.TempDir()}, "auto", "no python3 was found", "toolhost serve: --runtime auto chose gpython: no python3 was found"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			convGroup(t, filepath.Join(dir, "pct"), "ConvPercent/pct", "pct_to_km", percentBody)
+			convGroup(t, filepath.Join(dir, "fmt"), "ConvFormat/fmt", "fmt_to_km", formatBody)
+			s, errs := startServerEnv(t, tt.env, t.TempDir(), freePort(t), "--runtime", tt.runtime, "--load", dir, "--timeout", "20")
+			token := s.loadedToken()
+			s.waitStatus(token, "ConvPercent", "Error")
+			var bad, good info
+			s.do(token, "GET", "/v1/groups/ConvPercent", nil, &bad)
+			if len(bad.Errors) != 1 || bad.Errors[0].File != "pct.py" || bad.Errors[0].Line != 3 || bad.Errors[0].Column != 12 ||
+				!strings.Contains(bad.Errors[0].Message, "%-formatting") || !strings.HasSuffix(bad.Errors[0].Message, "use the cpython runtime") {
+				t.Errorf("the %%-formatting group's errors: %+v", bad.Errors)
+			}
+			s.waitStatus(token, "ConvFormat", "Ready")
+			s.do(token, "GET", "/v1/groups/ConvFormat", nil, &good)
+			if good.Runtime != "gpython" || !strings.Contains(good.RuntimeReason, tt.reason) || bad.Runtime != "gpython" {
+				t.Errorf("runtime %q (%q), the refused group's %q; want gpython (%q)", good.Runtime, good.RuntimeReason, bad.Runtime, tt.reason)
+			}
+			var res struct {
+				Success bool            `json:"success"`
+				Content json.RawMessage `json:"content"`
+			}
+			if code := s.do(token, "POST", "/v1/calls", strings.NewReader(`{"tool":"fmt_to_km","arguments":{"miles":1}}`), &res); code != 200 || string(res.Content) != `"1.609 km"` {
+				t.Errorf("fmt_to_km(1): %d %+v", code, res)
+			}
+			if tt.log != "" && !strings.Contains(errs.String(), tt.log) {
+				t.Errorf("the server's log lacks %q:\n%s", tt.log, errs.String())
 			}
 		})
 	}
