@@ -46,7 +46,7 @@ func runCPython(t *testing.T, snips []snippet) []answer {
 		in[i] = [2]string{s.Name, moduleSource(s)}
 	}
 	b, _ := json.Marshal(in)
-	cmd := exec.Command("python3", "-I", "-S", "-c", cpythonCorpus)
+	cmd := exec.Command("python3", "-I", "-S", "-W", "ignore", "-c", cpythonCorpus)
 	cmd.Stdin = strings.NewReader(string(b))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()

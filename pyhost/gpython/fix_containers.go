@@ -144,6 +144,7 @@ func registerContainerFixes() {
 		}
 		return py.None, nil
 	})
+	method(py.ListType, "sort", listSort)
 	list("copy", func(l *py.List, _ py.Tuple) (py.Object, error) { return l.Copy(), nil })
 	list("clear", func(l *py.List, _ py.Tuple) (py.Object, error) {
 		l.Items = l.Items[:0]

@@ -101,11 +101,14 @@ func attr(t *py.Type, name string, o py.Object) {
 
 func init() {
 	// type(x).__name__ was an AttributeError.
-	attr(py.TypeType, "__name__", &py.Property{Fget: func(self py.Object) (py.Object, error) {
+	attr(py.ObjectType, "__name__", &py.Property{Fget: func(self py.Object) (py.Object, error) {
 		if t, ok := self.(*py.Type); ok {
 			return py.String(t.Name), nil
 		}
 		return nil, py.ExceptionNewf(py.AttributeError, "'%s' object has no attribute '__name__'", self.Type().Name)
+	}})
+	attr(py.MethodType, "__name__", &py.Property{Fget: func(self py.Object) (py.Object, error) {
+		return py.String(self.(*py.Method).Name), nil
 	}})
 	registerStrFixes()
 	registerContainerFixes()
@@ -157,6 +160,7 @@ func fixBuiltins(b *py.Module) {
 		},
 		"ascii":    builtinASCII,
 		"reversed": builtinReversed,
+		"sorted":   builtinSorted,
 		"callable": builtinCallable,
 		"issubclass": func(_ py.Object, args py.Tuple, _ py.StringDict) (py.Object, error) {
 			if len(args) != 2 {
@@ -417,10 +421,6 @@ func minMax(name string, args py.Tuple, kwargs py.StringDict) (py.Object, error)
 		}
 		return nil, py.ExceptionNewf(py.ValueError, "%s() arg is an empty sequence", name)
 	}
-	op := py.Lt
-	if name == "max" {
-		op = py.Gt
-	}
 	keyOf := func(o py.Object) (py.Object, error) {
 		if key == nil || key == py.None {
 			return o, nil
@@ -437,7 +437,11 @@ func minMax(name string, args py.Tuple, kwargs py.StringDict) (py.Object, error)
 		if err != nil {
 			return nil, err
 		}
-		better, err := compare(op, k, bestKey)
+		a, b := k, bestKey
+		if name == "max" {
+			a, b = bestKey, k
+		}
+		better, err := lessThan(a, b)
 		if err != nil {
 			return nil, err
 		}

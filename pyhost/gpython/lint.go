@@ -128,6 +128,5 @@ var missingAttrs = map[string]string{
 	"hex":              "float.hex is not available on gpython",
 	"fromkeys":         "dict.fromkeys is not available on gpython",
 	"popitem":          "dict.popitem is not available on gpython (its dicts have no order)",
-	"__name__":         "the __name__ of a type is not available on gpython",
 	"encode":           "str.encode gives bytes that gpython cannot use as CPython does",
 }
