@@ -91,6 +91,10 @@ states:
 			}
 		})
 	}
+	// The console's start form says which variables are required.
+	if r := page(t, c, srv, "GET", "/playground?agent=Helper", nil); !strings.Contains(r.body, "<small>str · Hello · required</small>") {
+		t.Errorf("the start form does not mark Name required:\n%.2000s", r.body)
+	}
 	// With its variable the session starts at every door.
 	if resp, b := request(t, srv, token, "POST", "/v1/sessions", `{"agent":"Helper","variables":{"Name":"Ann"}}`); resp.StatusCode != 201 {
 		t.Errorf("a complete start: %d %s", resp.StatusCode, b)

@@ -359,11 +359,14 @@ func initInputs(defs map[string]*definition.Group, a *definition.Agent) []map[st
 					continue
 				}
 				seen[in.Name] = true
-				typ := ""
+				typ, required := "", ""
 				if in.DType != nil {
 					typ = in.DType.String()
+					if !in.DType.Nullable() {
+						required = "required" // a start without it is refused
+					}
 				}
-				out = append(out, map[string]string{"Name": in.Name, "Type": typ, "Description": strings.TrimSpace(in.Description), "Skill": sk.Name})
+				out = append(out, map[string]string{"Name": in.Name, "Type": typ, "Description": strings.TrimSpace(in.Description), "Skill": sk.Name, "Required": required})
 			}
 		}
 	}
