@@ -161,6 +161,7 @@ func fixBuiltins(b *py.Module) {
 		"ascii":    builtinASCII,
 		"reversed": builtinReversed,
 		"sorted":   builtinSorted,
+		"hash":     builtinHash,
 		"callable": builtinCallable,
 		"issubclass": func(_ py.Object, args py.Tuple, _ py.StringDict) (py.Object, error) {
 			if len(args) != 2 {
