@@ -81,7 +81,7 @@ func (m *Memory) SearchKnowledge(_ context.Context, names []string, query string
 	defer m.mu.Unlock()
 	words := map[string]bool{}
 	for _, w := range strings.Fields(strings.ToLower(query)) {
-		words[strings.Trim(w, ".,;:!?\"'()")] = true
+		words[stem(strings.Trim(w, ".,;:!?\"'()"))] = true
 	}
 	out := []storage.Passage{}
 	for _, name := range names {
@@ -89,7 +89,7 @@ func (m *Memory) SearchKnowledge(_ context.Context, names []string, query string
 			p = strings.TrimSpace(p)
 			score := 0.0
 			for _, w := range strings.Fields(strings.ToLower(p)) {
-				if words[strings.Trim(w, ".,;:!?\"'()")] {
+				if words[stem(strings.Trim(w, ".,;:!?\"'()"))] {
 					score++
 				}
 			}
@@ -103,4 +103,37 @@ func (m *Memory) SearchKnowledge(_ context.Context, names []string, query string
 		out = out[:limit]
 	}
 	return out, nil
+}
+
+// stem is a word's stem for the memory store's search, so that word forms
+// match as the databases' stemmers make them (FTS5's porter, PostgreSQL's
+// 'english'): refunds, refunding and refunded are refund; taking and take
+// are tak. It strips English inflections only (a plural or third person s,
+// ing, ed, a final e, then a doubled consonant), which is what matching
+// one form against another needs; both sides are stemmed alike.
+func stem(w string) string {
+	if len(w) <= 3 {
+		return w
+	}
+	switch {
+	case strings.HasSuffix(w, "ies") && len(w) > 4:
+		w = w[:len(w)-3] + "y"
+	case strings.HasSuffix(w, "sses"):
+		w = w[:len(w)-2]
+	case strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") && !strings.HasSuffix(w, "us"):
+		w = w[:len(w)-1]
+	}
+	for _, suf := range []string{"ing", "ed"} {
+		if rest := strings.TrimSuffix(w, suf); rest != w && len(rest) >= 3 && strings.ContainsAny(rest, "aeiouy") {
+			w = rest
+			if n := len(w); n >= 2 && w[n-1] == w[n-2] && !strings.ContainsRune("aeioulsz", rune(w[n-1])) {
+				w = w[:n-1]
+			}
+			break
+		}
+	}
+	if n := len(w); n > 3 && w[n-1] == 'e' {
+		w = w[:n-1]
+	}
+	return w
 }
