@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -44,6 +45,12 @@ func (s *DB) Incarnate(ctx context.Context, exclusive bool) (string, error) {
 		return "", err
 	}
 	stamp := nowT.Format(time.RFC3339Nano)
+	// The answers a former process kept go in first: their claims are
+	// still running, and a retry of their keys must find the answers, not
+	// claims of a dead incarnation to take over.
+	if left, err := s.deliverSpool(ctx); left > 0 {
+		return "", fmt.Errorf("deliver the %d answers kept while the database was away: %w", left, err)
+	}
 	if exclusive {
 		if _, err := s.exec(ctx, `DELETE FROM incarnations`); err != nil {
 			return "", err

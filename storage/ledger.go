@@ -92,7 +92,20 @@ func (s *DB) ClaimKey(ctx context.Context, tenantID int64, key, hash string, win
 
 // CompleteKey stores the answer of the call that holds a key by claim
 // (LedgerEntry.Claim); ErrClaimLost when another claimant took it over.
+// When the database cannot be reached (or its disk is full), the answer is
+// kept in the node's folder and written as soon as it can be (see spool.go):
+// nil then means the answer is kept durably, not yet recorded.
 func (s *DB) CompleteKey(ctx context.Context, tenantID int64, key, claim string, response []byte) error {
+	err := s.completeKey(ctx, tenantID, key, claim, response)
+	if Unavailable(err) || Full(err) {
+		if kerr := s.keep(spooled{Op: "complete", Tenant: tenantID, Key: key, Claim: claim, Response: response}); kerr == nil {
+			return nil
+		}
+	}
+	return err
+}
+
+func (s *DB) completeKey(ctx context.Context, tenantID int64, key, claim string, response []byte) error {
 	res, err := s.exec(ctx, `UPDATE idempotency SET state = 'done', response = ? WHERE tenant_id = ? AND key = ? AND state = 'running' AND created_at = ?`,
 		response, tenantID, key, claim)
 	if err != nil {
@@ -105,8 +118,20 @@ func (s *DB) CompleteKey(ctx context.Context, tenantID int64, key, claim string,
 }
 
 // ReleaseKey gives up a key whose call could not finish, so that a retry
-// runs it; a claim taken over meanwhile is left to its new owner.
+// runs it; a claim taken over meanwhile is left to its new owner. Like
+// CompleteKey's answer, a release the database cannot take now is kept and
+// delivered later.
 func (s *DB) ReleaseKey(ctx context.Context, tenantID int64, key, claim string) error {
+	err := s.releaseKey(ctx, tenantID, key, claim)
+	if Unavailable(err) || Full(err) {
+		if kerr := s.keep(spooled{Op: "release", Tenant: tenantID, Key: key, Claim: claim}); kerr == nil {
+			return nil
+		}
+	}
+	return err
+}
+
+func (s *DB) releaseKey(ctx context.Context, tenantID int64, key, claim string) error {
 	_, err := s.exec(ctx, `DELETE FROM idempotency WHERE tenant_id = ? AND key = ? AND state = 'running' AND created_at = ?`, tenantID, key, claim)
 	return err
 }

@@ -64,6 +64,8 @@ type DB struct {
 	// it is none), stopBeat ends its heartbeat (PostgreSQL).
 	incarnation string
 	stopBeat    func()
+	// spool delivers the ledger writes kept while the database was away.
+	spool spool
 }
 
 // Open opens (creating if needed) the SQLite data folder dir: the database

@@ -32,6 +32,9 @@ type Store interface {
 	Ping(ctx context.Context, d time.Duration) error
 	// DiskFree is the space left to the node's data folder, in bytes.
 	DiskFree() (uint64, error)
+	// Spooled is how many ledger writes the node keeps for the database,
+	// which was away when they were made.
+	Spooled() int
 	// Close closes the database.
 	Close() error
 }

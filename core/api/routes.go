@@ -85,6 +85,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) error {
 	case path == "/metrics":
 		return only(r, "GET", func() error {
 			s.Metrics.Write(w, s.Registry.Warm(), s.Registry.WorkerProcesses())
+			fmt.Fprintf(w, "# HELP toolhost_pending_answers Keyed calls' answers kept on this node's disk until the database takes them.\n# TYPE toolhost_pending_answers gauge\ntoolhost_pending_answers %d\n", s.DB.Spooled())
 			s.writeTenantMetrics(w, r)
 			return nil
 		})

@@ -2,9 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -132,4 +135,93 @@ func TestKeyInFlightTakenOverAfterRestart(t *testing.T) {
 	if code := s2.do(tok, "POST", "/v1/calls", strings.NewReader(body), &again); code != 200 || !again.Replayed {
 		t.Errorf("the key once more: %d replayed=%v", code, again.Replayed)
 	}
+}
+
+// TestKeysAcrossADatabaseRestart: four keyed calls are running when the
+// server's PostgreSQL stops for 10 s; each runs its tool once and answers
+// once: the answers the database could not take are kept on the node's
+// disk and recorded once it is back, and a retry of each key replays its
+// answer (issue 27, point 1: the calls answered 500, the completions were
+// lost, and a retry ran the tool again at about 140 s). The tool counts
+// its runs per item in its worker's memory (one worker, kept warm), and a
+// second tool reads the counts.
+func TestKeysAcrossADatabaseRestart(t *testing.T) {
+	c, err := pgtest.StartCluster()
+	if err != nil {
+		if err == pgtest.ErrNoBinaries {
+			t.Skip(err)
+		}
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	dsn := c.URL("postgres")
+	out, err := exec.Command(bin, "tenant", "create", "acme", "--data", t.TempDir(), "--db", dsn).Output()
+	if err != nil {
+		t.Fatalf("tenant create: %v", err)
+	}
+	tok := strings.TrimSpace(string(out))
+	s := startServer(t, t.TempDir(), freePort(t), "--db", dsn, "--spares", "0", "--workers", "1", "--idle", "10m")
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "count.py"), []byte("import time\nRUNS = {}\ndef reserve(item):\n    RUNS[item] = RUNS.get(item, 0) + 1\n    time.sleep(3)\n    return {'item': item, 'run': RUNS[item]}\n"+
+		"def runs():\n    return RUNS\n"), 0o644)
+	s.upload(tok, dir, "count.py")
+	yaml := "kind: Plugin\nname: Count\ndescription: d\ndependencies: [count.py]\ntools:\n" +
+		"  - {kind: Tool, object_name: Reserve, name: reserve, description: d, implementation: count.reserve, idempotency: auto, parameters: [{name: item, type: str, description: d}]}\n" +
+		"  - {kind: Tool, object_name: Runs, name: runs, description: d, implementation: count.runs, parameters: []}\n"
+	if code := s.do(tok, "POST", "/v1/groups", strings.NewReader(yaml), nil); code != 200 && code != 201 {
+		t.Fatalf("group: %d", code)
+	}
+	s.waitStatus(tok, "Count", "Ready")
+	call := func(item string) (int, string) {
+		r, _ := http.NewRequest("POST", s.base+"/v1/calls", strings.NewReader(`{"tool":"Reserve","arguments":{"item":"`+item+`"},"idempotency_key":"key-`+item+`"}`))
+		r.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	items := []string{"a", "b", "c", "d"}
+	first := make(chan string, len(items))
+	for _, it := range items {
+		go func() {
+			code, body := call(it)
+			first <- fmt.Sprintf("%s: %d %s", it, code, body)
+		}()
+	}
+	time.Sleep(1 * time.Second) // the calls run (one worker: in turn, 3 s each)
+	if err := c.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Second)
+	if err := c.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	for range items {
+		t.Logf("first answer %s", <-first)
+	}
+	// Every key answers its one run, replayed or kept.
+	for _, it := range items {
+		var got string
+		ok := pollUntil(30*time.Second, func() bool {
+			code, body := call(it)
+			got = fmt.Sprintf("%d %s", code, body)
+			return code == 200 && strings.Contains(body, `"run":1`)
+		})
+		if !ok {
+			t.Errorf("key-%s after the restart: %s, want its one run's answer", it, got)
+		}
+	}
+	var res struct {
+		Content map[string]int `json:"content"`
+	}
+	s.do(tok, "POST", "/v1/calls", strings.NewReader(`{"tool":"Runs","arguments":{}}`), &res)
+	for _, it := range items {
+		if n := res.Content[it]; n > 1 {
+			t.Errorf("item %s: the tool ran %d times across the database's restart", it, n)
+		}
+	}
+	t.Logf("runs per item: %v", res.Content)
 }
