@@ -103,6 +103,16 @@ func corpus() []snippet {
 		add("name", e)
 	}
 	prog("name", "def f():\n    pass\nresult = f.__name__")
+	for _, p := range []string{
+		"class A:\n    def f(self):\n        return 1\nclass B(A):\n    def g(self):\n        return self.f() + 1\nresult = (B().g(), B().f())",
+		"class A:\n    def __init__(self, x):\n        self.x = x\nclass B(A):\n    def __init__(self, x):\n        super().__init__(x * 2)\nresult = B(3).x",
+		"class A:\n    k = 5\nclass B(A):\n    pass\nresult = (B.k, isinstance(B(), A), issubclass(B, A))",
+		"class A(object):\n    def __repr__(self):\n        return 'A!'\nresult = repr(A())",
+		"class E(ValueError):\n    pass\ntry:\n    raise E('m')\nexcept ValueError as e:\n    result = str(e)",
+		"class E(Exception):\n    def __init__(self, code):\n        self.code = code\ntry:\n    raise E(7)\nexcept E as e:\n    result = e.code",
+	} {
+		prog("class", p)
+	}
 	prog("name", "class C:\n    pass\nresult = (C.__name__, type(C()).__name__)")
 	prog("name", "try:\n    raise ValueError\nexcept ValueError as e:\n    result = type(e).__name__")
 
@@ -347,7 +357,10 @@ var refusedBy = []struct{ has, why string }{
 	{"{3: 1", "only str keys"},
 	{"key=str.lower", "a method taken from its type"},
 	{"type(1) == int", "use isinstance"},
-	{"class MyErr(Exception)", "base classes"},
+	{"class MyErr(Exception)", "a class deriving from Exception"},
+	{"class E(ValueError)", "a class deriving from ValueError"},
+	{"class E(Exception)", "a class deriving from Exception"},
+	{"super().__init__", "super() is not available"},
 	{".bit_length()", "bit_length"},
 	{".as_integer_ratio()", "as_integer_ratio"},
 	{".conjugate()", "conjugate"},
@@ -385,6 +398,7 @@ var knownDiffs = []struct{ has, why string }{
 	{"(0, 1, 2, 3)[5:1]", "an empty tuple slice fails"},
 	{"dict([(1, 2)", "non-str dict keys raise TypeError"},
 	{"d[1] = 2", "non-str dict keys raise TypeError"},
+	{"(B.k, ", "a class attribute inherited from a base class is not found through the class (AttributeError)"},
 }
 
 func settle(out []snippet) {

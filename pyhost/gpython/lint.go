@@ -67,6 +67,10 @@ func Refusals(file, src string) (out []plugins.SourceProblem) {
 			if name, ok := x.Value.(*ast.Name); ok && builtinTypeNames[string(name.Id)] && !strings.HasPrefix(string(x.Attr), "__") {
 				add(x, "%s.%s (a method taken from its type) does not work on gpython: write a lambda, e.g. lambda s: s.%s()", name.Id, x.Attr, x.Attr)
 			}
+		case *ast.Call:
+			if n, ok := x.Func.(*ast.Name); ok && n.Id == "super" && !defined["super"] {
+				add(n, "super() is not available on gpython: call the base class's method by name (Base.method(self, ...))")
+			}
 		case *ast.Dict:
 			for _, k := range x.Keys {
 				if _, ok := k.(*ast.Str); !ok && k != nil {
@@ -76,8 +80,10 @@ func Refusals(file, src string) (out []plugins.SourceProblem) {
 				}
 			}
 		case *ast.ClassDef:
-			if len(x.Bases) > 0 {
-				add(x, "a class with base classes (class %s(...)) does not work as on CPython on gpython (raising a subclass of Exception fails with TypeError)", x.Name)
+			for _, b := range x.Bases {
+				if n, ok := b.(*ast.Name); ok && isExceptionName(string(n.Id)) {
+					add(x, "a class deriving from %s (class %s) does not work on gpython: raising it fails with TypeError", n.Id, x.Name)
+				}
 			}
 		}
 		return true
@@ -89,6 +95,12 @@ func Refusals(file, src string) (out []plugins.SourceProblem) {
 		return out[i].Column < out[j].Column
 	})
 	return out
+}
+
+// isExceptionName reports the names of the builtin exception classes.
+func isExceptionName(name string) bool {
+	return name == "Exception" || name == "BaseException" || strings.HasSuffix(name, "Error") || strings.HasSuffix(name, "Warning") ||
+		name == "KeyboardInterrupt" || name == "StopIteration" || name == "SystemExit" || name == "GeneratorExit"
 }
 
 func isSequenceDisplay(e ast.Expr) bool {

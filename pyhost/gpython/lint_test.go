@@ -21,7 +21,9 @@ func TestRefusals(t *testing.T) {
 		{"ok = isinstance(5, int)\n", 0, 0, ""},
 		{"s = sorted(['b'], key=str.lower)\n", 1, 26, "a method taken from its type"},
 		{"d = {1: 'a'}\n", 1, 6, "only str keys"},
-		{"class E(Exception):\n    pass\n", 1, 1, "base classes"},
+		{"class E(Exception):\n    pass\n", 1, 1, "a class deriving from Exception"},
+		{"class A:\n    pass\nclass B(A):\n    pass\n", 0, 0, ""},
+		{"class B(A):\n    def __init__(self):\n        super().__init__()\n", 3, 9, "super() is not available"},
 		{"n = (5).bit_length()\n", 1, 8, "bit_length"},
 		{"def bit_length(x):\n    return 1\nclass C:\n    pass\nn = C().bit_length\n", 0, 0, ""},
 		{"def f(:\n", 0, 0, ""}, // a syntax error is the import's to report
