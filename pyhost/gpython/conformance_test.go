@@ -159,3 +159,38 @@ func TestConformance(t *testing.T) {
 		t.Errorf("the corpus has %d snippets; it should have several hundred", len(snips))
 	}
 }
+
+// TestPrintedOutput compares what print() writes (a call's output) on
+// CPython and on toolhost's gpython, whose own print wrote floats and
+// containers its own way (10000000000000000.0 for 1e+16).
+func TestPrintedOutput(t *testing.T) {
+	calls := []string{`print(1e16)`, `print([1.5, None], "x", sep="|")`, `print(-0.0, end="!")`, `print((1,))`,
+		`print({"a": 1.0})`, `print(True, 3, "s", 2.5)`, `print()`, `print(0.1 + 0.2, 1 / 3)`, `print("a", "b", sep="")`}
+	src := "import io, sys, json\nout = []\n"
+	for _, c := range calls {
+		src += "buf = io.StringIO()\nsys.stdout = buf\n" + c + "\nsys.stdout = sys.__stdout__\nout.append(buf.getvalue())\n"
+	}
+	src += "print(json.dumps(out))\n"
+	b, err := exec.Command("python3", "-I", "-S", "-c", src).Output()
+	if err != nil {
+		t.Fatalf("python3: %v", err)
+	}
+	var want []string
+	if err := json.Unmarshal(b, &want); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var mod strings.Builder
+	for i, c := range calls {
+		fmt.Fprintf(&mod, "def p%d():\n    %s\n\n", i, c)
+	}
+	os.WriteFile(filepath.Join(dir, "p.py"), []byte(mod.String()), 0o644)
+	rt := New(&plugins.LoadRequest{Group: "print", Root: dir, Modules: map[string]string{"p": "p.py"}, Runtime: plugins.RuntimeGPython})
+	defer rt.Close()
+	for i, c := range calls {
+		resp := rt.Call(gocontext.Background(), &plugins.CallRequest{Callable: plugins.Callable{Module: "p", Func: fmt.Sprintf("p%d", i)}, TimeoutMs: 5000})
+		if !resp.OK || resp.Output != want[i] {
+			t.Errorf("%s: output %q (ok %v, %v), want %q", c, resp.Output, resp.OK, resp.Error, want[i])
+		}
+	}
+}

@@ -152,6 +152,7 @@ func fixBuiltins(b *py.Module) {
 		return
 	}
 	isinstance := b.Globals["isinstance"]
+	print := b.Globals["print"]
 	for name, fn := range map[string]func(py.Object, py.Tuple, py.StringDict) (py.Object, error){
 		"round":  builtinRound,
 		"format": builtinFormat,
@@ -188,6 +189,19 @@ func fixBuiltins(b *py.Module) {
 		},
 		"min": func(_ py.Object, args py.Tuple, kw py.StringDict) (py.Object, error) { return minMax("min", args, kw) },
 		"max": func(_ py.Object, args py.Tuple, kw py.StringDict) (py.Object, error) { return minMax("max", args, kw) },
+		"print": func(_ py.Object, args py.Tuple, kw py.StringDict) (py.Object, error) {
+			// gpython's print writes floats and containers as its str()
+			// does; CPython's str() of each goes to the original.
+			strs := make(py.Tuple, len(args))
+			for i, a := range args {
+				s, err := strObject(a)
+				if err != nil {
+					return nil, err
+				}
+				strs[i] = py.String(s)
+			}
+			return py.Call(print, strs, kw)
+		},
 		"isinstance": func(self py.Object, args py.Tuple, kw py.StringDict) (py.Object, error) {
 			return builtinIsinstance(isinstance, args, kw)
 		},

@@ -31,8 +31,14 @@ func Refusals(file, src string) (out []plugins.SourceProblem) {
 	}
 	defined := map[string]bool{}
 	ast.Walk(mod, func(n ast.Ast) bool {
-		if f, ok := n.(*ast.FunctionDef); ok {
-			defined[string(f.Name)] = true
+		switch x := n.(type) {
+		case *ast.FunctionDef:
+			defined[string(x.Name)] = true
+		case *ast.Attribute:
+			// self.real = ... makes real the code's own attribute.
+			if x.Ctx == ast.Store {
+				defined[string(x.Attr)] = true
+			}
 		}
 		return true
 	})

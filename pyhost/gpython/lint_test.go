@@ -26,6 +26,7 @@ func TestRefusals(t *testing.T) {
 		{"class B(A):\n    def __init__(self):\n        super().__init__()\n", 3, 9, "super() is not available"},
 		{"n = (5).bit_length()\n", 1, 8, "bit_length"},
 		{"def bit_length(x):\n    return 1\nclass C:\n    pass\nn = C().bit_length\n", 0, 0, ""},
+		{"class P:\n    def __init__(self):\n        self.real = 1\nv = P().real\n", 0, 0, ""},
 		{"def f(:\n", 0, 0, ""}, // a syntax error is the import's to report
 	}
 	for _, tt := range tests {
