@@ -184,6 +184,11 @@ func openGroup(env *Env, cmd, file string, rf runFlags, configure ...func(*runne
 	if err != nil {
 		var le *runner.LoadError
 		if errors.As(err, &le) || strings.Contains(err.Error(), "runtime must be") || strings.Contains(err.Error(), "network policy") {
+			if le != nil && len(le.Diagnostics) > 0 {
+				// Each problem at its place: the definition's line, or a
+				// module's (a construct the gpython runtime refuses).
+				printDiagnostics(env.Stderr, file, inDir(le.Diagnostics, dir), nil)
+			}
 			fmt.Fprintf(env.Stderr, "toolhost %s: %v\n", cmd, err)
 			if le == nil {
 				return nil, nil, ExitUsage

@@ -61,7 +61,7 @@ func TestGPythonRulesAtTheDoors(t *testing.T) {
 		{"auto without python3", noPython, []string{"call", format, "miles_to_km", `{"miles": 1}`}, 0,
 			[]string{"toolhost call: --runtime auto chose gpython: no python3 was found", "--runtime cpython", `"content": "1.609 km"`}, ""},
 		{"auto refuses on gpython", noPython, []string{"call", percent, "miles_to_km", `{"miles": 1}`}, 1,
-			[]string{"--runtime auto chose gpython", "%-formatting", "use the cpython runtime"}, `"success": true`},
+			[]string{"--runtime auto chose gpython", filepath.Join(filepath.Dir(percent), "conv.py") + ":3:12: on the gpython runtime: %-formatting", "use the cpython runtime"}, `"success": true`},
 		{"auto with python3", nil, []string{"call", format, "miles_to_km", `{"miles": 1}`}, 0,
 			[]string{"toolhost call: --runtime auto chose cpython: python3 ", `"runtime": "cpython"`, `"content": "1.609 km"`}, ""},
 	}
