@@ -61,6 +61,12 @@ type direct struct {
 	// plugin the host pid of its plugin process, for cleanByProc.
 	initChildren *os.File
 	plugin       int
+	// pluginStatus and pluginStat are the plugin process's
+	// /proc/HOSTPID/status and stat, opened at the first borrow (the
+	// worker's parent) and kept open: pluginKilled reads them around each
+	// call. They read ESRCH once the process is gone, whatever took its
+	// pid since.
+	pluginStatus, pluginStat *os.File
 }
 
 // borrowed is a worker lent to the core.
@@ -99,11 +105,21 @@ func (d *direct) Call(ctx context.Context, req *plugins.CallRequest) (*plugins.C
 	resp.Note = note
 	if err != nil {
 		if errors.Is(err, channel.ErrClosed) {
-			return nil, err
+			// No worker had the call: the runner may run it on a new
+			// plugin process.
+			return nil, fmt.Errorf("%w: %v", channel.ErrNotSent, err)
 		}
 		resp.Error = plugins.AsToolError(err)
 		resp.DurationUs = time.Since(start).Microseconds()
 		return resp, nil
+	}
+	if d.pluginKilled(false) {
+		// The plugin process died since the last call (killed from
+		// outside; its workers die with it): the call is not given to
+		// this sandbox, and the runner runs it on a new one.
+		d.stop(b, "no call")
+		d.forget(b)
+		return nil, fmt.Errorf("%w: the plugin process is dead", channel.ErrNotSent)
 	}
 	resp.Worker = b.id
 	timeout := time.Duration(req.TimeoutMs) * time.Millisecond
@@ -116,6 +132,15 @@ func (d *direct) Call(ctx context.Context, req *plugins.CallRequest) (*plugins.C
 	b.exchange.Store(&ended)
 	ans, err := b.conn.Exchange(ctx, proto.CallOf(req), d.limits.AnswerBytes(), proto.Deadline(ctx, timeout), d.cb, req.Token)
 	close(ended)
+	if d.pluginKilled(true) {
+		// Tool code killed the plugin process (os.kill(-1, 9), or its
+		// parent's pid): the worker outlives the signal for a moment and
+		// may answer, but the call broke its sandbox, so it failed, and
+		// the runner replaces the process before the next call.
+		d.stop(b, during)
+		d.forget(b)
+		return nil, fmt.Errorf("%w: the plugin process was killed during the call", channel.ErrClosed)
+	}
 	if err != nil {
 		if resp.Error = d.failure(b, during, err); resp.Error == nil {
 			return nil, channel.ErrClosed
@@ -444,6 +469,11 @@ func (d *direct) usable(b *borrowed, note *string) bool {
 		return true
 	} else if n := b.threads(); n > 1 {
 		why = fmt.Sprintf("started %d threads between calls", n-1)
+	} else if d.pluginKilled(false) {
+		// The plugin died between calls (its workers die with it): the
+		// call goes nowhere here, and borrow says so.
+		d.forget(b)
+		return false
 	} else {
 		return d.recheck(b, note)
 	}
@@ -475,8 +505,13 @@ func (d *direct) recheck(b *borrowed, note *string) bool {
 	return true
 }
 
-// borrow asks the plugin for one more worker.
+// borrow asks the plugin for one more worker; a plugin process that is
+// dead or dying is ErrClosed at once (its data channel may stay open a
+// moment longer, and a request would wait for an answer that never comes).
 func (d *direct) borrow(ctx context.Context) (*borrowed, error) {
+	if d.pluginKilled(false) {
+		return nil, fmt.Errorf("%w: the plugin process is dead", channel.ErrClosed)
+	}
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	l, err := d.data.Borrow(ctx)
@@ -493,8 +528,140 @@ func (d *direct) borrow(ctx context.Context) (*borrowed, error) {
 	}
 	d.mu.Lock()
 	d.all[b] = true
+	if d.pluginStatus == nil {
+		// A worker is a child of the plugin process, which just lent it.
+		if _, ppid, _, ok := b.procStat(); ok {
+			proc := "/proc/" + strconv.Itoa(ppid)
+			d.pluginStatus, _ = os.Open(proc + "/status")
+			d.pluginStat, _ = os.Open(proc + "/stat")
+		}
+	}
 	d.mu.Unlock()
 	return b, nil
+}
+
+// pluginKilled reports whether the plugin process is dead or dying: its
+// files cannot be read (it is gone), it is a zombie, exiting, or has a
+// SIGKILL pending. kill() marks the pending signals of a process and of
+// each of its threads at once, before the call that sent it returns.
+// thorough reads /proc/PID/status, where the thread group's mark (ShdPnd)
+// stays until the process has exited: it is read after each call, so
+// that a call whose tool code killed the plugin is seen so as soon as it
+// answers, while the plugin may still be exiting and its data channel
+// still open. Otherwise /proc/PID/stat is read (about half the cost):
+// the main thread's own mark, then its PF_SIGNALED and PF_EXITING flags
+// once it has taken the signal; it is read before each call. Without the
+// files (they could not be opened) the data channel's end is all there
+// is.
+func (d *direct) pluginKilled(thorough bool) bool {
+	d.mu.Lock()
+	f := d.pluginStat
+	if thorough {
+		f = d.pluginStatus
+	}
+	d.mu.Unlock()
+	if f == nil {
+		select {
+		case <-d.data.Done():
+			return true
+		default:
+			return false
+		}
+	}
+	var buf [4096]byte
+	n, err := f.ReadAt(buf[:], 0)
+	if n == 0 && err != nil {
+		return true
+	}
+	if thorough {
+		return statusKilled(buf[:n])
+	}
+	return statKilled(buf[:n])
+}
+
+// sigkill is SIGKILL's bit in a mask of signals.
+const sigkill = 1 << (9 - 1)
+
+// statusKilled reads a /proc/PID/status: a zombie or dead process, or one
+// with SIGKILL pending (its main thread's or its thread group's).
+func statusKilled(b []byte) bool {
+	if v := statusField(b, stateKey); len(v) == 0 || v[0] == 'Z' || v[0] == 'X' {
+		return true
+	}
+	return maskHasKill(statusField(b, shdPndKey)) || maskHasKill(statusField(b, sigPndKey))
+}
+
+var stateKey, shdPndKey, sigPndKey = []byte("\nState:"), []byte("\nShdPnd:"), []byte("\nSigPnd:")
+
+// statusField is the value of a "Key:\tvalue" line of a /proc/PID/status
+// (key with its newline and colon), or nil.
+func statusField(b, key []byte) []byte {
+	i := bytes.Index(b, key)
+	if i < 0 {
+		return nil
+	}
+	v := b[i+len(key):]
+	if j := bytes.IndexByte(v, '\n'); j >= 0 {
+		v = v[:j]
+	}
+	return bytes.TrimSpace(v)
+}
+
+// maskHasKill reports whether a hexadecimal signal mask (status's SigPnd)
+// has SIGKILL, bit 8 (the third hex digit from the right); a mask that is
+// not there or not hex counts as yes.
+func maskHasKill(v []byte) bool {
+	if len(v) < 3 {
+		return true
+	}
+	c := v[len(v)-3]
+	var d byte
+	switch {
+	case c >= '0' && c <= '9':
+		d = c - '0'
+	case c >= 'a' && c <= 'f':
+		d = c - 'a' + 10
+	default:
+		return true
+	}
+	return d&1 != 0
+}
+
+// statKilled reads a /proc/PID/stat: a zombie or dead process, one whose
+// main thread is exiting or has taken a fatal signal (PF_EXITING,
+// PF_SIGNALED), or one with SIGKILL pending for its main thread.
+func statKilled(b []byte) bool {
+	const pfExiting, pfSignaled = 0x4, 0x400
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return true
+	}
+	if c := b[i+2]; c == 'Z' || c == 'X' {
+		return true
+	}
+	// The fields after the command, from state (field 3): flags is field
+	// 9, the pending signals field 31.
+	var flags, pending uint64
+	field, n := 3, uint64(0)
+	for _, c := range b[i+2:] {
+		if c == ' ' || c == '\n' {
+			switch field {
+			case 9:
+				flags = n
+			case 31:
+				pending = n
+			}
+			if field == 31 {
+				return flags&(pfExiting|pfSignaled) != 0 || pending&sigkill != 0
+			}
+			field, n = field+1, 0
+			continue
+		}
+		if c >= '0' && c <= '9' {
+			n = n*10 + uint64(c-'0')
+		}
+	}
+	return true
 }
 
 // pluginWait bounds the plugin's answer to a check or a kill; a plugin
@@ -540,6 +707,12 @@ func (d *direct) close() {
 	if d.initChildren != nil {
 		d.initChildren.Close()
 		d.initChildren = nil
+	}
+	for _, f := range []**os.File{&d.pluginStatus, &d.pluginStat} {
+		if *f != nil {
+			(*f).Close()
+			*f = nil
+		}
 	}
 	d.mu.Unlock()
 	for _, b := range bs {

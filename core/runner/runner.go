@@ -648,28 +648,16 @@ func (g *Group) CallTimeout(ctx context.Context, impl definition.Implementation,
 		return &plugins.CallResponse{Runtime: g.runtime, Error: &plugins.ToolError{Kind: kind, Message: msg},
 			DurationUs: time.Since(start).Microseconds()}
 	}
-	g.mu.Lock()
-	if g.closed {
-		g.mu.Unlock()
-		return fail(plugins.ErrRuntime, "the group is closed")
+	p, msg := g.current(ctx)
+	if p == nil {
+		return fail(plugins.ErrRuntime, msg)
 	}
-	if g.proc != nil && g.proc.gone() {
-		// It died between calls (nothing on the direct path needs it
-		// while calls go well): the call goes to a new one.
-		p := g.proc
-		g.proc = nil
-		go p.stop()
-	}
-	if g.proc == nil {
-		if err := g.start(ctx, false); err != nil {
-			g.mu.Unlock()
-			return fail(plugins.ErrRuntime, err.Error())
+	held := p // the process whose count this call holds
+	defer func() {
+		if held != nil {
+			held.end()
 		}
-	}
-	p := g.proc
-	p.begin()
-	g.mu.Unlock()
-	defer p.end()
+	}()
 
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
@@ -687,12 +675,18 @@ func (g *Group) CallTimeout(ctx context.Context, impl definition.Implementation,
 	// that cannot (a stuck gpython interpreter, a hung process).
 	cctx, cancel := context.WithTimeout(ctx, timeout+5*time.Second)
 	defer cancel()
-	var resp *plugins.CallResponse
-	var err error
-	if p.direct != nil {
-		resp, err = p.direct.Call(cctx, req)
-	} else {
-		resp, err = p.data.Call(cctx, req)
+	resp, err := p.call(cctx, req)
+	if errors.Is(err, channel.ErrNotSent) && ctx.Err() == nil {
+		// The plugin process had died before the call reached it (its
+		// death not yet seen when the call took it): nothing of the call
+		// ran, so it goes to a new process, once.
+		g.discard(p)
+		p.end()
+		if held, msg = g.current(ctx); held == nil {
+			return fail(plugins.ErrRuntime, msg)
+		}
+		p = held
+		resp, err = p.call(cctx, req)
 	}
 	if err == nil && resp.Error != nil && resp.Error.Kind == plugins.ErrCrash {
 		resp.Error.Message += p.cg.memoryNote()
@@ -726,6 +720,51 @@ func (g *Group) CallTimeout(ctx context.Context, impl definition.Implementation,
 		g.opts.Log.Warn("plugin process", "group", g.def.Name, "callable", req.Callable.String(), "note", resp.Note)
 	}
 	return resp
+}
+
+// current is the group's plugin process, counted with one more call (end
+// it), started when there is none or the last one died between calls; nil
+// with the reason when the group is closed or no process could start.
+func (g *Group) current(ctx context.Context) (*process, string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return nil, "the group is closed"
+	}
+	if g.proc != nil && g.proc.gone() {
+		// It died between calls (nothing on the direct path needs it
+		// while calls go well): the call goes to a new one.
+		p := g.proc
+		g.proc = nil
+		go p.stop()
+	}
+	if g.proc == nil {
+		if err := g.start(ctx, false); err != nil {
+			return nil, err.Error()
+		}
+	}
+	g.proc.begin()
+	return g.proc, ""
+}
+
+// call sends a call to the process: to its workers directly, or through
+// it.
+func (p *process) call(ctx context.Context, req *plugins.CallRequest) (*plugins.CallResponse, error) {
+	if p.direct != nil {
+		return p.direct.Call(ctx, req)
+	}
+	return p.data.Call(ctx, req)
+}
+
+// discard takes a dead plugin process out of service and stops it in the
+// background; the next call starts a new one.
+func (g *Group) discard(p *process) {
+	g.mu.Lock()
+	if g.proc == p {
+		g.proc = nil
+	}
+	g.mu.Unlock()
+	go p.stop()
 }
 
 // replace stops a failed plugin process; the next call starts a new one.

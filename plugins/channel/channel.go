@@ -116,9 +116,18 @@ func (c *conn) sendRaw(body []byte) error {
 	}
 	c.wm.Lock()
 	defer c.wm.Unlock()
-	_, err = c.f.Write(b)
-	return err
+	if _, err = c.f.Write(b); err != nil {
+		return &writeError{err}
+	}
+	return nil
 }
+
+// writeError is a frame the channel's socket did not take (the plugin's
+// end is closed, or the channel was).
+type writeError struct{ err error }
+
+func (e *writeError) Error() string { return e.err.Error() }
+func (e *writeError) Unwrap() error { return e.err }
 
 // encode is m's frame body. Nothing is escaped for HTML: json.Marshal
 // writes <, > and & as \u003c (six bytes), in a json.RawMessage too, and a
@@ -176,6 +185,11 @@ const maxToolCalls = 1024
 // ended: the plugin process died or broke the protocol.
 var ErrClosed = errors.New("the plugin's data channel closed")
 
+// ErrNotSent wraps ErrClosed for a request the channel ended before
+// sending (or whose frame could not be written): the plugin never had it,
+// so nothing of it ran, and it may be sent again elsewhere.
+var ErrNotSent = fmt.Errorf("%w before the request was sent", ErrClosed)
+
 // Client is the core's end of a channel.
 type Client struct {
 	conn
@@ -228,7 +242,7 @@ func (c *Client) request(ctx context.Context, m *message) (*message, error) {
 	c.mu.Lock()
 	if c.pending == nil {
 		c.mu.Unlock()
-		return nil, c.closedErr()
+		return nil, fmt.Errorf("%w: %v", ErrNotSent, c.closedErr())
 	}
 	c.next++
 	id := c.next
@@ -264,6 +278,10 @@ func (c *Client) request(ctx context.Context, m *message) (*message, error) {
 	case err := <-sent:
 		if err != nil {
 			forget()
+			var we *writeError
+			if errors.As(err, &we) {
+				return nil, fmt.Errorf("%w: %v", ErrNotSent, err)
+			}
 			return nil, fmt.Errorf("%w: %v", ErrClosed, err)
 		}
 		sent <- nil // for cancelled
