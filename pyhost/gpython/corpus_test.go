@@ -333,6 +333,21 @@ func corpus() []snippet {
 		prog("except", p)
 	}
 
+	// json, which the host provides on gpython.
+	for _, v := range []string{`{"a": 2.0, "b": [1, None, True]}`, `[1e16, -0.0, 0.1, 10**20]`, `"é\n\t\"x\"\x01"`, `"😀"`, `[]`, `{}`,
+		`{"k": {}}`, `(1, 2)`, `[[], [[]]]`, `float("nan")`, `"\x7f"`} {
+		prog("json", "import json\nresult = json.dumps("+v+")")
+		prog("json", "import json\nresult = json.dumps("+v+", indent=2)")
+		prog("json", "import json\nresult = json.dumps("+v+", ensure_ascii=False, separators=(\",\", \":\"))")
+	}
+	for _, e := range []string{`json.loads("[1, 2.5, \"x\", null, true]")`, `json.loads("{\"a\": {\"b\": 1.0}}")`, `json.loads("12345678901234567890")`,
+		`json.dumps({"a": 1}, sort_keys=True, indent="  ")`, `json.dumps(1.5, allow_nan=False)`, `json.dumps(float("inf"), allow_nan=False)`,
+		`json.dumps({1, 2})`, `json.loads("[1,")`, `issubclass(json.JSONDecodeError, ValueError)`} {
+		prog("json", "import json\nresult = "+e)
+	}
+	prog("json", "import json\ntry:\n    json.loads('{')\n    result = 'no error'\nexcept json.JSONDecodeError:\n    result = 'JSONDecodeError'")
+	prog("json", "import json\ntry:\n    json.loads('x')\n    result = 'no error'\nexcept ValueError:\n    result = 'ValueError'")
+
 	// Slicing.
 	for _, seq := range []string{"[0, 1, 2, 3, 4, 5]", `"abcdef"`, "(0, 1, 2, 3)"} {
 		for _, sl := range []string{"[::-1]", "[1:4]", "[-2:]", "[:-2]", "[::2]", "[1::2]", "[4:1:-1]", "[-1:-4:-1]", "[10:]", "[-10:2]", "[::-2]", "[3:3]", "[5:1]"} {

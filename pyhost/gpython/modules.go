@@ -15,13 +15,20 @@ import (
 // The modules the host provides to gpython code: json (gpython has none)
 // and toolhost (the call's context).
 func init() {
+	// gpython readies its own types at start-up; a type made after that
+	// must be readied itself (else it is nobody's subclass), and NewType
+	// copied the ready flag of its base.
+	jsonDecodeError.Flags &^= py.TPFLAGS_READY | py.TPFLAGS_READYING
+	if err := jsonDecodeError.Ready(); err != nil {
+		panic("gpython: json.JSONDecodeError: " + err.Error())
+	}
 	py.RegisterModule(&py.ModuleImpl{
 		Info: py.ModuleInfo{Name: "json", Doc: "JSON encoding and decoding, provided by toolhost."},
 		Methods: []*py.Method{
-			py.MustNewMethod("dumps", jsonDumps, 0, "dumps(obj) -> str: serialise dicts, lists, str, numbers, bools and None."),
+			py.MustNewMethod("dumps", pyJSONDumps, 0, "dumps(obj, indent=None, separators=None, sort_keys=False, ensure_ascii=True, allow_nan=True) -> str: serialise dicts, lists, str, numbers, bools and None as CPython's json does."),
 			py.MustNewMethod("loads", jsonLoads, 0, "loads(s) -> object: parse a JSON document."),
 		},
-		Globals: py.StringDict{},
+		Globals: py.StringDict{"JSONDecodeError": jsonDecodeError},
 	})
 	py.RegisterModule(&py.ModuleImpl{
 		Info:    py.ModuleInfo{Name: "toolhost", Doc: "What tool code can ask its host.", FileDesc: "<toolhost>"},
@@ -37,6 +44,9 @@ func init() {
 		Globals: py.StringDict{},
 	})
 }
+
+// jsonDecodeError is json.JSONDecodeError, a ValueError as on CPython.
+var jsonDecodeError = py.ValueError.NewType("JSONDecodeError", "The JSON document could not be read.", nil, nil)
 
 func jsonDumps(self py.Object, args py.Tuple) (py.Object, error) {
 	var obj py.Object
@@ -57,7 +67,10 @@ func jsonLoads(self py.Object, args py.Tuple) (py.Object, error) {
 	}
 	o, err := fromJSON([]byte(string(s.(py.String))))
 	if err != nil {
-		return nil, py.ExceptionNewf(py.ValueError, "invalid JSON: %v", err)
+		if fixesOff {
+			return nil, py.ExceptionNewf(py.ValueError, "invalid JSON: %v", err)
+		}
+		return nil, py.ExceptionNewf(jsonDecodeError, "invalid JSON: %v", err)
 	}
 	return o, nil
 }
