@@ -107,6 +107,10 @@ func init() {
 		}
 		return nil, py.ExceptionNewf(py.AttributeError, "'%s' object has no attribute '__name__'", self.Type().Name)
 	}})
+	// A class's attributes inherited from its bases were not found through
+	// the class (B.k: AttributeError): gpython looked in the class's own
+	// dict and its metatype only.
+	attr(py.TypeType, "__getattribute__", py.MustNewMethod("__getattribute__", typeGetattribute, 0, ""))
 	attr(py.MethodType, "__name__", &py.Property{Fget: func(self py.Object) (py.Object, error) {
 		return py.String(self.(*py.Method).Name), nil
 	}})
@@ -354,21 +358,29 @@ func dictUpdate(d py.StringDict, src py.Object) error {
 }
 
 func builtinIsinstance(orig py.Object, args py.Tuple, kwargs py.StringDict) (py.Object, error) {
-	if len(args) == 2 {
+	if len(args) != 2 || len(kwargs) > 0 {
+		return py.Call(orig, args, kwargs)
+	}
+	classes := py.Tuple{args[1]}
+	if t, ok := args[1].(py.Tuple); ok {
+		classes = t
+	}
+	for _, c := range classes {
+		ct, ok := c.(*py.Type)
+		if !ok {
+			return nil, py.ExceptionNewf(py.TypeError, "isinstance() arg 2 must be a type or tuple of types")
+		}
 		switch args[0].(type) {
 		case py.Bool, *py.BigInt:
-			classes := py.Tuple{args[1]}
-			if t, ok := args[1].(py.Tuple); ok {
-				classes = t
-			}
-			for _, c := range classes {
-				if c == py.IntType {
-					return py.True, nil
-				}
+			if ct == py.IntType {
+				return py.True, nil
 			}
 		}
+		if args[0].Type().IsSubtype(ct) {
+			return py.True, nil
+		}
 	}
-	return py.Call(orig, args, kwargs)
+	return py.False, nil
 }
 
 func builtinReversed(_ py.Object, args py.Tuple, _ py.StringDict) (py.Object, error) {
@@ -476,4 +488,37 @@ func rangeNew(t *py.Type, args py.Tuple, kwargs py.StringDict) (py.Object, error
 		}
 	}
 	return newFixes[py.RangeType][1](t, args, kwargs)
+}
+
+// typeGetattribute finds an attribute of a class as CPython does: in the
+// class's dict, then its bases' in method resolution order, then its
+// metatype's (with its __get__).
+func typeGetattribute(_ py.Object, args py.Tuple) (py.Object, error) {
+	if len(args) != 2 {
+		return nil, py.ExceptionNewf(py.TypeError, "__getattribute__ expected 1 argument, got %d", len(args)-1)
+	}
+	t, ok := args[0].(*py.Type)
+	key, ok2 := args[1].(py.String)
+	if !ok || !ok2 {
+		return nil, py.ExceptionNewf(py.TypeError, "__getattribute__ needs a class and a name")
+	}
+	meta := t.Type()
+	// The metatype's data descriptors come first (__name__), as in
+	// CPython.
+	if res, ok := meta.NativeGetAttrOrNil(string(key)).(*py.Property); ok {
+		return res.M__get__(t, meta)
+	}
+	if res, ok := t.Dict[string(key)]; ok {
+		return res, nil
+	}
+	if res := t.Lookup(string(key)); res != nil {
+		return res, nil
+	}
+	if res := meta.NativeGetAttrOrNil(string(key)); res != nil {
+		if g, ok := res.(py.I__get__); ok {
+			return g.M__get__(t, meta)
+		}
+		return res, nil
+	}
+	return nil, py.ExceptionNewf(py.AttributeError, "type object '%s' has no attribute '%s'", t.Name, string(key))
 }
