@@ -191,10 +191,24 @@ func (h *Handler) ServeTenant(w http.ResponseWriter, r *http.Request, tenant int
 				writeError(w, http.StatusInternalServerError, "reading the agent failed")
 				return
 			}
-			vars, err := QueryVars(q)
+			texts, err := QueryVars(q)
 			if err != nil {
 				writeError(w, http.StatusBadRequest, err.Error())
 				return
+			}
+			// The values are text, read by the types of the skill
+			// inputs they fill (session.TextVariables); an agent whose
+			// groups cannot be had now keeps them as text (its session
+			// cannot start anyway, and says why).
+			vars := make(map[string]any, len(texts))
+			for k, v := range texts {
+				vars[k] = v
+			}
+			if eng, err := h.Calls.Engine(ctx, tenant, name); err == nil {
+				if vars, err = session.TextVariables(eng.Groups, texts); err != nil {
+					writeError(w, http.StatusBadRequest, "var."+err.Error())
+					return
+				}
 			}
 			opts.Vars = vars
 			opts.SessionID = session.NewID()
@@ -337,10 +351,11 @@ func (h *Handler) Close(ctx context.Context) error {
 	}
 }
 
-// QueryVars reads session variables from query parameters var.NAME=VALUE;
-// VALUE is JSON when it parses as JSON, else text.
-func QueryVars(q url.Values) (map[string]any, error) {
-	vars := map[string]any{}
+// QueryVars reads session variables from query parameters var.NAME=VALUE,
+// as text (the last of a repeated name); session.TextVariables reads them
+// by the types of the skill inputs they fill.
+func QueryVars(q url.Values) (map[string]string, error) {
+	vars := map[string]string{}
 	for k, vs := range q {
 		name, ok := strings.CutPrefix(k, "var.")
 		if !ok {
@@ -349,7 +364,7 @@ func QueryVars(q url.Values) (map[string]any, error) {
 		if name == "" {
 			return nil, errors.New("a variable's query parameter is var.NAME=VALUE; the name is missing")
 		}
-		vars[name] = session.ParseValue(vs[len(vs)-1])
+		vars[name] = vs[len(vs)-1]
 	}
 	return vars, nil
 }

@@ -561,18 +561,6 @@ func (e *Engine) finish(ctx context.Context, s *storage.Session) ([]SkillOutcome
 	return outcomes, e.Store.SaveSession(ctx, s)
 }
 
-// ParseValue reads a session variable's value as a command line or a
-// query parameter gives it: JSON when it parses as JSON, else the text.
-func ParseValue(v string) any {
-	var j any
-	dec := json.NewDecoder(strings.NewReader(v))
-	dec.UseNumber()
-	if err := dec.Decode(&j); err == nil && !dec.More() {
-		return j
-	}
-	return v
-}
-
 var placeholder = regexp.MustCompile(`__([A-Za-z][A-Za-z0-9_]*?)__`)
 
 // Instructions fills the __NAME__ placeholders of the agent's instructions
