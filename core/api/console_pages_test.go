@@ -214,8 +214,15 @@ func TestConsolePagesOfEveryStatus(t *testing.T) {
 			t.Errorf("the pages were not opened while Installing: %s", r.Status)
 		}
 	})
-	// The agent's pages.
-	for _, p := range []string{"/playground?agent=" + url.QueryEscape("Collector Agent"), "/sessions?agent=" + url.QueryEscape("Collector Agent"), "/knowledge/faq.md"} {
+	// The agent's pages, a session's, a file's.
+	resp, b := request(t, srv, token, "POST", "/v1/sessions", `{"agent":"Collector Agent","variables":{"HumanFullName":"Ann Lee"}}`)
+	var sess struct{ ID string }
+	json.Unmarshal(b, &sess)
+	if resp.StatusCode != 201 || sess.ID == "" {
+		t.Fatalf("a session of the sample agent: %d %s", resp.StatusCode, b)
+	}
+	for _, p := range []string{"/playground?agent=" + url.QueryEscape("Collector Agent"), "/sessions?agent=" + url.QueryEscape("Collector Agent"), "/knowledge/faq.md",
+		"/sessions/" + sess.ID, "/sessions/" + sess.ID + "?log=trace", "/playground?session=" + sess.ID, "/resources/pages.py", "/resources/submodules/crm_logic.py"} {
 		if got := page(t, c, srv, "GET", p, nil); got.code != 200 {
 			t.Errorf("%s: %d, want 200:\n%.400s", p, got.code, got.body)
 		}
