@@ -340,6 +340,57 @@ func corpus() []snippet {
 		prog("except", p)
 	}
 
+	// Functions, closures, generators and comprehensions.
+	for _, p := range []string{
+		"def f(a, b=2, *args, **kw):\n    return (a, b, args, sorted(kw.items()))\nresult = (f(1), f(1, 3, 4, 5, x=6))",
+		"def f(*, k=1):\n    return k\nresult = (f(), f(k=2))",
+		"def outer(n):\n    def inner(m):\n        return n + m\n    return inner\nresult = outer(3)(4)",
+		"def make():\n    fs = []\n    for i in range(3):\n        fs.append(lambda i=i: i * 10)\n    return [f() for f in fs]\nresult = make()",
+		"def counter():\n    n = 0\n    def inc():\n        nonlocal n\n        n += 1\n        return n\n    inc()\n    return inc()\nresult = counter()",
+		"def gen(n):\n    for i in range(n):\n        yield i * i\nresult = list(gen(4))",
+		"result = sum(x for x in range(10) if x % 3 == 0)",
+		"result = [(i, j) for i in range(3) for j in range(i)]",
+		"result = {k: len(k) for k in ['a', 'bb']}",
+		"result = {x % 3 for x in range(10)} == {0, 1, 2}",
+		"result = list(zip(*[(1, 'a'), (2, 'b')]))",
+		"a, *b = [1, 2, 3]\nresult = (a, b)",
+		"a, (b, c) = 1, (2, 3)\nresult = a + b + c",
+		"x = 5\ny = x if x > 3 else -x\nresult = y",
+		"result = [i for i, v in enumerate('abc') if v != 'b']",
+		"total = 0\nfor i in range(10):\n    if i == 7:\n        break\n    if i % 2:\n        continue\n    total += i\nelse:\n    total = -1\nresult = total",
+		"i = 0\nwhile i < 5:\n    i += 2\nresult = i",
+		"def f(xs):\n    return max(xs, key=lambda p: p['score'])['name']\nresult = f([{'name': 'a', 'score': 2}, {'name': 'b', 'score': 5}])",
+		"def f(v):\n    return {'v': v, 'doubled': [v * 2 for _ in range(2)]}\nresult = f(2.5)",
+		"def f(items):\n    return sorted(items, key=lambda it: (-it[1], it[0]))\nresult = f([('a', 1), ('b', 3), ('c', 3)])",
+		"s = 'a,b;c'\nresult = [p.strip() for part in s.split(';') for p in part.split(',')]",
+		"result = ' '.join(w.capitalize() for w in 'hello big world'.split())",
+		"result = '{:>6.2f}|{:<4}|{:^5}'.format(3.14159, 'ab', 'c')",
+		"price = 19.999\nresult = 'Total: {:.2f} EUR'.format(price)",
+		"result = round(2.675, 2), round(0.5), round(1.5), round(-0.5), round(2.5)",
+		"result = '{:,.2f}'.format(1234567.891)",
+		"result = str(round(1.609344 * 3, 3)) + ' km'",
+		"d = {'b': 1, 'a': 2}\nresult = sorted(d, key=d.get)",
+		"d = {}\nfor w in 'a b a c a'.split():\n    d[w] = d.get(w, 0) + 1\nresult = sorted(d.items(), key=lambda kv: (-kv[1], kv[0]))",
+		"result = list(map(lambda x: x ** 2, filter(lambda x: x % 2, range(6))))",
+		"result = [x for x in [3, 1, 2] if x > 1][::-1]",
+		"result = ('a' 'b', 'x' * 0, -'abc'.find('z'))",
+	} {
+		prog("prog", p)
+	}
+
+	// math.
+	for _, e := range []string{"math.floor(-2.5)", "math.ceil(2.1)", "math.floor(2.0)", "math.ceil(-0.5)", "math.sqrt(16)", "math.sqrt(2)", "math.pi", "math.e",
+		"math.isclose(0.1 + 0.2, 0.3)", "math.trunc(-2.7)", "math.fabs(-3)", "math.pow(2, 10)", "math.log(math.e)", "math.log(8, 2)", "math.log10(1000)",
+		"math.log2(8)", "math.exp(1)", "math.gcd(12, 18)", "math.isnan(float('nan'))", "math.isinf(1e308 * 10)", "math.inf", "math.hypot(3, 4)",
+		"math.sin(0)", "math.cos(0)", "math.atan2(1, 1)", "math.degrees(math.pi)", "math.radians(180)", "math.factorial(10)", "math.fsum([0.1] * 10)",
+		"math.copysign(1, -0.0)", "math.modf(2.5)", "math.frexp(8)", "math.ldexp(1, 3)", "math.sqrt(-1)", "math.log(0)", "math.floor(1e20)",
+		"math.comb(5, 2)", "math.prod([1, 2, 3])", "math.isqrt(17)", "math.nan != math.nan", "math.tau"} {
+		prog("math", "import math\nresult = "+e)
+	}
+	for _, e := range []string{"(7).__add__(1)", "'ab'.__len__()", "[1, 2].__contains__(2)", "'a'.__eq__('a')", "(3).__str__()"} {
+		add("dunder", e)
+	}
+
 	// json, which the host provides on gpython.
 	for _, v := range []string{`{"a": 2.0, "b": [1, None, True]}`, `[1e16, -0.0, 0.1, 10**20]`, `"é\n\t\"x\"\x01"`, `"😀"`, `[]`, `{}`,
 		`{"k": {}}`, `(1, 2)`, `[[], [[]]]`, `float("nan")`, `"\x7f"`} {

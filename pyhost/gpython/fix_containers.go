@@ -145,6 +145,16 @@ func registerContainerFixes() {
 		return py.None, nil
 	})
 	method(py.ListType, "sort", listSort)
+	list("__contains__", func(l *py.List, args py.Tuple) (py.Object, error) {
+		if len(args) != 1 {
+			return nil, py.ExceptionNewf(py.TypeError, "__contains__ expected 1 argument, got %d", len(args))
+		}
+		i, err := find(l, args[0])
+		if err != nil {
+			return nil, err
+		}
+		return py.NewBool(i >= 0), nil
+	})
 	list("copy", func(l *py.List, _ py.Tuple) (py.Object, error) { return l.Copy(), nil })
 	list("clear", func(l *py.List, _ py.Tuple) (py.Object, error) {
 		l.Items = l.Items[:0]

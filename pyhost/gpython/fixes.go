@@ -116,6 +116,7 @@ func init() {
 	}})
 	registerStrFixes()
 	registerContainerFixes()
+	registerMathFixes()
 	newFixes = map[*py.Type][2]py.NewFunc{
 		py.BoolType:       {boolNew, py.BoolType.New},
 		py.StringType:     {strNew, py.StringType.New},
@@ -146,6 +147,7 @@ func setTypeFixes(on bool) {
 			t.New = fns[1]
 		}
 	}
+	setMathFixes(on)
 	fixesOff = !on
 }
 
