@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -84,4 +86,64 @@ func (s *DB) DiskFree() (uint64, error) {
 		return 0, err
 	}
 	return st.Bavail * uint64(st.Bsize), nil
+}
+
+// ReserveBytes is the space a SQLite node keeps in a file of its data
+// folder (disk-reserve), to give back when the disk is full so that
+// deleting, which frees space, can still be written (the journal of a
+// DELETE needs room too).
+const ReserveBytes = 8 << 20
+
+func (s *DB) reservePath() string { return filepath.Join(s.dir, "disk-reserve") }
+
+// keepReserve makes the reserve file when it is missing and the disk has
+// room for it four times over (SQLite only: on PostgreSQL the database's
+// disk is not the node's).
+func (s *DB) keepReserve() {
+	if s.dialect == postgresDialect {
+		return
+	}
+	if _, err := os.Stat(s.reservePath()); err == nil {
+		return
+	}
+	if free, err := s.DiskFree(); err != nil || free < 4*ReserveBytes {
+		return
+	}
+	f, err := os.CreateTemp(s.dir, ".disk-reserve-*")
+	if err != nil {
+		return
+	}
+	_, err = f.Write(make([]byte, ReserveBytes)) // written, not sparse
+	if err == nil {
+		err = f.Sync()
+	}
+	f.Close()
+	if err == nil {
+		err = os.Rename(f.Name(), s.reservePath())
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+}
+
+// FreeReserve gives the reserve's space back, for a write that frees
+// space (a DELETE) on a full disk, and reports whether there was one. The
+// reserve is made again once the disk has room for it.
+func (s *DB) FreeReserve() bool {
+	if os.Remove(s.reservePath()) != nil {
+		return false
+	}
+	go func() {
+		for i := 0; i < 720; i++ { // an hour
+			time.Sleep(5 * time.Second)
+			if _, err := os.Stat(s.reservePath()); err == nil {
+				return
+			}
+			if free, err := s.DiskFree(); err == nil && free >= 8*ReserveBytes {
+				s.keepReserve()
+				return
+			}
+		}
+	}()
+	return true
 }

@@ -63,6 +63,7 @@ func (s *DB) Incarnate(ctx context.Context, exclusive bool) (string, error) {
 		s.stopBeat() // a former incarnation of this handle (tests)
 	}
 	s.incarnation = id
+	s.keepReserve()
 	if s.dialect == postgresDialect {
 		stop, done := make(chan struct{}), make(chan struct{})
 		s.stopBeat = func() { close(stop); <-done }

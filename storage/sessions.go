@@ -506,8 +506,20 @@ func (s *DB) AddLog(ctx context.Context, tenantID int64, sessionID, kind, event 
 	if err != nil {
 		return err
 	}
-	_, err = s.exec(ctx, `INSERT INTO logs (tenant_id, session_id, kind, event, data, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
-		tenantID, sessionID, kind, event, string(b), now())
+	created := now()
+	err = s.insertLog(ctx, tenantID, sessionID, kind, event, string(b), created)
+	if Unavailable(err) || Full(err) {
+		// Held and written once the database takes writes (logbuffer.go).
+		s.holdLog(heldLog{tenant: tenantID, session: sessionID, kind: kind, event: event, data: string(b), created: created})
+		return nil
+	}
+	return err
+}
+
+// insertLog writes one log entry.
+func (s *DB) insertLog(ctx context.Context, tenantID int64, sessionID, kind, event, data, created string) error {
+	_, err := s.exec(ctx, `INSERT INTO logs (tenant_id, session_id, kind, event, data, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		tenantID, sessionID, kind, event, data, created)
 	return err
 }
 

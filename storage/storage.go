@@ -66,6 +66,8 @@ type DB struct {
 	stopBeat    func()
 	// spool delivers the ledger writes kept while the database was away.
 	spool spool
+	// logs holds the log entries the database could not take.
+	logs logBuffer
 }
 
 // Open opens (creating if needed) the SQLite data folder dir: the database

@@ -35,6 +35,12 @@ type Store interface {
 	// Spooled is how many ledger writes the node keeps for the database,
 	// which was away when they were made.
 	Spooled() int
+	// LogsHeld is how many log entries wait in memory for the database,
+	// and how many were dropped since the start for want of room.
+	LogsHeld() (held int, dropped int64)
+	// FreeReserve gives back the space a node keeps for deleting on a
+	// full disk, and reports whether it had some.
+	FreeReserve() bool
 	// Close closes the database.
 	Close() error
 }

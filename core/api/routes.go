@@ -50,7 +50,14 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if err := s.serve(w, r); err != nil {
+	err := s.serve(w, r)
+	if err != nil && r.Method == http.MethodDelete && storage.Full(err) && s.DB.FreeReserve() {
+		// Deleting frees space: on a full disk it gets the node's reserve
+		// (a DELETE's handler writes nothing before its error).
+		s.Log.Warn("the disk is full: its reserve is given to a DELETE", "path", r.URL.Path)
+		err = s.serve(w, r)
+	}
+	if err != nil {
 		s.writeError(w, r, err)
 	}
 }
@@ -86,6 +93,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) error {
 		return only(r, "GET", func() error {
 			s.Metrics.Write(w, s.Registry.Warm(), s.Registry.WorkerProcesses())
 			fmt.Fprintf(w, "# HELP toolhost_pending_answers Keyed calls' answers kept on this node's disk until the database takes them.\n# TYPE toolhost_pending_answers gauge\ntoolhost_pending_answers %d\n", s.DB.Spooled())
+			held, dropped := s.DB.LogsHeld()
+			fmt.Fprintf(w, "# HELP toolhost_logs_held Log entries held in memory until the database takes them.\n# TYPE toolhost_logs_held gauge\ntoolhost_logs_held %d\n"+
+				"# HELP toolhost_logs_dropped_total Log entries dropped because more were held than the node keeps.\n# TYPE toolhost_logs_dropped_total counter\ntoolhost_logs_dropped_total %d\n", held, dropped)
 			s.writeTenantMetrics(w, r)
 			return nil
 		})

@@ -22,6 +22,7 @@ import (
 
 	"toolhost/core/api"
 	"toolhost/core/calls"
+	"toolhost/storage"
 )
 
 // The Kubernetes manifests of docs/deploy.md, checked against what they
@@ -601,7 +602,13 @@ func checkDeployment(d *k8sDoc, kinds map[string][]*k8sDoc, known map[string]ser
 // API's own routing as docs/deploy.md says: /healthz 200 always, /readyz
 // 200 until the server drains, then 503.
 func TestProbeRoutes(t *testing.T) {
-	srv := &api.Server{Calls: &calls.Service{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	db, err := storage.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// /readyz asks the store too (issue 27): a real SQLite one here.
+	srv := &api.Server{DB: db, Calls: &calls.Service{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	h := srv.Handler()
 	get := func(path string) int {
 		rec := httptest.NewRecorder()
