@@ -387,6 +387,9 @@ func corpus() []snippet {
 		"math.comb(5, 2)", "math.prod([1, 2, 3])", "math.isqrt(17)", "math.nan != math.nan", "math.tau"} {
 		prog("math", "import math\nresult = "+e)
 	}
+	for _, e := range []string{`list({"b": 1, "a": 2}.keys())`, `list({"b": 1, "a": 2}.items())`, `list({"a": 1, "b": 2}.values())`, `list({"a": 1, "b": 2}.items())`} {
+		add("dictorder", e)
+	}
 	for _, e := range []string{"(7).__add__(1)", "'ab'.__len__()", "[1, 2].__contains__(2)", "'a'.__eq__('a')", "(3).__str__()"} {
 		add("dunder", e)
 	}
@@ -471,6 +474,7 @@ var knownDiffs = []struct{ has, why string }{
 	{"(0, 1, 2, 3)[5:1]", "an empty tuple slice fails"},
 	{"dict([(1, 2)", "non-str dict keys raise TypeError"},
 	{"d[1] = 2", "non-str dict keys raise TypeError"},
+	{`list({"b": 1, "a": 2}.`, "a gpython dict does not keep insertion order (keys(), values() and items() come in key order)"},
 }
 
 func settle(out []snippet) {

@@ -166,6 +166,24 @@ func registerContainerFixes() {
 			return fn(self.(py.StringDict), args, kwargs)
 		})
 	}
+	// keys(), values() and items() in key order, the same every time
+	// (gpython's came in Go's random map order; CPython's come in
+	// insertion order, which a gpython dict does not keep).
+	view := func(name string, item func(k string, v py.Object) py.Object) {
+		dict(name, func(d py.StringDict, args py.Tuple, _ py.StringDict) (py.Object, error) {
+			if len(args) > 0 {
+				return nil, py.ExceptionNewf(py.TypeError, "%s() takes no arguments (%d given)", name, len(args))
+			}
+			out := make(py.Tuple, 0, len(d))
+			for _, k := range sortedKeys(d) {
+				out = append(out, item(k, d[k]))
+			}
+			return out, nil
+		})
+	}
+	view("keys", func(k string, _ py.Object) py.Object { return py.String(k) })
+	view("values", func(_ string, v py.Object) py.Object { return v })
+	view("items", func(k string, v py.Object) py.Object { return py.Tuple{py.String(k), v} })
 	dict("pop", func(d py.StringDict, args py.Tuple, _ py.StringDict) (py.Object, error) {
 		if len(args) < 1 || len(args) > 2 {
 			return nil, py.ExceptionNewf(py.TypeError, "pop expected 1 or 2 arguments, got %d", len(args))
