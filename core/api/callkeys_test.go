@@ -270,7 +270,8 @@ func TestEmptyTagWhitelistAllowsNothing(t *testing.T) {
 // TestPlaygroundRefusesKeysItDoesNotTake: the console's Playground takes
 // no idempotency_key, no_wait nor allowed_tool_tags: one sent is a 400
 // naming it, not a key dropped; its session calls honour the group they
-// name. On the former code the keys were dropped and the call ran.
+// name; a session's page shows an empty whitelist. On the former code the
+// keys were dropped and the call ran, and [] was not shown.
 func TestPlaygroundRefusesKeysItDoesNotTake(t *testing.T) {
 	srv, token, c, _ := consoleServer(t)
 	putKeyed(t, srv, token)
@@ -296,5 +297,10 @@ func TestPlaygroundRefusesKeysItDoesNotTake(t *testing.T) {
 		if b, _ := json.Marshal(out); code != tt.code || !strings.Contains(string(b), tt.want) {
 			t.Errorf("%s %s: %d %s, want %d with %q", tt.path, tt.body, code, b, tt.code, tt.want)
 		}
+	}
+	// A session's empty whitelist shows on its page (point 7).
+	closed := newKeyedSession(t, srv, token, "[]")
+	if r := page(t, c, srv, "GET", "/sessions/"+closed, nil); r.code != 200 || !strings.Contains(r.body, "none: every tool is refused") {
+		t.Errorf("the page of a session with allowed_tool_tags []: %d, lacks the empty whitelist\n%.800s", r.code, r.body)
 	}
 }

@@ -55,10 +55,13 @@ type sessionRow struct {
 	Created          stamp
 	Finished         stamp
 	AllowedTags      []string
+	// Whitelist is whether the session has allowed_tool_tags at all: an
+	// empty list refuses every tool, and is shown so.
+	Whitelist bool
 }
 
 func sessionRowOf(s *storage.Session) sessionRow {
-	row := sessionRow{ID: s.ID, Agent: s.Agent, State: s.State, Closed: s.Closed, Created: stampOf(s.CreatedAt), AllowedTags: s.AllowedTags}
+	row := sessionRow{ID: s.ID, Agent: s.Agent, State: s.State, Closed: s.Closed, Created: stampOf(s.CreatedAt), AllowedTags: s.AllowedTags, Whitelist: s.AllowedTags != nil}
 	if s.FinishedAt != "" {
 		row.Finished = stampOf(s.FinishedAt)
 	}
