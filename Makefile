@@ -33,7 +33,7 @@ export TOOLHOST_PGTEST_RUN
 PG_LEFTOVERS = for i in 1 2 3 4 5 6; do pgrep -f '[t]oolhost-pgtest-$(TOOLHOST_PGTEST_RUN)-' >/dev/null || exit 0; sleep 0.5; done; \
 	echo "make: PostgreSQL servers of the tests (storage/pgtest) are still running:"; pgrep -af '[t]oolhost-pgtest-$(TOOLHOST_PGTEST_RUN)-'; exit 1
 
-.PHONY: all build run schemas test lint unit rootless fuzz fuzz-short race bench tools tools-run screenshots clean
+.PHONY: all build run schemas test lint unit rootless soak soak-short fuzz fuzz-short race bench tools tools-run screenshots clean
 
 all: build
 
@@ -69,7 +69,7 @@ schemas: build
 		$(BIN) validate $$a; \
 	done
 
-test: tools lint unit rootless fuzz-short
+test: tools lint unit rootless soak-short fuzz-short
 
 # What the tests need besides Go: python3 with Pydantic v2 (the oracle of
 # the schema test). The machine image ships it; PyPI is not reachable, so
@@ -170,6 +170,11 @@ SOAK_CLIENTS ?= 6
 soak:
 	TOOLHOST_SOAK=1 TOOLHOST_SOAK_CALLS=$(SOAK_CALLS) TOOLHOST_SOAK_CLIENTS=$(SOAK_CLIENTS) \
 		$(GO) test -count=1 -run '^TestSoak$$' -v -timeout 30m ./core/cmd/toolhost/
+
+# A short soak inside make test: 200 calls from 4 clients (about 40 s),
+# with the same checks of what is left behind.
+soak-short:
+	@$(MAKE) --no-print-directory soak SOAK_CALLS=200 SOAK_CLIENTS=4
 
 # A fixed number of inputs per target, not a duration: a duration-bound
 # run can end in "context deadline exceeded" on a loaded machine.

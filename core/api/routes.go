@@ -93,6 +93,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) error {
 		return only(r, "GET", func() error {
 			s.Metrics.Write(w, s.Registry.Warm(), s.Registry.WorkerProcesses())
 			fmt.Fprintf(w, "# HELP toolhost_pending_answers Keyed calls' answers kept on this node's disk until the database takes them.\n# TYPE toolhost_pending_answers gauge\ntoolhost_pending_answers %d\n", s.DB.Spooled())
+			fmt.Fprintf(w, "# HELP toolhost_spare_sandboxes Sandboxes started ahead, waiting for a group (--spares).\n# TYPE toolhost_spare_sandboxes gauge\ntoolhost_spare_sandboxes %d\n", s.Registry.SpareSandboxes())
 			held, dropped := s.DB.LogsHeld()
 			fmt.Fprintf(w, "# HELP toolhost_logs_held Log entries held in memory until the database takes them.\n# TYPE toolhost_logs_held gauge\ntoolhost_logs_held %d\n"+
 				"# HELP toolhost_logs_dropped_total Log entries dropped because more were held than the node keeps.\n# TYPE toolhost_logs_dropped_total counter\ntoolhost_logs_dropped_total %d\n", held, dropped)

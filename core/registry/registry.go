@@ -150,3 +150,12 @@ func (r *Registry) Warm() int { return r.warm.Len() }
 // WorkerProcesses is how many processes the warm groups' workers' cgroups
 // hold (python workers and what their tool code started).
 func (r *Registry) WorkerProcesses() int { return r.warm.WorkerProcesses() }
+
+// SpareSandboxes is how many sandboxes are started ahead and waiting for a
+// group (--spares).
+func (r *Registry) SpareSandboxes() int {
+	if r.run.Spares == nil {
+		return 0
+	}
+	return r.run.Spares.Ready()
+}

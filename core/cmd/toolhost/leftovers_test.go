@@ -312,7 +312,10 @@ func startServerEnv(t testing.TB, env []string, data, addr string, extra ...stri
 }
 
 // warmGroups reads toolhost_warm_groups from the server's metrics.
-func (s *server) warmGroups() int {
+func (s *server) warmGroups() int { return s.metric("toolhost_warm_groups") }
+
+// metric is the value of an unlabelled series of /metrics, -1 without it.
+func (s *server) metric(name string) int {
 	resp, err := http.Get(s.base + "/metrics")
 	if err != nil {
 		return -1
@@ -320,7 +323,7 @@ func (s *server) warmGroups() int {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "toolhost_warm_groups "); ok {
+		if rest, ok := strings.CutPrefix(line, name+" "); ok {
 			n, _ := strconv.Atoi(strings.TrimSpace(rest))
 			return n
 		}
