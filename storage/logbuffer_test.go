@@ -16,14 +16,7 @@ import (
 // and the session gets an entry saying so (issue 27, point 4: a session
 // call answered 200 while its log entry was lost).
 func TestLogsHeldWhileTheDatabaseIsAway(t *testing.T) {
-	c, err := pgtest.StartCluster()
-	if err != nil {
-		if err == pgtest.ErrNoBinaries {
-			t.Skip(err)
-		}
-		t.Fatal(err)
-	}
-	defer c.Stop()
+	c := pgtest.Private(t)
 	ctx := context.Background()
 	db, err := OpenPostgres(ctx, t.TempDir(), c.URL("postgres"))
 	if err != nil {

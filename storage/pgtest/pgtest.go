@@ -251,3 +251,20 @@ func databaseName(seq int, test string) string {
 	}
 	return b.String()
 }
+
+// Private starts a Cluster of the test's own, stopped when the test ends:
+// for a test that stops and starts its server (Pause, Resume), which the
+// shared one of DSN must not be. Without server binaries it skips the
+// test, or fails it where a server is required (CI).
+func Private(t testing.TB) *Cluster {
+	t.Helper()
+	c, err := StartCluster()
+	if errors.Is(err, ErrNoBinaries) && !required() {
+		t.Skipf("%v (with CI=true or %s=1 this is a failure)", err, EnvRequire)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Stop() })
+	return c
+}

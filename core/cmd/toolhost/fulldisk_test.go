@@ -40,14 +40,6 @@ func TestFullDisk(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	ready := func() int {
-		resp, err := http.Get(s.base + "/readyz")
-		if err != nil {
-			return 0
-		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
 	if code, body := put("keep.txt", []byte("kept bytes")); code != 200 {
 		t.Fatalf("upload keep.txt: %d %s", code, body)
 	}
@@ -79,7 +71,7 @@ func TestFullDisk(t *testing.T) {
 	if code != http.StatusInsufficientStorage || !strings.Contains(body, "Insufficient Storage") {
 		t.Errorf("an upload on a full disk: %d %s, want 507 Insufficient Storage", code, body)
 	}
-	if code := ready(); code != http.StatusServiceUnavailable {
+	if code := s.ready(); code != http.StatusServiceUnavailable {
 		t.Errorf("/readyz on a full disk: %d, want 503", code)
 	}
 	if code := s.do(tok, "DELETE", "/v1/files/gone.txt", nil, nil); code != 200 && code != 204 {
@@ -98,7 +90,7 @@ func TestFullDisk(t *testing.T) {
 	}
 	// Space comes back.
 	os.Remove(filler)
-	if !pollUntil(10*time.Second, func() bool { return ready() == 200 }) {
+	if !pollUntil(10*time.Second, func() bool { return s.ready() == 200 }) {
 		t.Error("/readyz did not come back once space was freed")
 	}
 	if code, body := put("big.bin", bytes.Repeat([]byte("x"), 256<<10)); code != 200 {

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -24,34 +23,15 @@ import (
 // and so do the portal's requests; /readyz turns 503; when the database is
 // back the same token calls again.
 func TestStoreOutageAnswers503(t *testing.T) {
-	c, err := pgtest.StartCluster()
-	if err != nil {
-		if err == pgtest.ErrNoBinaries {
-			t.Skip(err)
-		}
-		t.Fatal(err)
-	}
-	defer c.Stop()
+	c := pgtest.Private(t)
 	dsn := c.URL("postgres")
-	out, err := exec.Command(bin, "tenant", "create", "acme", "--data", t.TempDir(), "--db", dsn).Output()
-	if err != nil {
-		t.Fatalf("tenant create: %v", err)
-	}
-	tok := strings.TrimSpace(string(out))
+	tok := dbTenant(t, dsn, "acme")
 	s := startServer(t, t.TempDir(), freePort(t), "--db", dsn, "--token-cache", "200ms", "--spares", "0")
 	s.putGroup(tok, "Echo", "echo", "def f():\n    return 1\n", "")
 	if code, ok, body := s.callTool(tok, "EchoF"); code != 200 || !ok {
 		t.Fatalf("call before the outage: %d %s", code, body)
 	}
-	ready := func() int {
-		resp, err := http.Get(s.base + "/readyz")
-		if err != nil {
-			return 0
-		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
-	if code := ready(); code != 200 {
+	if code := s.ready(); code != 200 {
 		t.Fatalf("/readyz before the outage: %d", code)
 	}
 	if err := c.Pause(); err != nil {
@@ -80,7 +60,7 @@ func TestStoreOutageAnswers503(t *testing.T) {
 			t.Errorf("%s %s: a valid token was refused (WWW-Authenticate %q)", req.method, req.path, resp.Header.Get("WWW-Authenticate"))
 		}
 	}
-	if code := ready(); code != http.StatusServiceUnavailable {
+	if code := s.ready(); code != http.StatusServiceUnavailable {
 		t.Errorf("/readyz with the database away: %d, want 503", code)
 	}
 	if err := c.Resume(); err != nil {
@@ -89,7 +69,7 @@ func TestStoreOutageAnswers503(t *testing.T) {
 	if !pollUntil(30*time.Second, func() bool { code, ok, _ := s.callTool(tok, "EchoF"); return code == 200 && ok }) {
 		t.Fatal("the call did not succeed again once the database was back")
 	}
-	if code := ready(); code != 200 {
+	if code := s.ready(); code != 200 {
 		t.Errorf("/readyz once the database is back: %d", code)
 	}
 }
@@ -147,20 +127,9 @@ func TestKeyInFlightTakenOverAfterRestart(t *testing.T) {
 // its runs per item in its worker's memory (one worker, kept warm), and a
 // second tool reads the counts.
 func TestKeysAcrossADatabaseRestart(t *testing.T) {
-	c, err := pgtest.StartCluster()
-	if err != nil {
-		if err == pgtest.ErrNoBinaries {
-			t.Skip(err)
-		}
-		t.Fatal(err)
-	}
-	defer c.Stop()
+	c := pgtest.Private(t)
 	dsn := c.URL("postgres")
-	out, err := exec.Command(bin, "tenant", "create", "acme", "--data", t.TempDir(), "--db", dsn).Output()
-	if err != nil {
-		t.Fatalf("tenant create: %v", err)
-	}
-	tok := strings.TrimSpace(string(out))
+	tok := dbTenant(t, dsn, "acme")
 	s := startServer(t, t.TempDir(), freePort(t), "--db", dsn, "--spares", "0", "--workers", "1", "--idle", "10m")
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "count.py"), []byte("import time\nRUNS = {}\ndef reserve(item):\n    RUNS[item] = RUNS.get(item, 0) + 1\n    time.sleep(3)\n    return {'item': item, 'run': RUNS[item]}\n"+
@@ -269,4 +238,14 @@ func TestKeyInFlightAcrossNodes(t *testing.T) {
 		t.Errorf("the key's retry on B answered %s after A was killed, past the heartbeat bound (%s)", took.Round(time.Millisecond), bound)
 	}
 	t.Logf("taken over and answered on B %s after A was killed", took.Round(time.Millisecond))
+}
+
+// ready is the status /readyz answers (0 when it does not answer).
+func (s *server) ready() int {
+	resp, err := http.Get(s.base + "/readyz")
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }
