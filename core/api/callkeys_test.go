@@ -17,6 +17,7 @@ func keyedGroup(letter string) (file, py, yaml string) {
 	file = "keyed_" + strings.ToLower(letter) + ".py"
 	mod := strings.TrimSuffix(file, ".py")
 	py = fmt.Sprintf(`import time
+import toolhost
 
 N = [0]
 
@@ -30,6 +31,13 @@ def slow(x):
 
 def which():
     return %q
+
+def relay(tool):
+    try:
+        toolhost.call_tool(tool, {})
+        return "ran"
+    except Exception as e:
+        return "refused: " + str(e)
 `, letter)
 	yaml = fmt.Sprintf(`kind: Plugin
 name: Keyed %[1]s
@@ -44,6 +52,8 @@ tools:
   - {kind: Tool, object_name: Slow, name: slow, description: Slow., implementation: %[1]s.slow, idempotency: auto,
      tags: [read], parameters: [{name: x, type: int, description: A number.}]}
   - {kind: Tool, object_name: Plain, name: plain, description: No tags., implementation: %[1]s.which, parameters: []}
+  - {kind: Tool, object_name: Relay, name: relay, description: Calls a tool., implementation: %[1]s.relay, tags: [read],
+     parameters: [{name: tool, type: str, description: The tool to call.}]}
 `, mod)
 	}
 	return file, py, yaml
@@ -57,7 +67,7 @@ states:
   - kind: StateConfig
     name: Working
     init_state: true
-    available_tools: [Count, Slow, Plain, Which, Other]
+    available_tools: [Count, Slow, Plain, Which, Other, Relay]
   - kind: StateConfig
     name: Done
     final_state: true
@@ -302,5 +312,37 @@ func TestPlaygroundRefusesKeysItDoesNotTake(t *testing.T) {
 	closed := newKeyedSession(t, srv, token, "[]")
 	if r := page(t, c, srv, "GET", "/sessions/"+closed, nil); r.code != 200 || !strings.Contains(r.body, "none: every tool is refused") {
 		t.Errorf("the page of a session with allowed_tool_tags []: %d, lacks the empty whitelist\n%.800s", r.code, r.body)
+	}
+}
+
+// TestNestedCallsKeepTheWhitelist: a tool's toolhost.call_tool is held to
+// the allowed_tool_tags in effect for the call that made it (the
+// session's, the call's, both narrowed), whichever door the outer call
+// came through; without a whitelist the nested call runs. On the former
+// code a nested call had no whitelist: a session allowing only "read"
+// tools ran an untagged one through a "read" tool.
+func TestNestedCallsKeepTheWhitelist(t *testing.T) {
+	srv, token, _ := newServer(t)
+	putKeyed(t, srv, token)
+	open := newKeyedSession(t, srv, token, "")
+	readOnly := newKeyedSession(t, srv, token, `["read"]`)
+	tests := []struct {
+		name, path, body, want string
+	}{
+		{"session, no whitelist", "/v1/sessions/" + open + "/calls", `{"tool":"relay","arguments":{"tool":"plain"}}`, `"ran"`},
+		{"session of [read], untagged", "/v1/sessions/" + readOnly + "/calls", `{"tool":"relay","arguments":{"tool":"plain"}}`, "refused: "},
+		{"session of [read], tagged", "/v1/sessions/" + readOnly + "/calls", `{"tool":"relay","arguments":{"tool":"which"}}`, `"ran"`},
+		{"session call of [read]", "/v1/sessions/" + open + "/calls", `{"tool":"relay","arguments":{"tool":"plain"},"allowed_tool_tags":["read"]}`, "refused: "},
+		{"calls, no whitelist", "/v1/calls", `{"tool":"relay","arguments":{"tool":"plain"}}`, `"ran"`},
+		{"calls of [read]", "/v1/calls", `{"tool":"relay","arguments":{"tool":"plain"},"allowed_tool_tags":["read"]}`, "refused: "},
+	}
+	for _, tt := range tests {
+		resp, b := request(t, srv, token, "POST", tt.path, tt.body)
+		if resp.StatusCode != 200 || !strings.Contains(string(b), tt.want) {
+			t.Errorf("%s: %d %s, want %s", tt.name, resp.StatusCode, b, tt.want)
+		}
+		if tt.want == "refused: " && !strings.Contains(string(b), "is not allowed here") {
+			t.Errorf("%s: %s does not say why", tt.name, b)
+		}
 	}
 }

@@ -299,7 +299,8 @@ func localToolCall(ctx context.Context, p *pipeline.Pipeline, def *definition.Gr
 	if tool == nil {
 		return fail(fmt.Sprintf("no tool %q in the group (toolhost call reaches only the tools of its own group)", req.Tool))
 	}
-	a, err := p.Run(ctx, &pipeline.Request{Door: pipeline.DoorCallTool, Group: def, Tool: tool, Args: req.Args, Context: nested, IdempotencyKey: req.IdempotencyKey})
+	a, err := p.Run(ctx, &pipeline.Request{Door: pipeline.DoorCallTool, Group: def, Tool: tool, Args: req.Args, Context: nested,
+		IdempotencyKey: req.IdempotencyKey, AllowedTags: pipeline.NestedTags(from.Context)})
 	if err != nil {
 		return fail(err.Error())
 	}

@@ -10,6 +10,40 @@ import (
 // its own callers hold.
 const MaxCallDepth = 3
 
+// withTags is a call's context with the whitelist in effect for it
+// (allowed_tool_tags), so that the tools it calls through
+// toolhost.call_tool are held to it too (NestedTags): the host keeps its
+// own record of the context, and nothing tool code sends replaces it. A
+// call without a whitelist keeps its context as it is.
+func withTags(callCtx json.RawMessage, tags []string) json.RawMessage {
+	if tags == nil {
+		return callCtx
+	}
+	m := map[string]any{}
+	json.Unmarshal(callCtx, &m)
+	if m == nil {
+		m = map[string]any{}
+	}
+	m["allowed_tool_tags"] = tags
+	b, _ := json.Marshal(m)
+	return b
+}
+
+// NestedTags is the whitelist a call made by tool code is held to: the
+// calling call's (see withTags), nil for none.
+func NestedTags(callCtx json.RawMessage) []string {
+	var c struct {
+		Tags *[]string `json:"allowed_tool_tags"`
+	}
+	if json.Unmarshal(callCtx, &c) != nil || c.Tags == nil {
+		return nil
+	}
+	if *c.Tags == nil {
+		return []string{}
+	}
+	return *c.Tags
+}
+
 // Nested is the context of a call made by tool code (toolhost.call_tool)
 // from the caller's context: its call depth one more, refused past
 // MaxCallDepth. It also returns the session id of the context.

@@ -173,8 +173,9 @@ func (p *Pipeline) execute(ctx context.Context, req *Request) (*Answer, error) {
 	if run == nil {
 		run = p.Runner
 	}
+	callCtx := withTags(req.Context, req.AllowedTags)
 	invoke := func(tool *definition.Tool) *plugins.CallResponse {
-		return run.Run(ctx, &Invocation{Group: req.Group, Tool: tool, Impl: tool.Implementation, Args: args, Context: req.Context, Timeout: p.timeoutOf(tool)})
+		return run.Run(ctx, &Invocation{Group: req.Group, Tool: tool, Impl: tool.Implementation, Args: args, Context: callCtx, Timeout: p.timeoutOf(tool)})
 	}
 	a := &Answer{Tool: t.ObjectName}
 	if ui := t.Pipeline.UI; ui != nil {
