@@ -194,3 +194,38 @@ func TestPrintedOutput(t *testing.T) {
 		}
 	}
 }
+
+// TestModuloKeepsLines checks that the rewriting of % (rewriteModulo)
+// keeps a traceback's line numbers: an exception raised after many %
+// operators, past jumps and a long stretch of code (a line table with
+// increments over 255 bytes), names its own line.
+func TestModuloKeepsLines(t *testing.T) {
+	var src strings.Builder
+	src.WriteString("def f(x):\n    a = '%d' % x\n    b = [('%s' % i) for i in range(3)]\n    for i in range(3):\n        a += '%d' % i\n")
+	for i := 0; i < 150; i++ {
+		src.WriteString("    a = '%s' % a[:5]\n")
+	}
+	src.WriteString("    if x % 2:\n        raise ValueError('odd %s' % a)\n    return a\n")
+	raiseLine := strings.Count(src.String(), "\n") - 1
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "m.py"), []byte(src.String()), 0o644)
+	rt := New(&plugins.LoadRequest{Group: "lines", Root: dir, Modules: map[string]string{"m": "m.py"}, Runtime: plugins.RuntimeGPython})
+	defer rt.Close()
+	tests := []struct {
+		x    string
+		want string // the result, or the traceback's line
+	}{
+		{`{"x": 2}`, `"2012"`},
+		{`{"x": 1}`, fmt.Sprintf("line %d", raiseLine)},
+	}
+	for _, tt := range tests {
+		resp := rt.Call(gocontext.Background(), &plugins.CallRequest{Callable: plugins.Callable{Module: "m", Func: "f"}, Args: json.RawMessage(tt.x), TimeoutMs: 5000})
+		got := string(resp.Result)
+		if resp.Error != nil {
+			got = resp.Error.Traceback
+		}
+		if !strings.Contains(got, tt.want) {
+			t.Errorf("f(%s): %s %+v, want %q", tt.x, got, resp.Error, tt.want)
+		}
+	}
+}

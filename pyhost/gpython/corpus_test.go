@@ -238,8 +238,30 @@ func corpus() []snippet {
 		`"%r" % "x"`, `"%s and %s" % ("a", "b")`, `"%(a)s-%(b)d" % {"a": "x", "b": 2}`, `"100%%" % ()`, `"%c" % 65`,
 		`"%s" % None`, `"%i" % 7`, `"%.1f%%" % 12.34`, `"%10s|" % "ab"`, `"%-10s|" % "ab"`, `"%.3s" % "abcdef"`, `"%d" % "x"`, `"%d %d" % (1,)`,
 		`"%s" % (1, 2)`, `"%*d" % (5, 42)`, `"%d" % (10**20)`, `"%.2f" % (10**20)`, `"%5.1f%%" % 99.44`,
+		`"%(a)s" % {"b": 1}`, `"%5.1e" % 12345.678`, `"%#x %#o %#X" % (255, 8, 255)`, `"%-08.3f|" % 3.14159`, `"% d" % 5`, `"%+.2e" % -0.000123`,
+		`"%.0e" % 12345`, `"%g" % 1e20`, `"%s" % (1,)`, `"%%"  % ()`, `"%s" % {"a": 1}`, `"x" % {"a": 1}`, `"x" % 5`, `"x" % ()`, `"%s" % ()`,
+		`"%s %s" % {"a": 1}`, `"%.3d" % 5`, `"%x" % 3.5`, `"%c" % "ab"`, `"%c" % "é"`, `"%5%" % ()`, `"%z" % 1`, `"%" % ()`, `"%(a)s %(a)r" % {"a": "q"}`,
+		`"%-5d|%5s|" % (-3, None)`, `"%.2f%%" % 12.345`, `"%s" % 2.5`, `"%s" % 1e16`, `"%r" % [1.5, "a"]`, `"%d items" % True`, `"%f" % 10**20`,
+		`"%.1f" % 0.05`, `"%.1f" % 0.25`, `"%.2f" % -0.001`, `"%05.1f" % -2.5`, `"%+05d" % 42`, `"%e" % 0`, `"%g" % 100000`, `"%g" % 1000000`, `"%#g" % 1.5`,
+		`"%o" % -8`, `"%x" % -255`, `"%i" % -0.9`, `"%s-%s" % ("a", ("b", "c"))`, `("%d" * 2) % (1, 2)`, `"a" "%d" % 7`, `7 % 3`, `-7.5 % 2`, `[1] % 2`,
 	} {
 		add("percent", f)
+	}
+	for _, p := range []string{
+		"s = 'n=%d'\ns %= 5\nresult = s",
+		"x = 10\nx %= 3\nresult = x",
+		"r = []\nfor i in range(6):\n    if i % 2:\n        continue\n    r.append('%02d' % i)\nelse:\n    r.append('%s' % 'end')\nresult = r",
+		"i, r = 0, ''\nwhile i < 3:\n    r += '%d;' % i\n    i += 1\nresult = r",
+		"try:\n    v = '%d' % 'x'\nexcept TypeError:\n    v = '%s' % 'caught'\nfinally:\n    v += '%s' % '!'\nresult = v",
+		"f = lambda a, b: '%s=%s' % (a, b)\nresult = [f(k, v) for k, v in sorted({'a': 1, 'b': 2}.items()) if v % 2 == 1 or k == 'b']",
+		"def g(n):\n    def h(m):\n        return '%d/%d' % (n, m)\n    return h\nresult = g(1)(2)",
+		"result = ['%d' % i if i % 3 else 'fizz' for i in range(7)]",
+		"x = 5\nresult = 'big' if x % 2 and '%d' % x == '5' else 'small'",
+		"lines = []\n" + strings.Repeat("lines.append('%d' % len(lines))\n", 120) + "result = ''.join(lines)",
+		"def gen():\n    for i in range(3):\n        yield '%d' % i\nresult = list(gen())",
+		"class P:\n    def __init__(self, x):\n        self.x = x\n    def __repr__(self):\n        return 'P(%r)' % self.x\nresult = repr(P('a'))",
+	} {
+		prog("percent", p)
 	}
 
 	// list methods.
@@ -426,8 +448,6 @@ func corpus() []snippet {
 // the text of a snippet: the first match marks it Refused with the text
 // its refusal must hold.
 var refusedBy = []struct{ has, why string }{
-	{`" % `, "%-formatting"},
-	{`"100%%" % `, "%-formatting"},
 	{"(1, 2) < (1, 3)", "ordering tuples or lists"},
 	{"[1, 2] < [1, 2, 0]", "ordering tuples or lists"},
 	{`(1, "a") < (1, "b")`, "ordering tuples or lists"},

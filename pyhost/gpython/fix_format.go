@@ -225,6 +225,17 @@ func formatFloat(f formatSpec, x float64) (string, error) {
 				prec = 1
 			}
 			body = strconv.FormatFloat(a, 'g', prec, 64)
+			if f.alt {
+				// '#' keeps the trailing zeros: as 'e' or 'f' by the
+				// exponent, with prec significant digits.
+				e := strconv.FormatFloat(a, 'e', prec-1, 64)
+				x, _ := strconv.Atoi(e[strings.IndexByte(e, 'e')+1:])
+				if x >= -4 && x < prec {
+					body = strconv.FormatFloat(a, 'f', prec-1-x, 64)
+				} else {
+					body = e
+				}
+			}
 		case 0:
 			if prec < 0 {
 				body = floatRepr(a)

@@ -22,6 +22,7 @@ func compileModule(src, name string) (*py.Code, error) {
 // fixCode corrects a code object and every code object nested in it.
 func fixCode(code *py.Code) {
 	fixCell2arg(code)
+	rewriteModulo(code)
 	for _, c := range code.Consts {
 		if nested, ok := c.(*py.Code); ok {
 			fixCode(nested)
@@ -168,6 +169,12 @@ func fixBuiltins(b *py.Module) {
 		"ascii":    builtinASCII,
 		"reversed": builtinReversed,
 		"sorted":   builtinSorted,
+		modBuiltin: func(self py.Object, args py.Tuple, _ py.StringDict) (py.Object, error) {
+			return percentMod(self, args)
+		},
+		imodBuiltin: func(self py.Object, args py.Tuple, _ py.StringDict) (py.Object, error) {
+			return percentIMod(self, args)
+		},
 		"hash":     builtinHash,
 		"callable": builtinCallable,
 		"issubclass": func(_ py.Object, args py.Tuple, _ py.StringDict) (py.Object, error) {

@@ -48,10 +48,6 @@ func Refusals(file, src string) (out []plugins.SourceProblem) {
 	}
 	ast.Walk(mod, func(n ast.Ast) bool {
 		switch x := n.(type) {
-		case *ast.BinOp:
-			if _, ok := x.Left.(*ast.Str); ok && x.Op == ast.Modulo {
-				add(x, "%%-formatting of a str gives wrong text on gpython (\"%%s\" %% None is '{}', \"%%d\" %% 3.7 is '%%!d(py.Float=3.7)'): use str.format")
-			}
 		case *ast.Compare:
 			operands := append([]ast.Expr{x.Left}, x.Comparators...)
 			for i, op := range x.Ops {

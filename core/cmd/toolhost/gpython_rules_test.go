@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,9 +11,14 @@ import (
 )
 
 const (
-	percentBody = "    return \"%s km\" % km\n"
+	// refusedBody compares type(km) with a type: refused on gpython.
+	refusedBody = "    return \"{} km\".format(km) if type(km) is float else \"?\"\n"
 	formatBody  = "    return \"{} km\".format(km)\n"
+	percentBody = "    return \"%s km\" % km\n"
 )
+
+// refusedAt is where refusedBody's construct is: line 3, at type(km).
+const refusedAt = ":3:34"
 
 // convGroup writes a unit converter group in dir (its module's third line
 // is body) and returns its definition's path. Its module is conv.py, or
@@ -38,12 +44,14 @@ func convGroup(t *testing.T, dir, name, tool, body string) string {
 // TestGPythonRulesAtTheDoors runs the real binary on a unit converter
 // (issue 26, point 1): validate --runtime gpython reports a construct
 // that answers otherwise than CPython at its file, line and column
-// instead of Ready; the same group written with str.format is Ready and
-// answers as CPython does (round(1.609344, 3) was 0 on gpython); and
-// --runtime auto says on stderr which runtime it chose and why.
+// instead of Ready; the group written with str.format or % is Ready and
+// answers as CPython does (round(1.609344, 3) was 0 on gpython, and
+// "%s km" % 1.609 is formatted by toolhost); and --runtime auto says on
+// stderr which runtime it chose and why.
 func TestGPythonRulesAtTheDoors(t *testing.T) {
-	percent := convGroup(t, t.TempDir(), "conv", "miles_to_km", percentBody)
+	refused := convGroup(t, t.TempDir(), "conv", "miles_to_km", refusedBody)
 	format := convGroup(t, t.TempDir(), "conv", "miles_to_km", formatBody)
+	percent := convGroup(t, t.TempDir(), "conv", "miles_to_km", percentBody)
 	noPython := []string{"PATH=" + t.TempDir()}
 	tests := []struct {
 		name    string
@@ -53,15 +61,18 @@ func TestGPythonRulesAtTheDoors(t *testing.T) {
 		want    []string
 		notWant string
 	}{
-		{"percent refused", nil, []string{"validate", "--runtime", "gpython", percent}, 1,
-			[]string{filepath.Join(filepath.Dir(percent), "conv.py") + ":3:12: on the gpython runtime: %-formatting", "use the cpython runtime", "conv: Error"}, "Ready"},
+		{"type() refused", nil, []string{"validate", "--runtime", "gpython", refused}, 1,
+			[]string{filepath.Join(filepath.Dir(refused), "conv.py") + refusedAt + ": on the gpython runtime: comparing type(...)", "use the cpython runtime", "conv: Error"}, "Ready"},
 		{"format ready", nil, []string{"validate", "--runtime", "gpython", format}, 0, []string{"conv: Ready"}, "cpython runtime"},
+		{"percent ready", nil, []string{"validate", "--runtime", "gpython", percent}, 0, []string{"conv: Ready"}, "cpython runtime"},
 		{"gpython answers", nil, []string{"call", "--runtime", "gpython", format, "miles_to_km", `{"miles": 1}`}, 0,
 			[]string{`"content": "1.609 km"`, `"runtime": "gpython"`}, "--runtime auto"},
+		{"gpython formats %", nil, []string{"call", "--runtime", "gpython", percent, "miles_to_km", `{"miles": 1}`}, 0,
+			[]string{`"content": "1.609 km"`, `"runtime": "gpython"`}, ""},
 		{"auto without python3", noPython, []string{"call", format, "miles_to_km", `{"miles": 1}`}, 0,
 			[]string{"toolhost call: --runtime auto chose gpython: no python3 was found", "--runtime cpython", `"content": "1.609 km"`}, ""},
-		{"auto refuses on gpython", noPython, []string{"call", percent, "miles_to_km", `{"miles": 1}`}, 1,
-			[]string{"--runtime auto chose gpython", filepath.Join(filepath.Dir(percent), "conv.py") + ":3:12: on the gpython runtime: %-formatting", "use the cpython runtime"}, `"success": true`},
+		{"auto refuses on gpython", noPython, []string{"call", refused, "miles_to_km", `{"miles": 1}`}, 1,
+			[]string{"--runtime auto chose gpython", filepath.Join(filepath.Dir(refused), "conv.py") + refusedAt + ": on the gpython runtime: comparing type(...)", "use the cpython runtime"}, `"success": true`},
 		{"auto with python3", nil, []string{"call", format, "miles_to_km", `{"miles": 1}`}, 0,
 			[]string{"toolhost call: --runtime auto chose cpython: python3 ", `"runtime": "cpython"`, `"content": "1.609 km"`}, ""},
 	}
@@ -86,9 +97,9 @@ func TestGPythonRulesAtTheDoors(t *testing.T) {
 }
 
 // TestGPythonRulesOnTheServer loads the converter on a real server: on
-// gpython the %-formatting group is Error with the construct at
-// pct.py:3:12 (the server's check when a group loads), the str.format
-// one is Ready and answers '1.609 km'; a group's info names its runtime
+// gpython the group comparing type(km) with a type is Error with the
+// construct at ref.py (the server's check when a group loads), the % one
+// is Ready and answers '1.609 km'; a group's info names its runtime
 // and why, and serve --runtime auto without python3 says on its log that
 // it chose gpython and why.
 func TestGPythonRulesOnTheServer(t *testing.T) {
@@ -117,16 +128,16 @@ func TestGPythonRulesOnTheServer(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			convGroup(t, filepath.Join(dir, "pct"), "ConvPercent/pct", "pct_to_km", percentBody)
-			convGroup(t, filepath.Join(dir, "fmt"), "ConvFormat/fmt", "fmt_to_km", formatBody)
+			convGroup(t, filepath.Join(dir, "ref"), "ConvPercent/ref", "pct_to_km", refusedBody)
+			convGroup(t, filepath.Join(dir, "fmt"), "ConvFormat/fmt", "fmt_to_km", percentBody)
 			s, errs := startServerEnv(t, tt.env, t.TempDir(), freePort(t), "--runtime", tt.runtime, "--load", dir, "--timeout", "20")
 			token := s.loadedToken()
 			s.waitStatus(token, "ConvPercent", "Error")
 			var bad, good info
 			s.do(token, "GET", "/v1/groups/ConvPercent", nil, &bad)
-			if len(bad.Errors) != 1 || bad.Errors[0].File != "pct.py" || bad.Errors[0].Line != 3 || bad.Errors[0].Column != 12 ||
-				!strings.Contains(bad.Errors[0].Message, "%-formatting") || !strings.HasSuffix(bad.Errors[0].Message, "use the cpython runtime") {
-				t.Errorf("the %%-formatting group's errors: %+v", bad.Errors)
+			if len(bad.Errors) != 1 || bad.Errors[0].File != "ref.py" || fmt.Sprintf(":%d:%d", bad.Errors[0].Line, bad.Errors[0].Column) != refusedAt ||
+				!strings.Contains(bad.Errors[0].Message, "comparing type(...)") || !strings.HasSuffix(bad.Errors[0].Message, "use the cpython runtime") {
+				t.Errorf("the refused group's errors: %+v", bad.Errors)
 			}
 			s.waitStatus(token, "ConvFormat", "Ready")
 			s.do(token, "GET", "/v1/groups/ConvFormat", nil, &good)
