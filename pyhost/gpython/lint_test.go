@@ -3,6 +3,9 @@ package gpython
 import (
 	"strings"
 	"testing"
+
+	"github.com/go-python/gpython/py"
+	"github.com/go-python/gpython/vm"
 )
 
 // TestRefusals checks each rule of the deep check on gpython: where it
@@ -57,5 +60,59 @@ func FuzzRefusals(f *testing.F) {
 				t.Fatalf("refusal %+v outside the source or without the advice", r)
 			}
 		}
+	})
+}
+
+// FuzzRewriteModulo compiles any source, rewrites its % operators
+// (rewriteModulo) and checks the code it made: every instruction whole,
+// no % left (unless the code was left as it was), every jump inside the
+// code, and a line table that still covers it.
+func FuzzRewriteModulo(f *testing.F) {
+	for _, s := range []string{"x = '%d' % 1\n", "for i in range(3):\n    if i % 2:\n        continue\n", "def f(a):\n    try:\n        return a % 2\n    finally:\n        a %= 3\n",
+		"while x % 3:\n    x += 1\nelse:\n    y = [i % 2 for i in z if i % 3]\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		code, err := py.Compile(src, "m.py", py.ExecMode, 0, true)
+		if err != nil {
+			return
+		}
+		var check func(c *py.Code)
+		check = func(c *py.Code) {
+			before := c.Code
+			rewriteModulo(c)
+			b := c.Code
+			for i := 0; i < len(b); {
+				op := vm.OpCode(b[i])
+				size := 1
+				arg := 0
+				if op.HAS_ARG() {
+					if i+2 >= len(b) {
+						t.Fatalf("an instruction cut at %d of %d", i, len(b))
+					}
+					arg, size = int(b[i+1])|int(b[i+2])<<8, 3
+				}
+				if (op == vm.BINARY_MODULO || op == vm.INPLACE_MODULO) && b != before {
+					t.Fatalf("a %% left at %d", i)
+				}
+				if relJumps[op] && i+size+arg > len(b) || absJumps[op] && arg > len(b) {
+					t.Fatalf("a jump out of the code at %d: %v %d", i, op, arg)
+				}
+				i += size
+			}
+			addr := 0
+			for i := 0; i+1 < len(c.Lnotab); i += 2 {
+				addr += int(c.Lnotab[i])
+			}
+			if addr > len(b) {
+				t.Fatalf("the line table runs past the code: %d > %d", addr, len(b))
+			}
+			for _, k := range c.Consts {
+				if nested, ok := k.(*py.Code); ok {
+					check(nested)
+				}
+			}
+		}
+		check(code)
 	})
 }
