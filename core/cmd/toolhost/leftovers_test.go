@@ -187,6 +187,30 @@ func countFDs(pid int) int {
 	return len(e)
 }
 
+// countDBFDs counts the descriptors of pid open on a SQLite database
+// (toolhost.db and its -wal and -shm): those of the connection pool,
+// which keeps up to database/sql's idle bound of connections open.
+func countDBFDs(pid int) int {
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	e, err := os.ReadDir(dir)
+	if err != nil {
+		return -1
+	}
+	n := 0
+	for _, f := range e {
+		l, _ := os.Readlink(filepath.Join(dir, f.Name()))
+		if base := filepath.Base(l); base == "toolhost.db" || base == "toolhost.db-wal" || base == "toolhost.db-shm" {
+			n++
+		}
+	}
+	return n
+}
+
+// maxDBFDs bounds countDBFDs: database/sql keeps 2 idle connections by
+// default, each with the database and its WAL open, and the shared memory
+// file is open once.
+const maxDBFDs = 2*2 + 1
+
 // statusField reads a "Name:  N kB" (or plain number) line of
 // /proc/PID/status.
 func statusField(pid int, name string) int {
@@ -210,7 +234,8 @@ type leftFigures struct {
 	HostProcs       int // every process of the host (other work included)
 	SandboxUIDProcs int // host processes with a sandbox uid (any server's)
 	ServerProcs     int // the server's descendants and its cgroups' processes
-	ServerFDs       int // the server's open descriptors
+	ServerFDs       int // the server's open descriptors, but those of its database
+	DBFDs           int // the server's descriptors of its database (its connection pool)
 	ServerThreads   int // the server's threads (Go keeps them; not a leak)
 	ServerCgroups   int // toolhost-<server pid>-* cgroups, all controllers
 	HostCgroups     int // every toolhost-* cgroup of the host
@@ -240,7 +265,8 @@ func measureServer(pid int, tmp string, seen map[int]hostProc) leftFigures {
 	for _, p := range seen {
 		run = append(run, p)
 	}
-	f.ServerFDs = countFDs(pid)
+	f.DBFDs = countDBFDs(pid)
+	f.ServerFDs = countFDs(pid) - f.DBFDs
 	f.ServerThreads = statusField(pid, "Threads")
 	f.ServerCgroups = len(serverCgroups(pid))
 	f.HostCgroups = len(allToolhostCgroups())
@@ -265,7 +291,8 @@ func figureTable(names []string, cols []leftFigures) string {
 		{"host processes (all, other work included)", func(f leftFigures) int { return f.HostProcs }},
 		{"host processes with a sandbox uid", func(f leftFigures) int { return f.SandboxUIDProcs }},
 		{"server's processes (tree + its cgroups)", func(f leftFigures) int { return f.ServerProcs }},
-		{"server's open descriptors", func(f leftFigures) int { return f.ServerFDs }},
+		{"server's open descriptors (but its database's)", func(f leftFigures) int { return f.ServerFDs }},
+		{"server's database descriptors (its pool)", func(f leftFigures) int { return f.DBFDs }},
 		{"server's threads", func(f leftFigures) int { return f.ServerThreads }},
 		{"server's cgroups (all controllers)", func(f leftFigures) int { return f.ServerCgroups }},
 		{"toolhost-* cgroups on the host", func(f leftFigures) int { return f.HostCgroups }},

@@ -263,6 +263,9 @@ func TestSoak(t *testing.T) {
 	// VmRSS stays somewhat above the start without any leak; 64 MiB is far
 	// below what a leak per call would add over a run of this size with
 	// memory bombs of 64 MiB chunks, and above the runtime's slack.
+	if end.DBFDs > maxDBFDs {
+		t.Errorf("%d descriptors open on the database, more than its connection pool keeps (%d)", end.DBFDs, maxDBFDs)
+	}
 	if end.ServerProcs > start.ServerProcs || end.ServerFDs > start.ServerFDs || end.ServerCgroups > start.ServerCgroups ||
 		end.StaleStages > start.StaleStages || end.TmpEntries > start.TmpEntries {
 		t.Errorf("left behind after the run (want at most the start level)")
@@ -340,7 +343,7 @@ func maxFigures(a, b leftFigures) leftFigures {
 		return x
 	}
 	return leftFigures{m(a.HostProcs, b.HostProcs), m(a.SandboxUIDProcs, b.SandboxUIDProcs), m(a.ServerProcs, b.ServerProcs),
-		m(a.ServerFDs, b.ServerFDs), m(a.ServerThreads, b.ServerThreads), m(a.ServerCgroups, b.ServerCgroups),
+		m(a.ServerFDs, b.ServerFDs), m(a.DBFDs, b.DBFDs), m(a.ServerThreads, b.ServerThreads), m(a.ServerCgroups, b.ServerCgroups),
 		m(a.HostCgroups, b.HostCgroups), m(a.StaleStages, b.StaleStages), m(a.TmpEntries, b.TmpEntries), m(a.RSSKiB, b.RSSKiB)}
 }
 
