@@ -15,7 +15,8 @@ const Unlimited = -1
 // Quota is what one tenant may take of the machine. A zero field takes the
 // server's default (Or); Unlimited lifts the limit.
 type Quota struct {
-	// StorageBytes bounds the bytes stored: files and knowledge documents.
+	// StorageBytes bounds the bytes stored: files, knowledge documents
+	// and secrets (sealed).
 	StorageBytes int64 `json:"storage_bytes,omitempty"`
 	// Groups and Agents bound how many of each the tenant may store.
 	Groups int64 `json:"groups,omitempty"`
@@ -149,8 +150,9 @@ func (s *DB) EffectiveQuota(ctx context.Context, tenantID int64) (Quota, error) 
 
 // Usage is what a tenant holds in storage.
 type Usage struct {
-	// StorageBytes is FileBytes and KnowledgeBytes together: what the
-	// storage quota bounds.
+	// StorageBytes is FileBytes, KnowledgeBytes and SecretBytes (the
+	// sealed bytes of the tenant's secrets) together: what the storage
+	// quota bounds.
 	StorageBytes   int64 `json:"storage_bytes"`
 	FileBytes      int64 `json:"file_bytes"`
 	Files          int64 `json:"files"`
@@ -158,6 +160,8 @@ type Usage struct {
 	Groups         int64 `json:"groups"`
 	Agents         int64 `json:"agents"`
 	LogBytes       int64 `json:"log_bytes"`
+	SecretBytes    int64 `json:"secret_bytes"`
+	Secrets        int64 `json:"secrets"`
 }
 
 // Usage counts what a tenant holds.
@@ -169,9 +173,11 @@ func (s *DB) Usage(ctx context.Context, tenantID int64) (Usage, error) {
 		(SELECT COALESCE(SUM(`+s.byteLength("content")+`), 0) FROM knowledge WHERE tenant_id = ?),
 		(SELECT count(*) FROM groups WHERE tenant_id = ?),
 		(SELECT count(*) FROM agents WHERE tenant_id = ?),
-		(SELECT COALESCE(SUM(`+s.byteLength("data")+`), 0) FROM logs WHERE tenant_id = ?)`,
-		tenantID, tenantID, tenantID, tenantID, tenantID, tenantID).Scan(&u.FileBytes, &u.Files, &u.KnowledgeBytes, &u.Groups, &u.Agents, &u.LogBytes)
-	u.StorageBytes = u.FileBytes + u.KnowledgeBytes
+		(SELECT COALESCE(SUM(`+s.byteLength("data")+`), 0) FROM logs WHERE tenant_id = ?),
+		(SELECT COALESCE(SUM(size), 0) FROM secrets WHERE tenant_id = ?),
+		(SELECT count(*) FROM secrets WHERE tenant_id = ?)`,
+		tenantID, tenantID, tenantID, tenantID, tenantID, tenantID, tenantID, tenantID).Scan(&u.FileBytes, &u.Files, &u.KnowledgeBytes, &u.Groups, &u.Agents, &u.LogBytes, &u.SecretBytes, &u.Secrets)
+	u.StorageBytes = u.FileBytes + u.KnowledgeBytes + u.SecretBytes
 	return u, err
 }
 
@@ -199,6 +205,12 @@ func (s *DB) beginTenant(ctx context.Context, tenantID int64) (*txn, error) {
 // bring the tenant's stored bytes over its quota: add bytes in place of
 // what the replaced file (path) or document (doc) holds.
 func (t *txn) checkBytes(ctx context.Context, tenantID int64, path, doc string, add int64) error {
+	return t.checkBytesOf(ctx, tenantID, path, doc, "", add)
+}
+
+// checkBytesOf is checkBytes with the replaced secret (secret) left out
+// of what the tenant holds, too.
+func (t *txn) checkBytesOf(ctx context.Context, tenantID int64, path, doc, secret string, add int64) error {
 	q, err := t.quota(ctx, tenantID)
 	if err != nil || !Limited(q.StorageBytes) {
 		return err
@@ -206,8 +218,9 @@ func (t *txn) checkBytes(ctx context.Context, tenantID int64, path, doc string, 
 	var used int64
 	if err := t.row(ctx, `SELECT
 		(SELECT COALESCE(SUM(size), 0) FROM files WHERE tenant_id = ? AND path <> ?) +
-		(SELECT COALESCE(SUM(`+t.s.byteLength("content")+`), 0) FROM knowledge WHERE tenant_id = ? AND name <> ?)`,
-		tenantID, path, tenantID, doc).Scan(&used); err != nil {
+		(SELECT COALESCE(SUM(`+t.s.byteLength("content")+`), 0) FROM knowledge WHERE tenant_id = ? AND name <> ?) +
+		(SELECT COALESCE(SUM(size), 0) FROM secrets WHERE tenant_id = ? AND name <> ?)`,
+		tenantID, path, tenantID, doc, tenantID, secret).Scan(&used); err != nil {
 		return err
 	}
 	if used+add > q.StorageBytes {

@@ -68,6 +68,8 @@ type DB struct {
 	spool spool
 	// logs holds the log entries the database could not take.
 	logs logBuffer
+	// secretKey seals and opens the tenants' secrets.
+	secretKey secretKeyHolder
 }
 
 // Open opens (creating if needed) the SQLite data folder dir: the database

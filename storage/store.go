@@ -23,6 +23,7 @@ type Store interface {
 	Logs
 	Ledger
 	Quotas
+	Secrets
 	Coordinator
 	// Backend names the backend: "sqlite" or "postgres".
 	Backend() string
@@ -185,6 +186,8 @@ const (
 	ChangeSession ChangeKind = "session"
 	// ChangeQuota is a tenant's quota changed.
 	ChangeQuota ChangeKind = "quota"
+	// ChangeSecrets is a tenant's secret Name set or removed.
+	ChangeSecrets ChangeKind = "secrets"
 )
 
 // Change is one change made by a node, as other nodes hear of it.
