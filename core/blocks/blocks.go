@@ -137,10 +137,12 @@ func chartSpec(s map[string]any) error {
 }
 
 // table checks a table block; derived says its columns were taken from its
-// rows (none for no rows: an empty table).
+// rows (none for no rows: an empty table). Empty columns are an empty
+// table's only, so that a block this package derived validates again.
 func table(m map[string]any, derived bool) error {
 	cols, ok := m["columns"].([]any)
-	if !ok || len(cols) == 0 && !derived {
+	rows, _ := m["rows"].([]any)
+	if !ok || len(cols) == 0 && !derived && len(rows) > 0 {
 		return fmt.Errorf("a table needs columns (a non-empty list of {key, title}), or rows alone to take them from")
 	}
 	for i, c := range cols {
@@ -155,8 +157,7 @@ func table(m map[string]any, derived bool) error {
 			return fmt.Errorf("table column %d: align must be left, right or center", i+1)
 		}
 	}
-	rows, ok := m["rows"].([]any)
-	if !ok {
+	if _, ok := m["rows"].([]any); !ok {
 		return fmt.Errorf("a table needs rows (a list of objects), got %s", kind(m["rows"]))
 	}
 	for i, r := range rows {
@@ -215,11 +216,17 @@ func kind(v any) string {
 	return "a number"
 }
 
-var fence = regexp.MustCompile("(?s)```(chart|table)[ \t]*\n(.*?)\n```")
+// opening is a fence's opening: ```chart or ```table and the spaces after.
+var opening = regexp.MustCompile("```(chart|table)[ \t]*")
 
 // ParseMarkdown finds the fenced ```chart {...} and ```table {...} blocks of
 // a model's markdown answer and returns them as validated blocks, with the
-// text around them as text blocks, in order.
+// text around them as text blocks, in order. A fenced block has one of two
+// forms: its JSON on the lines after the opening, closed by a line that
+// begins with ``` (the JSON ends where that line begins), or its JSON right
+// after the opening on the same line (```chart {...}```), closed by the ```
+// that follows the object, on that line or a later one. An opening
+// followed by anything else (```charts, ```chart text) is text.
 func ParseMarkdown(md string) ([]map[string]any, error) {
 	var out []map[string]any
 	text := func(s string) {
@@ -227,30 +234,75 @@ func ParseMarkdown(md string) ([]map[string]any, error) {
 			out = append(out, map[string]any{"type": "text", "markdown": s})
 		}
 	}
-	last := 0
-	for i, m := range fence.FindAllStringSubmatchIndex(md, -1) {
-		text(md[last:m[0]])
-		last = m[1]
-		kindName, body := md[m[2]:m[3]], md[m[4]:m[5]]
-		var v map[string]any
-		dec := json.NewDecoder(strings.NewReader(body))
-		dec.UseNumber()
-		if err := dec.Decode(&v); err != nil {
-			return nil, fmt.Errorf("fenced block %d (%s) is not a JSON object: %v", i+1, kindName, err)
+	last, pos, n := 0, 0, 0
+	for {
+		loc := opening.FindStringSubmatchIndex(md[pos:])
+		if loc == nil {
+			break
 		}
-		if kindName == "table" {
-			v["type"] = "table"
-		} else if _, ok := v["spec"]; !ok {
-			v = map[string]any{"type": "chart", "spec": v}
-		} else {
-			v["type"] = "chart"
+		start, after := pos+loc[0], pos+loc[1]
+		kindName := md[pos+loc[2] : pos+loc[3]]
+		var body string
+		var end int
+		switch {
+		case after < len(md) && md[after] == '\n':
+			i := strings.Index(md[after+1:], "\n```")
+			if i < 0 {
+				pos = after
+				continue
+			}
+			body, end = md[after+1:after+1+i], after+1+i+len("\n```")
+		case after < len(md) && md[after] == '{':
+			dec := json.NewDecoder(strings.NewReader(md[after:]))
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				return nil, fmt.Errorf("fenced block %d (%s) is not a JSON object: %v", n+1, kindName, err)
+			}
+			jsonEnd := after + int(dec.InputOffset())
+			rest := md[jsonEnd:]
+			closing := strings.TrimLeft(rest, " \t\r\n")
+			if !strings.HasPrefix(closing, "```") {
+				return nil, fmt.Errorf("fenced block %d (%s): its JSON object must be followed by the closing ```", n+1, kindName)
+			}
+			body, end = md[after:jsonEnd], jsonEnd+len(rest)-len(closing)+len("```")
+		default:
+			pos = after
+			continue
 		}
-		b, err := ValidateWith(v, NewKeyOrder([]byte(body)))
+		n++
+		text(md[last:start])
+		last, pos = end, end
+		b, err := fenced(n, kindName, body)
 		if err != nil {
-			return nil, fmt.Errorf("fenced block %d (%s): %v", i+1, kindName, err)
+			return nil, err
 		}
 		out = append(out, b)
 	}
 	text(md[last:])
 	return out, nil
+}
+
+// fenced decodes and validates the JSON body of the n-th fenced block.
+func fenced(n int, kindName, body string) (map[string]any, error) {
+	var v map[string]any
+	dec := json.NewDecoder(strings.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("fenced block %d (%s) is not a JSON object: %v", n, kindName, err)
+	}
+	if v == nil {
+		return nil, fmt.Errorf("fenced block %d (%s) is not a JSON object: null", n, kindName)
+	}
+	if kindName == "table" {
+		v["type"] = "table"
+	} else if _, ok := v["spec"]; !ok {
+		v = map[string]any{"type": "chart", "spec": v}
+	} else {
+		v["type"] = "chart"
+	}
+	b, err := ValidateWith(v, NewKeyOrder([]byte(body)))
+	if err != nil {
+		return nil, fmt.Errorf("fenced block %d (%s): %v", n, kindName, err)
+	}
+	return b, nil
 }

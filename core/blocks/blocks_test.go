@@ -35,7 +35,7 @@ func TestSpecBlocks(t *testing.T) {
 		`{"type":"chart","spec":{"type":"donut","series":[{"values":[1]}]}}`:                "bar, line, area, pie or scatter",
 		`{"type":"chart","spec":{"type":"bar","labels":["a"],"series":[{"values":[1,2]}]}}`: "2 values for 1 labels",
 		`{"type":"chart","spec":{"type":"bar","series":[{"values":["x"]}]}}`:                "not a number",
-		`{"type":"table","columns":[],"rows":[]}`:                                           "needs columns",
+		`{"type":"table","columns":[],"rows":[{"a":1}]}`:                                    "needs columns",
 		`{"type":"table","columns":[{"key":"a"}],"rows":"[{}]"}`:                            "rows (a list of objects), got a string",
 		`{"type":"table","columns":[{"key":"a","align":"middle"}],"rows":[]}`:               "align must be",
 		`{"type":"file","name":"a","mime":"b","data":"!!!"}`:                                "base64",
@@ -76,8 +76,77 @@ func TestParseMarkdown(t *testing.T) {
 	}
 }
 
+// TestParseMarkdownForms parses each form of a fenced block: the JSON on
+// the lines after the opening, and on the opening's own line (the
+// one-line form), closed on that line or the next.
+func TestParseMarkdownForms(t *testing.T) {
+	const chart = `{"type":"bar","labels":["a","b"],"series":[{"name":"p","values":[1,2]}]}`
+	const table = `{"rows":[{"model":"A","price":1}]}`
+	cases := []struct {
+		name, md string
+		want     string // the blocks' types, in order
+		err      string // a part of the error, when one is wanted
+	}{
+		{"next lines", "Prices:\n```chart\n" + chart + "\n```\nDone.", "text,chart,text", ""},
+		{"one line", "Prices: ```chart " + chart + "``` Done.", "text,chart,text", ""},
+		{"one line, spaces", "```chart   " + chart + "   ```", "chart", ""},
+		{"one line, no space", "```chart" + chart + "```", "chart", ""},
+		{"one line, closed on the next", "```table " + table + "\n```\nafter", "table,text", ""},
+		{"one line JSON over lines", "```table {\n\"rows\": [{\"a\": 1}]\n}\n```", "table", ""},
+		{"one line, a ``` inside a string", "```table {\"rows\":[{\"a\":\"x```y\"}]}```", "table", ""},
+		{"two one-line blocks", "```chart " + chart + "``` and ```table " + table + "```", "chart,text,table", ""},
+		{"one-line and next-line forms", "```table " + table + "```\n```chart\n" + chart + "\n```", "table,chart", ""},
+		{"another language", "```python {\"a\": 1}```", "text", ""},
+		{"a longer tag", "```charts {\"a\": 1}```", "text", ""},
+		{"tag then words", "```chart of prices```", "text", ""},
+		{"empty fence", "```chart\n```", "text", ""},
+		{"one line, not JSON", "```chart {not json}```", "", "fenced block 1 (chart) is not a JSON object"},
+		{"one line, unclosed", "```chart " + chart + " and more", "", "must be followed by the closing ```"},
+		{"one line, invalid chart", "```chart {\"type\":\"donut\",\"series\":[{\"values\":[1]}]}```", "", "fenced block 1 (chart): a chart's type"},
+		{"second block counted", "```table " + table + "``` ```table {\"rows\":3}```", "", "fenced block 2 (table)"},
+		{"null table", "```table\nnull\n```", "", "fenced block 1 (table) is not a JSON object: null"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			bs, err := ParseMarkdown(c.md)
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("error %v, want %q", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var types []string
+			for _, b := range bs {
+				types = append(types, b["type"].(string))
+			}
+			if got := strings.Join(types, ","); got != c.want {
+				t.Fatalf("blocks %s (%v), want %s", got, bs, c.want)
+			}
+			for _, b := range bs {
+				if b["type"] == "text" && strings.Contains(b["markdown"].(string), `"series"`) && c.want != "text" {
+					t.Errorf("a block's JSON left in the text: %v", b)
+				}
+			}
+		})
+	}
+	// The one-line table keeps its rows' key order for its columns.
+	bs, err := ParseMarkdown("```table " + table + "```")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols := bs[0]["columns"].([]any)
+	if len(cols) != 2 || cols[0].(map[string]any)["key"] != "model" || cols[1].(map[string]any)["key"] != "price" {
+		t.Errorf("columns = %v", cols)
+	}
+}
+
 func FuzzParseMarkdown(f *testing.F) {
 	f.Add("text ```chart\n{\"type\":\"bar\",\"series\":[{\"values\":[1]}]}\n``` more")
+	f.Add("a ```chart {\"type\":\"bar\",\"series\":[{\"values\":[1]}]}``` b ```table {\"rows\":[{\"a\":1}]}\n```")
+	f.Add("```table {\"rows\":[{\"b\":2}]} ```chart\nnull\n```")
 	f.Add("```table\n{}\n```")
 	f.Fuzz(func(t *testing.T, md string) {
 		bs, err := ParseMarkdown(md)

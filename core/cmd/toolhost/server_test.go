@@ -856,9 +856,11 @@ func TestPipelineOverHTTP(t *testing.T) {
 	var rendered struct {
 		Blocks []map[string]any `json:"blocks"`
 	}
-	md := "Prices:\n```chart\n{\"type\":\"bar\",\"labels\":[\"a\"],\"series\":[{\"name\":\"p\",\"values\":[1]}]}\n```\n"
+	md := "Prices:\n```chart\n{\"type\":\"bar\",\"labels\":[\"a\"],\"series\":[{\"name\":\"p\",\"values\":[1]}]}\n```\n" +
+		"and on one line: ```table {\"rows\":[{\"model\":\"A\"}]}```"
 	body, _ := json.Marshal(map[string]string{"markdown": md})
-	if code := s.do(token, "POST", "/v1/render", bytes.NewReader(body), &rendered); code != 200 || len(rendered.Blocks) != 2 || rendered.Blocks[1]["type"] != "chart" {
+	if code := s.do(token, "POST", "/v1/render", bytes.NewReader(body), &rendered); code != 200 || len(rendered.Blocks) != 4 ||
+		rendered.Blocks[1]["type"] != "chart" || rendered.Blocks[3]["type"] != "table" {
 		t.Errorf("render: %d %v", code, rendered)
 	}
 	// allowed_tool_tags.
