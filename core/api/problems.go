@@ -95,6 +95,8 @@ func problemFor(err error) (p *Problem, ok bool) {
 		be *calls.BuiltinError
 		qe *storage.QuotaError
 		ar *admission.Refused
+		sk *storage.SecretKeyError
+		pe *pipeline.SecretsError
 	)
 	switch {
 	case errors.As(err, &p):
@@ -186,6 +188,10 @@ func problemFor(err error) (p *Problem, ok bool) {
 			return newProblem(http.StatusInsufficientStorage, "Storage quota exceeded", qe.Error()+"; nothing was stored", extra), true
 		}
 		return newProblem(http.StatusForbidden, "Quota exceeded", qe.Error()+"; nothing was stored", extra), true
+	case errors.As(err, &pe):
+		return newProblem(http.StatusServiceUnavailable, "Secrets unavailable", err.Error(), map[string]any{"group": pe.Group}), true
+	case errors.Is(err, storage.ErrNoSecretKey), errors.As(err, &sk):
+		return newProblem(http.StatusServiceUnavailable, "Secrets unavailable", err.Error(), nil), true
 	case errors.Is(err, storage.ErrNotFound):
 		return newProblem(http.StatusNotFound, "Not Found", err.Error(), nil), true
 	case errors.Is(err, storage.ErrNoFTS5):

@@ -230,6 +230,10 @@ func (s *Server) routeTenant(w http.ResponseWriter, r *http.Request, path string
 			return s.deleteKnowledge(w, r, name)
 		}
 		return methodNotAllowed("GET, PUT, DELETE")
+	case path == "/v1/secrets":
+		return only(r, "GET", func() error { return s.listSecrets(w, r) })
+	case strings.HasPrefix(path, "/v1/secrets/"):
+		return s.routeSecret(w, r, path)
 	case path == "/v1/usage":
 		return only(r, "GET", func() error { return s.usage(w, r) })
 	case path == "/v1/unanswered":

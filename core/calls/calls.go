@@ -116,7 +116,7 @@ func (s *Service) Close() {
 func (s *Service) Pipeline(tenant int64) *pipeline.Pipeline {
 	return &pipeline.Pipeline{Runner: groupRunner{s.reg, tenant}, Renderer: s.renderer.For(strconv.FormatInt(tenant, 10)), Ledger: tenantLedger{s.db, tenant},
 		Continuations: tenantContinuations{s.db, tenant}, Timeout: s.timeout, Observer: s.observerOf(tenant), Log: tenantLog{s.db, tenant},
-		Admission: tenantAdmission{s.admit, tenant}}
+		Admission: tenantAdmission{s.admit, tenant}, Secrets: tenantSecrets{s.db, tenant}}
 }
 
 // groupRunner runs a tenant's implementations on the warm plugin
@@ -170,6 +170,16 @@ type tenantContinuations struct {
 
 func (c tenantContinuations) Save(ctx context.Context, cont storage.Continuation) (string, error) {
 	return c.db.SaveContinuation(ctx, c.tenant, cont, ContinuationTTL)
+}
+
+// tenantSecrets opens a tenant's secrets for its calls.
+type tenantSecrets struct {
+	db     storage.Store
+	tenant int64
+}
+
+func (t tenantSecrets) SecretValues(ctx context.Context, names []string) (map[string]string, error) {
+	return t.db.SecretValues(ctx, t.tenant, names)
 }
 
 // tenantLog is the system log of one tenant.

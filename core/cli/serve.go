@@ -540,6 +540,9 @@ func runTenant(env *Env, args []string) int {
 			"revoke - reads the token from standard input.\n", tenantUsage)
 		return ExitOK
 	}
+	if args[0] == "secret" {
+		return runTenantSecret(env, args[1:])
+	}
 	sub, ok := subs[args[0]]
 	if !ok {
 		fmt.Fprintf(env.Stderr, "toolhost tenant: no subcommand %q; want one of:\n%s\n", args[0], tenantUsage)
@@ -667,6 +670,10 @@ func openStore(ctx context.Context, data, db string) (storage.Store, error) {
 	}
 	s, err := storage.OpenURL(ctx, data, db)
 	if err != nil {
+		return nil, err
+	}
+	if err := useSecretKey(ctx, s); err != nil {
+		s.Close()
 		return nil, err
 	}
 	return s, nil

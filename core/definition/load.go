@@ -18,7 +18,7 @@ import (
 
 // The keys of each object of the format, in the order the spec lists them.
 var (
-	groupKeys     = []string{"kind", "name", "description", "dependencies", "tools", "skills"}
+	groupKeys     = []string{"kind", "name", "description", "dependencies", "secrets", "tools", "skills"}
 	groupRequired = []string{"kind", "name", "description"}
 	toolRequired  = []string{"kind", "object_name", "name", "description", "implementation", "parameters"}
 	toolKeys      = append(append([]string{}, toolRequired...), pipelineKeys...)
@@ -137,6 +137,9 @@ func (r *reader) group(n *yaml.Node, g *Group) {
 	if e, ok := obj["dependencies"]; ok {
 		r.dependencies(e, g)
 	}
+	if e, ok := obj["secrets"]; ok {
+		r.secrets(e, g)
+	}
 	modules := moduleIndex(g.Dependencies)
 	if e, ok := obj["tools"]; ok && !isNull(e.value) {
 		items, _ := r.list(e, "tools")
@@ -187,6 +190,35 @@ func (r *reader) dependencies(e entry, g *Group) {
 		}
 		first[p] = it.Line
 		g.Dependencies = append(g.Dependencies, Dependency{Path: p, Pos: posOf(it)})
+	}
+}
+
+// secretNameRe is a secret's name (as storage.CheckSecretName has it).
+var secretNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
+
+// secrets reads the tenant secrets the group's code may read
+// (toolhost.secret) and its HTTP tools' templates see (secrets.NAME).
+func (r *reader) secrets(e entry, g *Group) {
+	if isNull(e.value) {
+		return
+	}
+	items, _ := r.list(e, "secrets")
+	first := map[string]int{}
+	for _, it := range items {
+		name, ok := r.str(entry{value: it}, "a secret")
+		if !ok {
+			continue
+		}
+		if !secretNameRe.MatchString(name) {
+			r.errorf(it, "secret %q: a secret's name is letters, digits and _ (not first a digit), at most 64", name)
+			continue
+		}
+		if line, dup := first[name]; dup {
+			r.errorf(it, "secret %q is listed twice (first at line %d)", name, line)
+			continue
+		}
+		first[name] = it.Line
+		g.Secrets = append(g.Secrets, Secret{Name: name, Pos: posOf(it)})
 	}
 }
 

@@ -117,6 +117,11 @@ func TestLoadErrors(t *testing.T) {
 			{4, 1, `unknown key "dependancies" in the definition (did you mean "dependencies"?)`}}},
 		{"duplicate key", "kind: Plugin\nname: a\nname: b\ndescription: c\n", []diag{{3, 1, `has the key "name" twice (first at line 2)`}}},
 		{"tools not a list", "kind: Plugin\nname: a\ndescription: b\ntools: {}\n", []diag{{4, 8, "tools must be a list, got a mapping"}}},
+		{"secret checks", "kind: Plugin\nname: a\ndescription: b\nsecrets:\n  - API_KEY\n  - has-dash\n  - API_KEY\n  - 3\n", []diag{
+			{6, 5, `secret "has-dash": a secret's name is letters, digits and _ (not first a digit), at most 64`},
+			{7, 5, `secret "API_KEY" is listed twice (first at line 5)`},
+			{8, 5, "a secret must be a string, got the integer 3"}}},
+		{"secrets not a list", "kind: Plugin\nname: a\ndescription: b\nsecrets: API_KEY\n", []diag{{4, 10, "secrets must be a list, got the string \"API_KEY\""}}},
 		{"dependency checks", `kind: Plugin
 name: a
 description: b

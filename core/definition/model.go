@@ -41,14 +41,35 @@ type Group struct {
 	Name         string
 	Description  string
 	Dependencies []Dependency
-	Tools        []*Tool
-	Skills       []*Skill
+	// Secrets are the tenant secrets the group may read: its code through
+	// toolhost.secret, its HTTP tools' templates as secrets.NAME.
+	Secrets []Secret
+	Tools   []*Tool
+	Skills  []*Skill
 }
 
 // Dependency is one path listed under dependencies.
 type Dependency struct {
 	Path string
 	Pos  Pos
+}
+
+// Secret is one name listed under secrets.
+type Secret struct {
+	Name string
+	Pos  Pos
+}
+
+// SecretNames are the names of the group's secrets.
+func (g *Group) SecretNames() []string {
+	if g == nil || len(g.Secrets) == 0 {
+		return nil
+	}
+	out := make([]string, len(g.Secrets))
+	for i, s := range g.Secrets {
+		out[i] = s.Name
+	}
+	return out
 }
 
 // Tool is one entry under tools.

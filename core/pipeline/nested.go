@@ -58,6 +58,9 @@ func Nested(callCtx json.RawMessage) (json.RawMessage, string, error) {
 		return nil, "", fmt.Errorf("tools may call tools only %d deep", MaxCallDepth)
 	}
 	m["call_depth"] = depth + 1
+	// The called tool's group has secrets of its own (or none): the
+	// caller's do not go with the call.
+	delete(m, "secrets")
 	b, _ := json.Marshal(m)
 	session, _ := m["session_id"].(string)
 	return b, session, nil

@@ -74,6 +74,10 @@ type Invocation struct {
 	// session, its variables, the call depth).
 	Context json.RawMessage
 	Timeout time.Duration
+	// Secrets are the values of the tenant secrets the group declares
+	// (those set), for runners that use them themselves (HTTP tools);
+	// Context has them for tool code.
+	Secrets map[string]string
 }
 
 // Observer counts calls (the server's /metrics): every call that ran,
@@ -131,6 +135,11 @@ type Pipeline struct {
 	// the idempotency ledger: the server's per-tenant limits and fair
 	// queue. A refusal is the call's error, counted as refused.
 	Admission Admission
+	// Secrets, when set, opens the tenant secrets a group declares (its
+	// secrets key) for each of its calls: tool code reads them through
+	// toolhost.secret, and each answer (so its log entry and its ledger
+	// record) has their values replaced by [secret NAME].
+	Secrets SecretSource
 }
 
 // Admission admits calls before they run: release ends the call's hold
@@ -331,12 +340,17 @@ func (p *Pipeline) RunSkill(ctx context.Context, req *SkillRequest) (*plugins.Ca
 	if r == nil {
 		r = p.Runner
 	}
+	secrets, err := p.openSecrets(ctx, req.Group)
+	if err != nil {
+		return nil, nil, err
+	}
 	start := time.Now()
-	resp := r.Run(ctx, &Invocation{Group: req.Group, Skill: sk, Impl: sk.Implementation, Args: args, Context: req.Context, Timeout: p.defaultTimeout()})
+	resp := r.Run(ctx, &Invocation{Group: req.Group, Skill: sk, Impl: sk.Implementation, Args: args, Context: withSecrets(req.Context, req.Group, secrets),
+		Timeout: p.defaultTimeout(), Secrets: secrets})
 	if resp.DurationUs == 0 {
 		resp.DurationUs = time.Since(start).Microseconds()
 	}
-	return resp, clean, nil
+	return NewRedactor(secrets).response(resp), clean, nil
 }
 
 // GroupRunner is the Runner of one open group (the CLI's, tests'). The

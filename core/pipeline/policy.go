@@ -173,9 +173,13 @@ func (p *Pipeline) execute(ctx context.Context, req *Request) (*Answer, error) {
 	if run == nil {
 		run = p.Runner
 	}
-	callCtx := withTags(req.Context, req.AllowedTags)
+	secrets, err := p.openSecrets(ctx, req.Group)
+	if err != nil {
+		return nil, err
+	}
+	callCtx := withSecrets(withTags(req.Context, req.AllowedTags), req.Group, secrets)
 	invoke := func(tool *definition.Tool) *plugins.CallResponse {
-		return run.Run(ctx, &Invocation{Group: req.Group, Tool: tool, Impl: tool.Implementation, Args: args, Context: callCtx, Timeout: p.timeoutOf(tool)})
+		return run.Run(ctx, &Invocation{Group: req.Group, Tool: tool, Impl: tool.Implementation, Args: args, Context: callCtx, Timeout: p.timeoutOf(tool), Secrets: secrets})
 	}
 	a := &Answer{Tool: t.ObjectName}
 	if ui := t.Pipeline.UI; ui != nil {
@@ -218,7 +222,9 @@ func (p *Pipeline) execute(ctx context.Context, req *Request) (*Answer, error) {
 		a.Errors = nil // the one error is the answer's error
 	}
 	p.shape(ctx, req, a, resp)
-	return a, nil
+	// No secret value leaves the call: not in the answer, the ledger, the
+	// logs.
+	return NewRedactor(secrets).answer(a), nil
 }
 
 func fallbackName(t *definition.Tool, kind string) string {

@@ -4,13 +4,32 @@
     ctx = toolhost.context()      # the call's context: session id, variables, agent, state
     sid = toolhost.session_id()   # None outside a session
     toolhost.agent(), toolhost.state(), toolhost.variables()
+    key = toolhost.secret("API_KEY")  # a tenant secret the group declares
 """
 
 
 def context():
     """The context of the call in progress: a dict (possibly empty)."""
     ctx = _context_getter()
-    return dict(ctx) if isinstance(ctx, dict) else {}
+    if not isinstance(ctx, dict):
+        return {}
+    out = dict(ctx)
+    out.pop("secrets", None)
+    return out
+
+
+def secret(name):
+    """The value of the tenant secret NAME, which the group lists under
+    its secrets: key. PermissionError for a name the group does not
+    declare; LookupError for one the tenant has not set."""
+    ctx = _context_getter()
+    secrets = ctx.get("secrets") if isinstance(ctx, dict) else None
+    if not isinstance(secrets, dict) or name not in secrets:
+        raise PermissionError("secret %r is not declared by this tool's group: list it under the group's secrets: key" % (name,))
+    value = secrets[name]
+    if value is None:
+        raise LookupError("secret %r is declared but the tenant has not set it (PUT /v1/secrets/%s, or toolhost tenant secret set)" % (name, name))
+    return value
 
 
 def session_id():

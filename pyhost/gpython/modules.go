@@ -37,6 +37,7 @@ func init() {
 			py.MustNewMethod("context", toolhostContext, 0, "context() -> dict: the context of the call in progress."),
 			py.MustNewMethod("session_id", toolhostSessionID, 0, "session_id() -> str or None."),
 			py.MustNewMethod("variables", toolhostVariables, 0, "variables() -> dict: the session's variables."),
+			py.MustNewMethod("secret", toolhostSecret, 0, "secret(name) -> str: a tenant secret the group declares (its secrets: key)."),
 			py.MustNewMethod("agent", toolhostField("agent"), 0, "agent() -> str or None: the session's agent."),
 			py.MustNewMethod("state", toolhostField("state"), 0, "state() -> str or None: the session's workflow state."),
 			py.MustNewMethod("call_tool", toolhostCallTool, 0, "call_tool(name, args=None, idempotency_key=None, group=None) -> dict: call another tool through the host."),
@@ -100,7 +101,30 @@ func toolhostContext(self py.Object, args py.Tuple) (py.Object, error) {
 	if m == nil {
 		return py.NewStringDict(), nil
 	}
+	delete(m, "secrets")
 	return toPy(m)
+}
+
+// toolhostSecret answers a secret of the call's context: PermissionError
+// for a name the group does not declare, LookupError for one not set (as
+// the CPython helper does).
+func toolhostSecret(self py.Object, args py.Tuple) (py.Object, error) {
+	var name py.Object
+	if err := py.ParseTuple(args, "s:secret", &name); err != nil {
+		return nil, err
+	}
+	n := string(name.(py.String))
+	m, _ := callContext(self)
+	secrets, _ := m["secrets"].(map[string]any)
+	v, declared := secrets[n]
+	if !declared {
+		return nil, py.ExceptionNewf(py.PermissionError, "secret '%s' is not declared by this tool's group: list it under the group's secrets: key", n)
+	}
+	s, ok := v.(string)
+	if !ok {
+		return nil, py.ExceptionNewf(py.LookupError, "secret '%s' is declared but the tenant has not set it (PUT /v1/secrets/%s, or toolhost tenant secret set)", n, n)
+	}
+	return py.String(s), nil
 }
 
 func toolhostSessionID(self py.Object, args py.Tuple) (py.Object, error) {

@@ -1,0 +1,151 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"toolhost/storage"
+)
+
+// The environment that gives a server (and the tenant secret commands)
+// its secret key: a key file, or the key itself. The key is never stored
+// in the database.
+const (
+	SecretKeyFileEnv = "TOOLHOST_SECRET_KEY_FILE"
+	SecretKeyEnv     = "TOOLHOST_SECRET_KEY"
+)
+
+// secretKey reads the key the environment names: nil when it names none.
+func secretKey() (*storage.SecretKey, error) {
+	file, inline := os.Getenv(SecretKeyFileEnv), os.Getenv(SecretKeyEnv)
+	switch {
+	case file != "" && inline != "":
+		return nil, fmt.Errorf("both $%s and $%s are set: give the secret key one way", SecretKeyFileEnv, SecretKeyEnv)
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("$%s: %w", SecretKeyFileEnv, err)
+		}
+		k, err := storage.ParseSecretKey(string(b))
+		if err != nil {
+			return nil, fmt.Errorf("$%s (%s): %w", SecretKeyFileEnv, file, err)
+		}
+		return k, nil
+	case inline != "":
+		k, err := storage.ParseSecretKey(inline)
+		if err != nil {
+			return nil, fmt.Errorf("$%s: %w", SecretKeyEnv, err)
+		}
+		return k, nil
+	}
+	return nil, nil
+}
+
+// useSecretKey gives a store opened by a command its secret key, and
+// refuses one other than the key its secrets were sealed with.
+func useSecretKey(ctx context.Context, db storage.Store) error {
+	k, err := secretKey()
+	if err != nil || k == nil {
+		return err
+	}
+	db.SetSecretKey(k)
+	return db.CheckSecretKey(ctx)
+}
+
+// secretUsage is the synopsis of the tenant secret subcommands.
+const secretUsage = `toolhost tenant secret set TENANT NAME [--data DIR | --db URL]   (the value on standard input)
+toolhost tenant secret rm TENANT NAME [--data DIR | --db URL]
+toolhost tenant secret list TENANT [--data DIR | --db URL]`
+
+// runTenantSecret is toolhost tenant secret: a tenant's secrets are set
+// (the value read from standard input, so that it is in no process list
+// or shell history), removed and listed (names, sizes and times), never
+// shown.
+func runTenantSecret(env *Env, args []string) int {
+	subs := map[string]struct {
+		nargs int
+		run   func(ctx context.Context, db storage.Store, tenant storage.Tenant, args []string) error
+	}{
+		"set": {2, func(ctx context.Context, db storage.Store, t storage.Tenant, args []string) error {
+			b, err := io.ReadAll(io.LimitReader(env.Stdin, storage.MaxSecretSize+2))
+			if err != nil {
+				return err
+			}
+			value := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+			if value == "" {
+				return fmt.Errorf("secret %q: no value on standard input: %w", args[1], errUsage)
+			}
+			info, err := db.PutSecret(ctx, t.ID, args[1], value)
+			if err == nil {
+				fmt.Fprintf(env.Stdout, "set secret %q of tenant %q (%d bytes sealed)\n", info.Name, t.Name, info.Size)
+			}
+			return err
+		}},
+		"rm": {2, func(ctx context.Context, db storage.Store, t storage.Tenant, args []string) error {
+			if err := db.DeleteSecret(ctx, t.ID, args[1]); err != nil {
+				return fmt.Errorf("secret %q of tenant %q: %w", args[1], t.Name, err)
+			}
+			fmt.Fprintf(env.Stdout, "removed secret %q of tenant %q\n", args[1], t.Name)
+			return nil
+		}},
+		"list": {1, func(ctx context.Context, db storage.Store, t storage.Tenant, _ []string) error {
+			list, err := db.Secrets(ctx, t.ID)
+			for _, s := range list {
+				fmt.Fprintf(env.Stdout, "%s\t%d bytes sealed\tupdated %s\n", s.Name, s.Size, s.UpdatedAt)
+			}
+			return err
+		}},
+	}
+	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
+		fmt.Fprintf(env.Stderr, "Usage:\n%s\n\nA secret is never printed back. The server's key comes from $%s (a file of 32 random bytes, hex or base64) or $%s.\n",
+			secretUsage, SecretKeyFileEnv, SecretKeyEnv)
+		if len(args) == 0 {
+			return ExitUsage
+		}
+		return ExitOK
+	}
+	sub, ok := subs[args[0]]
+	if !ok {
+		fmt.Fprintf(env.Stderr, "toolhost tenant secret: no subcommand %q; want one of:\n%s\n", args[0], secretUsage)
+		return ExitUsage
+	}
+	name := "tenant secret " + args[0]
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	data := fs.String("data", "./data", "data `DIR`ectory of the server")
+	dbURL := addDBFlag(fs)
+	pos, code, ok := parse(fs, args[1:])
+	if !ok {
+		return code
+	}
+	if len(pos) != sub.nargs {
+		fmt.Fprintf(env.Stderr, "toolhost %s: want %d argument(s), got %d\n%s\n", name, sub.nargs, len(pos), secretUsage)
+		return ExitUsage
+	}
+	ctx := context.Background()
+	db, err := openStore(ctx, *data, *dbURL)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "toolhost %s: %v\n", name, err)
+		return ExitFailure
+	}
+	defer db.Close()
+	t, err := db.TenantByName(ctx, pos[0])
+	if err == nil {
+		err = sub.run(ctx, db, t, pos)
+	} else {
+		err = fmt.Errorf("tenant %q: %w", pos[0], err)
+	}
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "toolhost %s: %v\n", name, err)
+		if errors.Is(err, storage.ErrNotFound) || errors.Is(err, errUsage) {
+			return ExitUsage
+		}
+		return ExitFailure
+	}
+	return ExitOK
+}

@@ -1,0 +1,200 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"toolhost/core/definition"
+	"toolhost/plugins"
+)
+
+// SecretSource opens a tenant's secrets by name (storage's SecretValues,
+// bound to the tenant): a name that is not set is absent from the map.
+type SecretSource interface {
+	SecretValues(ctx context.Context, names []string) (map[string]string, error)
+}
+
+// SecretsError is a call refused because the secrets its group declares
+// could not be opened (the server has no key, or another one).
+type SecretsError struct {
+	Group string
+	Err   error
+}
+
+// RefusalReason names the refusal for the metrics.
+func (e *SecretsError) RefusalReason() string { return "secrets" }
+
+// Error implements error.
+func (e *SecretsError) Error() string {
+	return fmt.Sprintf("the secrets of group %q could not be opened: %v", e.Group, e.Err)
+}
+
+// Unwrap gives the cause.
+func (e *SecretsError) Unwrap() error { return e.Err }
+
+// openSecrets opens the secrets a group declares (nil when it declares
+// none or the pipeline has no source).
+func (p *Pipeline) openSecrets(ctx context.Context, g *definition.Group) (map[string]string, error) {
+	names := g.SecretNames()
+	if len(names) == 0 || p.Secrets == nil {
+		return nil, nil
+	}
+	vals, err := p.Secrets.SecretValues(ctx, names)
+	if err != nil {
+		return nil, &SecretsError{Group: g.Name, Err: err}
+	}
+	return vals, nil
+}
+
+// withSecrets puts the declared secrets in a call's context, where
+// toolhost.secret finds them: each declared name, its value or null when
+// the tenant has not set it. A name not in it is not declared.
+func withSecrets(callCtx json.RawMessage, g *definition.Group, vals map[string]string) json.RawMessage {
+	names := g.SecretNames()
+	if len(names) == 0 {
+		return callCtx
+	}
+	m := map[string]any{}
+	json.Unmarshal(callCtx, &m)
+	if m == nil {
+		m = map[string]any{}
+	}
+	s := make(map[string]any, len(names))
+	for _, n := range names {
+		if v, ok := vals[n]; ok {
+			s[n] = v
+		} else {
+			s[n] = nil
+		}
+	}
+	m["secrets"] = s
+	b, _ := json.Marshal(m)
+	return b
+}
+
+// Redactor replaces secret values by [secret NAME] in the strings of JSON
+// documents and in text.
+type Redactor struct{ r *strings.Replacer }
+
+// NewRedactor is the redactor of a set of secrets (nil when none has a
+// value). Longer values are replaced first, so that a value inside
+// another is not left half shown.
+func NewRedactor(vals map[string]string) *Redactor {
+	type pair struct{ name, value string }
+	var ps []pair
+	for n, v := range vals {
+		if v != "" {
+			ps = append(ps, pair{n, v})
+		}
+	}
+	if len(ps) == 0 {
+		return nil
+	}
+	sort.Slice(ps, func(i, j int) bool {
+		if len(ps[i].value) != len(ps[j].value) {
+			return len(ps[i].value) > len(ps[j].value)
+		}
+		return ps[i].name < ps[j].name
+	})
+	args := make([]string, 0, 2*len(ps))
+	for _, p := range ps {
+		args = append(args, p.value, "[secret "+p.name+"]")
+	}
+	return &Redactor{strings.NewReplacer(args...)}
+}
+
+// String redacts a text.
+func (r *Redactor) String(s string) string {
+	if r == nil {
+		return s
+	}
+	return r.r.Replace(s)
+}
+
+// JSON redacts every string (keys too) of a JSON document, keeping the
+// rest of it byte for byte (the order of keys included).
+func (r *Redactor) JSON(doc []byte) []byte {
+	if r == nil || len(doc) == 0 {
+		return doc
+	}
+	var out bytes.Buffer
+	last := 0
+	for i := 0; i < len(doc); i++ {
+		if doc[i] != '"' {
+			continue
+		}
+		end := i + 1
+		for end < len(doc) && doc[end] != '"' {
+			if doc[end] == '\\' {
+				end++
+			}
+			end++
+		}
+		if end >= len(doc) {
+			break
+		}
+		lit := doc[i : end+1]
+		var s string
+		if json.Unmarshal(lit, &s) == nil {
+			if red := r.r.Replace(s); red != s {
+				out.Write(doc[last:i])
+				enc := json.NewEncoder(&out)
+				enc.SetEscapeHTML(false)
+				enc.Encode(red)
+				out.Truncate(out.Len() - 1) // Encode's newline
+				last = end + 1
+			}
+		}
+		i = end
+	}
+	if last == 0 {
+		return doc
+	}
+	out.Write(doc[last:])
+	return out.Bytes()
+}
+
+// answer redacts a whole answer: its content, error, output, texts and
+// blocks.
+func (r *Redactor) answer(a *Answer) *Answer {
+	if r == nil || a == nil {
+		return a
+	}
+	b, err := json.Marshal(a)
+	if err != nil {
+		return a
+	}
+	red := r.JSON(b)
+	if bytes.Equal(red, b) {
+		return a
+	}
+	var out Answer
+	if json.Unmarshal(red, &out) != nil {
+		return a
+	}
+	out.Worker = a.Worker
+	return &out
+}
+
+// response redacts a plugin's answer (a skill's): its result, output and
+// error.
+func (r *Redactor) response(resp *plugins.CallResponse) *plugins.CallResponse {
+	if r == nil || resp == nil {
+		return resp
+	}
+	out := *resp
+	out.Result = r.JSON(resp.Result)
+	out.Output = r.String(resp.Output)
+	if resp.Error != nil {
+		b, _ := json.Marshal(resp.Error)
+		var e plugins.ToolError
+		if json.Unmarshal(r.JSON(b), &e) == nil {
+			out.Error = &e
+		}
+	}
+	return &out
+}
