@@ -3,7 +3,6 @@
 package cli
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -25,6 +24,10 @@ const (
 type Env struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
+
+	// collect, when set, gathers the flag sets the commands make (for the
+	// completion scripts, which list every command's flags).
+	collect *[]*flag.FlagSet
 }
 
 type command struct {
@@ -50,14 +53,18 @@ func init() {
 		"serve": {"serve the HTTP API for the portal and the agents",
 			"toolhost serve [--data DIR] [--addr HOST:PORT] [--load DIR ...]", runServe},
 		"tenant": {"create tenants, add and revoke their API tokens, list them",
-			"toolhost tenant create|token NAME | revoke TOKEN|- | list [--data DIR]", runTenant},
+			"toolhost tenant create|token|quota NAME | revoke TOKEN|- | list [--json] [--data DIR]", runTenant},
 		"session": {"run a session locally: init skills, one call per stdin line, finish skills",
 			"toolhost session [--files DIR] [--groups DIR] [--var K=V ...] [--knowledge DIR] GROUP.yaml|AGENT.yaml", runSession},
 		"mcp": {"serve a group or an agent to an MCP client (Claude Desktop, Cursor, the MCP Inspector) over stdio",
 			"toolhost mcp [--files DIR] [--groups DIR] [--var K=V ...] [--knowledge DIR] [run flags] GROUP.yaml|AGENT.yaml", runMCP},
-		"logs": {"print a session's system and trace logs, one JSON object a line",
-			"toolhost logs [--data DIR] [--kind system|trace] SESSION", runLogs},
+		"logs": {"print a session's system and trace logs: readable lines on a terminal, one JSON object a line otherwise",
+			"toolhost logs [--data DIR] [--kind system|trace] [--json] SESSION", runLogs},
 		"help": {"show help for a command", "toolhost help [COMMAND]", runHelp},
+		"version": {"print toolhost's version, VCS revision and Go version",
+			"toolhost version [--json]", runVersion},
+		"completion": {"print a shell completion script for bash, zsh or fish",
+			"toolhost completion bash|zsh|fish", runCompletion},
 	}
 }
 
@@ -73,11 +80,16 @@ func Main(env *Env, args []string) int {
 	case "-h", "--help", "-help":
 		usage(env.Stdout)
 		return ExitOK
+	case "--version", "-version", "-v":
+		return runVersion(env, args[1:])
 	}
 	cmd, ok := commands[name]
 	if !ok {
-		fmt.Fprintf(env.Stderr, "toolhost: unknown command %q%s\n\n", name, suggest.DidYouMean(name, commandNames()))
-		usage(env.Stderr)
+		what := "command"
+		if strings.HasPrefix(name, "-") {
+			what = "flag"
+		}
+		fmt.Fprintf(env.Stderr, "toolhost: unknown %s %q%s\nRun \"toolhost --help\" for the commands.\n", what, name, suggest.DidYouMean(name, append(commandNames(), "--help", "--version")))
 		return ExitUsage
 	}
 	return cmd.run(env, args[1:])
@@ -92,18 +104,39 @@ func commandNames() []string {
 	return names
 }
 
+// usage prints the top-level help: the commands in two aligned columns.
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "toolhost hosts Python tool groups for LLM agents.")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Usage:")
+	fmt.Fprintln(w, "  toolhost COMMAND [flags] [arguments]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Commands:")
+	width := 0
 	for _, n := range commandNames() {
-		fmt.Fprintf(w, "  %-52s %s\n", commands[n].usage, commands[n].summary)
+		width = max(width, len(n))
+	}
+	for _, n := range commandNames() {
+		lines := wrap(commands[n].summary, 96-width)
+		fmt.Fprintf(w, "  %-*s   %s\n", width, n, lines[0])
+		for _, l := range lines[1:] {
+			fmt.Fprintf(w, "  %-*s   %s\n", width, "", l)
+		}
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, `Run "toolhost help COMMAND" for a command's flags.`)
+	fmt.Fprintln(w, "Flags:")
+	fmt.Fprintln(w, "  --help      show this help")
+	fmt.Fprintln(w, "  --version   print the version (as toolhost version)")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, `Run "toolhost COMMAND --help" for a command's usage and flags.`)
 }
 
 func runHelp(env *Env, args []string) int {
+	fs := newFlags(env, "help")
+	args, code, ok := parse(fs, args)
+	if !ok {
+		return code
+	}
 	if len(args) == 0 {
 		usage(env.Stdout)
 		return ExitOK
@@ -113,54 +146,4 @@ func runHelp(env *Env, args []string) int {
 		return ExitUsage
 	}
 	return Main(env, []string{args[0], "--help"})
-}
-
-// newFlags makes a flag set for a command that writes its usage to stderr.
-func newFlags(env *Env, name string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(env.Stderr, "Usage: %s\n\n%s.\n", commands[name].usage, upperFirst(commands[name].summary))
-		if hasFlags(fs) {
-			fmt.Fprintln(env.Stderr, "\nFlags:")
-			fs.PrintDefaults()
-		}
-	}
-	return fs
-}
-
-func hasFlags(fs *flag.FlagSet) bool {
-	n := 0
-	fs.VisitAll(func(*flag.Flag) { n++ })
-	return n > 0
-}
-
-func upperFirst(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
-}
-
-// parse parses flags that may come before, between or after the positional
-// arguments, and returns the positional ones. "--" ends the flags. It
-// returns ok=false with the exit code when parsing stopped (help or error).
-func parse(fs *flag.FlagSet, args []string) (positional []string, code int, ok bool) {
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, ExitOK, false
-			}
-			return nil, ExitUsage, false
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return positional, 0, true
-		}
-		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
-			return append(positional, rest...), 0, true
-		}
-		positional = append(positional, rest[0])
-		args = rest[1:]
-	}
 }

@@ -76,8 +76,8 @@ func TestValidate(t *testing.T) {
 		{"no file", []string{"validate"}, ExitUsage, nil, "want one GROUP.yaml"},
 		{"two files", []string{"validate", crmYAML, bad}, ExitUsage, nil, "want one GROUP.yaml, got 2"},
 		{"unreadable", []string{"validate", filepath.Join(dir, "nope.yaml")}, ExitUsage, nil, "no such file"},
-		{"unknown flag", []string{"validate", "--jsn", crmYAML}, ExitUsage, nil, "flag provided but not defined: -jsn"},
-		{"help", []string{"validate", "--help"}, ExitOK, nil, "Usage: toolhost validate"},
+		{"unknown flag", []string{"validate", "--jsn", crmYAML}, ExitUsage, nil, `unknown flag --jsn (did you mean "--json"?)`},
+		{"help", []string{"validate", "--help"}, ExitOK, []string{"Usage: toolhost validate"}, ""},
 		{"unknown command", []string{"valdate"}, ExitUsage, nil, `unknown command "valdate" (did you mean "validate"?)`},
 		{"no command", nil, ExitUsage, nil, "Usage:"},
 	}

@@ -53,12 +53,13 @@ type serveFlag struct {
 // same entry point as the command line.
 func serveFlags(t *testing.T) map[string]serveFlag {
 	t.Helper()
-	code, _, help := run("serve", "--help")
+	code, help, _ := run("serve", "--help")
 	if code != ExitOK {
 		t.Fatalf("toolhost serve --help: exit %d\n%s", code, help)
 	}
-	// flag.PrintDefaults: "  -name [TYPE]" then "    \tusage (default X)".
-	head := regexp.MustCompile(`^  -([A-Za-z0-9][A-Za-z0-9_-]*)( \S+)?$`)
+	// printFlags: "  --name [TYPE]    usage", the usage on the next lines
+	// when the name is long, and "(default X)" at the end of the usage.
+	head := regexp.MustCompile(`^  --([A-Za-z0-9][A-Za-z0-9_-]*)( [^ ]+)?(?:\s{2,}(.*))?$`)
 	def := regexp.MustCompile(`\(default (.*)\)$`)
 	flags := map[string]serveFlag{}
 	last := ""
@@ -66,7 +67,7 @@ func serveFlags(t *testing.T) map[string]serveFlag {
 		if m := head.FindStringSubmatch(line); m != nil {
 			last = m[1]
 			flags[last] = serveFlag{value: m[2] != ""}
-			continue
+			line = m[3]
 		}
 		if m := def.FindStringSubmatch(line); m != nil && last != "" {
 			f := flags[last]

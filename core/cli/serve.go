@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -28,6 +29,7 @@ import (
 	"toolhost/core/registry"
 	"toolhost/core/relpath"
 	"toolhost/core/runner"
+	"toolhost/core/suggest"
 	"toolhost/plugins"
 	"toolhost/storage"
 )
@@ -41,7 +43,7 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 func runServe(env *Env, args []string) int {
 	fs := newFlags(env, "serve")
 	rf := addRunFlags(fs)
-	data := fs.String("data", "./data", "data `DIR`ectory (database, files, environments); with --db postgres://..., this node's local caches only")
+	data := addDataFlag(fs, "data `DIR`ectory (database, files, environments), created on the first start; with --db postgres://..., this node's local caches only")
 	dbURL := addDBFlag(fs)
 	addr := fs.String("addr", "127.0.0.1:8080", "`HOST:PORT` to listen on")
 	maxFileMB := fs.Int("max-file-mb", api.DefaultMaxFileSize>>20, "largest uploaded file, in `MiB`")
@@ -123,12 +125,17 @@ func runServe(env *Env, args []string) int {
 		MaxCalls: defaultMaxCalls(*maxCalls, *maxWarm, *rf.workers), AdmissionWait: *callWait})
 	defer cs.Close()
 	if len(loads) > 0 {
-		token, err := importGroups(ctx, db, reg, cs, loads, int64(*maxFileMB)<<20)
+		token, reused, err := importGroups(ctx, db, reg, cs, loads, int64(*maxFileMB)<<20, *data)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "toolhost serve: --load: %v\n", err)
 			return ExitFailure
 		}
+		how := "a new one (no working token kept from an earlier --load)"
+		if reused {
+			how = "the same as the last --load on this data folder"
+		}
 		fmt.Fprintf(env.Stdout, "tenant default token: %s\n", token)
+		fmt.Fprintf(env.Stderr, "toolhost serve: --load: tenant default's token is %s (kept in %s)\n", how, filepath.Join(*data, loadTokenFile))
 	}
 	go prune(ctx, db, reg, *retention, *venvKeep, log)
 	ln, err := net.Listen("tcp", *addr)
@@ -329,30 +336,42 @@ func runOptions(env *Env, cmd string, rf runFlags) (runner.Options, int) {
 	return opts, ExitOK
 }
 
+// loadTokenFile is where serve --load keeps, in the data folder (mode
+// 0600, beside the database), the token of tenant "default" it printed,
+// so that the next --load prints the same one instead of adding another.
+const loadTokenFile = "load-token"
+
 // importGroups uploads every group folder under dirs (a folder holding a
 // .yaml definition, or the folders right below) with its files for tenant
-// "default", and returns a new token of that tenant.
-func importGroups(ctx context.Context, db storage.Store, reg *registry.Registry, cs *calls.Service, dirs []string, max int64) (string, error) {
+// "default", and returns that tenant's token: the one the last --load on
+// this data folder printed, while it still works (reused is then true),
+// or else a new one. So a restart adds no token; tokens made otherwise
+// (toolhost tenant token default) are left alone.
+func importGroups(ctx context.Context, db storage.Store, reg *registry.Registry, cs *calls.Service, dirs []string, max int64, data string) (token string, reused bool, err error) {
 	tenant, err := db.TenantByName(ctx, "default")
-	token := ""
 	if errors.Is(err, storage.ErrNotFound) {
 		tenant, token, err = db.CreateTenant(ctx, "default")
 	} else if err == nil {
-		token, err = db.AddToken(ctx, tenant.ID)
+		token, reused, err = loadToken(ctx, db, tenant, data)
 	}
 	if err != nil {
-		return "", err
+		return "", false, err
+	}
+	if !reused {
+		if err := os.WriteFile(filepath.Join(data, loadTokenFile), []byte(token+"\n"), 0o600); err != nil {
+			return "", false, fmt.Errorf("keep the token: %w", err)
+		}
 	}
 	var agents [][]byte
 	for _, dir := range dirs {
 		folders, err := groupFolders(dir)
 		if err != nil {
-			return "", err
+			return "", false, err
 		}
 		for _, g := range folders {
 			a, err := importFolder(ctx, db, reg, tenant.ID, g, max)
 			if err != nil {
-				return "", fmt.Errorf("%s: %w", g, err)
+				return "", false, fmt.Errorf("%s: %w", g, err)
 			}
 			agents = append(agents, a...)
 		}
@@ -360,10 +379,31 @@ func importGroups(ctx context.Context, db storage.Store, reg *registry.Registry,
 	// Agents last: they are checked against the groups.
 	for _, a := range agents {
 		if _, err := cs.PutAgent(ctx, tenant.ID, a); err != nil {
-			return "", err
+			return "", false, err
 		}
 	}
-	return token, nil
+	return token, reused, nil
+}
+
+// loadToken is the token of tenant "default" the last --load kept in the
+// data folder while it still works for that tenant; otherwise (revoked,
+// or no file) a new one.
+func loadToken(ctx context.Context, db storage.Store, tenant storage.Tenant, data string) (string, bool, error) {
+	b, err := os.ReadFile(filepath.Join(data, loadTokenFile))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", false, err
+	}
+	if old := strings.TrimSpace(string(b)); old != "" {
+		t, err := db.TenantByToken(ctx, old)
+		switch {
+		case err == nil && t.ID == tenant.ID:
+			return old, true, nil
+		case err != nil && !errors.Is(err, storage.ErrNotFound):
+			return "", false, err
+		}
+	}
+	token, err := db.AddToken(ctx, tenant.ID)
+	return token, false, err
 }
 
 func definitionsIn(dir string) []string {
@@ -519,43 +559,72 @@ toolhost tenant quota NAME [--storage-mb N] [--groups N] [--agents N] [--log-mb 
     [--concurrent-calls N] [--calls-per-second X] [--burst N] [--warm-groups N]
     [--data DIR | --db URL]      (each: a number, unlimited, or default)`
 
-func runTenant(env *Env, args []string) int {
-	subs := map[string]struct {
-		nargs int
-		run   func(ctx context.Context, env *Env, db storage.Store, args []string) error
-	}{
-		"create": {1, tenantCreate},
-		"token":  {1, tenantToken},
-		"revoke": {1, tenantRevoke},
-		"list":   {0, tenantList},
-		"quota":  {1, nil},
+// tenantSubcommand is one of toolhost tenant's subcommands.
+type tenantSubcommand struct {
+	nargs   int
+	usage   string
+	summary string
+	run     func(ctx context.Context, env *Env, db storage.Store, args []string, asJSON bool) error
+}
+
+// tenantSubcommands is toolhost tenant's table (quota's run is made with
+// its flags).
+var tenantSubcommands map[string]tenantSubcommand
+
+func init() {
+	tenantSubcommands = map[string]tenantSubcommand{
+		"create": {1, "toolhost tenant create NAME [--json] [--init] [--data DIR | --db URL]", "create a tenant and print its first API token", tenantCreate},
+		"token":  {1, "toolhost tenant token NAME [--json] [--data DIR | --db URL]", "add an API token to a tenant and print it", tenantToken},
+		"revoke": {1, "toolhost tenant revoke TOKEN|- [--data DIR | --db URL]", "revoke a token (- reads it from standard input)", tenantRevoke},
+		"list":   {0, "toolhost tenant list [--json] [--data DIR | --db URL]", "list the tenants with their token counts and quotas", tenantList},
+		"quota":  {1, "toolhost tenant quota NAME [quota flags] [--data DIR | --db URL]", "set a tenant's quotas (each: a number, unlimited, or default)", nil},
 	}
+}
+
+func tenantSubcommandNames() []string {
+	var n []string
+	for k := range tenantSubcommands {
+		n = append(n, k)
+	}
+	sort.Strings(n)
+	return n
+}
+
+func runTenant(env *Env, args []string) int {
 	if len(args) == 0 || args[0] == "" {
 		fmt.Fprintf(env.Stderr, "toolhost tenant: want one of:\n%s\n", tenantUsage)
 		return ExitUsage
 	}
 	switch args[0] {
 	case "-h", "-help", "--help":
-		fmt.Fprintf(env.Stderr, "Usage:\n%s\n\nA new token is printed once; only its hash is stored.\n"+
-			"revoke - reads the token from standard input.\n", tenantUsage)
+		fmt.Fprintf(env.Stdout, "Usage:\n%s\n\nA new token is printed once; only its hash is stored.\n"+
+			"revoke - reads the token from standard input.\n"+
+			"Run \"toolhost tenant SUBCOMMAND --help\" for its flags.\n", tenantUsage)
 		return ExitOK
 	}
 	if args[0] == "secret" {
 		return runTenantSecret(env, args[1:])
 	}
-	sub, ok := subs[args[0]]
+	sub, ok := tenantSubcommands[args[0]]
 	if !ok {
-		fmt.Fprintf(env.Stderr, "toolhost tenant: no subcommand %q; want one of:\n%s\n", args[0], tenantUsage)
+		fmt.Fprintf(env.Stderr, "toolhost tenant: no subcommand %q%s; want one of:\n%s\n", args[0], suggest.DidYouMean(args[0], tenantSubcommandNames()), tenantUsage)
 		return ExitUsage
 	}
 	name := "tenant " + args[0]
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	data := fs.String("data", "./data", "data `DIR`ectory")
+	fs := newCommandFlags(env, name, sub.usage, sub.summary)
+	data := addDataFlag(fs, "data `DIR`ectory of the server (the folder toolhost serve --data uses)")
 	dbURL := addDBFlag(fs)
+	asJSON := new(bool)
+	if args[0] != "revoke" && args[0] != "quota" {
+		asJSON = fs.Bool("json", false, "print the result as JSON")
+	}
+	initData := new(bool)
+	if args[0] == "create" {
+		initData = fs.Bool("init", false, "create the data folder and its database when --data names none (without it, a missing database is an error: only toolhost serve and this create new ones)")
+	}
 	if args[0] == "quota" {
 		vals := addQuotaFlags(fs, "", nil)
-		sub.run = func(ctx context.Context, env *Env, db storage.Store, args []string) error {
+		sub.run = func(ctx context.Context, env *Env, db storage.Store, args []string, _ bool) error {
 			return tenantQuota(ctx, env, db, args, vals)
 		}
 	}
@@ -564,16 +633,16 @@ func runTenant(env *Env, args []string) int {
 		return code
 	}
 	if len(pos) != sub.nargs {
-		fmt.Fprintf(env.Stderr, "toolhost %s: want %d argument(s), got %d\n", name, sub.nargs, len(pos))
+		fmt.Fprintf(env.Stderr, "toolhost %s: want %d argument(s), got %d\nUsage: %s\n", name, sub.nargs, len(pos), sub.usage)
 		return ExitUsage
 	}
-	db, err := openStore(context.Background(), *data, *dbURL)
+	db, err := openExistingStore(context.Background(), *data, *dbURL, *initData)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "toolhost %s: %v\n", name, err)
 		return ExitFailure
 	}
 	defer db.Close()
-	if err := sub.run(context.Background(), env, db, pos); err != nil {
+	if err := sub.run(context.Background(), env, db, pos, *asJSON); err != nil {
 		fmt.Fprintf(env.Stderr, "toolhost %s: %v\n", name, err)
 		if errors.Is(err, storage.ErrExists) || errors.Is(err, storage.ErrNotFound) || errors.Is(err, errUsage) {
 			return ExitUsage
@@ -583,29 +652,44 @@ func runTenant(env *Env, args []string) int {
 	return ExitOK
 }
 
-func tenantCreate(ctx context.Context, env *Env, db storage.Store, args []string) error {
+// tenantTokenJSON is what tenant create and tenant token print with --json.
+type tenantTokenJSON struct {
+	Tenant string `json:"tenant"`
+	Token  string `json:"token"`
+}
+
+func printToken(env *Env, tenant, token string, asJSON bool) {
+	if asJSON {
+		b, _ := json.Marshal(tenantTokenJSON{tenant, token})
+		fmt.Fprintf(env.Stdout, "%s\n", b)
+		return
+	}
+	fmt.Fprintln(env.Stdout, token)
+}
+
+func tenantCreate(ctx context.Context, env *Env, db storage.Store, args []string, asJSON bool) error {
 	_, token, err := db.CreateTenant(ctx, args[0])
 	if err == nil {
-		fmt.Fprintln(env.Stdout, token)
+		printToken(env, args[0], token, asJSON)
 	}
 	return err
 }
 
-func tenantToken(ctx context.Context, env *Env, db storage.Store, args []string) error {
+func tenantToken(ctx context.Context, env *Env, db storage.Store, args []string, asJSON bool) error {
 	t, err := db.TenantByName(ctx, args[0])
 	if err != nil {
 		return fmt.Errorf("tenant %q: %w", args[0], err)
 	}
 	token, err := db.AddToken(ctx, t.ID)
 	if err == nil {
-		fmt.Fprintln(env.Stdout, token)
+		printToken(env, t.Name, token, asJSON)
 	}
 	return err
 }
 
 // tenantRevoke reads the token from standard input when it is "-", so that
 // it need not appear in the process list or the shell history.
-func tenantRevoke(ctx context.Context, env *Env, db storage.Store, args []string) error {
+func tenantRevoke(ctx context.Context, env *Env, db storage.Store, args []string, _ bool) error {
 	token := args[0]
 	if token == "-" {
 		b, err := io.ReadAll(io.LimitReader(env.Stdin, 4096))
@@ -625,11 +709,25 @@ func tenantRevoke(ctx context.Context, env *Env, db storage.Store, args []string
 	return err
 }
 
-func tenantList(ctx context.Context, env *Env, db storage.Store, _ []string) error {
+// TenantListEntry is one tenant as toolhost tenant list --json prints it:
+// an array of these. Quota holds the tenant's own overrides (an empty
+// object: the server's defaults).
+type TenantListEntry struct {
+	Name   string        `json:"name"`
+	Tokens int           `json:"tokens"`
+	Quota  storage.Quota `json:"quota"`
+}
+
+// tenantList prints the tenants: a JSON array with --json, an aligned
+// table with a header on a terminal, and otherwise one tab-separated line
+// each (name, token count, quota).
+func tenantList(ctx context.Context, env *Env, db storage.Store, _ []string, asJSON bool) error {
 	ts, err := db.Tenants(ctx)
 	if err != nil {
 		return err
 	}
+	entries := []TenantListEntry{}
+	var rows [][]string
 	for _, t := range ts {
 		n, err := db.TokenCount(ctx, t.ID)
 		if err != nil {
@@ -639,11 +737,26 @@ func tenantList(ctx context.Context, env *Env, db storage.Store, _ []string) err
 		if err != nil {
 			return err
 		}
+		entries = append(entries, TenantListEntry{Name: t.Name, Tokens: n, Quota: q})
 		quota := quotaSummary(q)
 		if quota == "" {
 			quota = "default quota"
 		}
-		fmt.Fprintf(env.Stdout, "%s\t%d token(s)\t%s\n", t.Name, n, quota)
+		rows = append(rows, []string{t.Name, fmt.Sprintf("%d token(s)", n), quota})
+	}
+	switch {
+	case asJSON:
+		b, _ := json.MarshalIndent(entries, "", "  ")
+		fmt.Fprintf(env.Stdout, "%s\n", b)
+	case isTerminal(env.Stdout):
+		for i := range rows {
+			rows[i][1] = strings.TrimSuffix(rows[i][1], " token(s)")
+		}
+		writeTable(env.Stdout, []string{"NAME", "TOKENS", "QUOTA"}, rows)
+	default:
+		for _, r := range rows {
+			fmt.Fprintln(env.Stdout, strings.Join(r, "\t"))
+		}
 	}
 	return nil
 }

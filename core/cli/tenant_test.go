@@ -24,7 +24,7 @@ func TestTenantCommands(t *testing.T) {
 		errOut string // substring of stderr
 		newTok bool   // stdout is a new token
 	}{
-		{name: "create", args: []string{"tenant", "create", "acme"}, token: -1, code: ExitOK, newTok: true},
+		{name: "create", args: []string{"tenant", "create", "--init", "acme"}, token: -1, code: ExitOK, newTok: true},
 		{name: "create again", args: []string{"tenant", "create", "acme"}, token: -1, code: ExitUsage, errOut: "already exists"},
 		{name: "second token", args: []string{"tenant", "token", "acme"}, token: -1, code: ExitOK, newTok: true},
 		{name: "token for nobody", args: []string{"tenant", "token", "nobody"}, token: -1, code: ExitUsage, errOut: `tenant "nobody"`},
@@ -34,7 +34,7 @@ func TestTenantCommands(t *testing.T) {
 		{name: "list after revoke", args: []string{"tenant", "list"}, token: -1, code: ExitOK, out: "acme\t1 token(s)"},
 		{name: "revoke from stdin", args: []string{"tenant", "revoke", "-"}, token: 1, code: ExitOK, out: "revoked"},
 		{name: "list after both", args: []string{"tenant", "list"}, token: -1, code: ExitOK, out: "acme\t0 token(s)"},
-		{name: "help", args: []string{"tenant", "--help"}, token: -1, code: ExitOK, errOut: "tenant revoke TOKEN|-"},
+		{name: "help", args: []string{"tenant", "--help"}, token: -1, code: ExitOK, out: "tenant revoke TOKEN|-"},
 		{name: "no subcommand", args: []string{"tenant"}, token: -1, code: ExitUsage, errOut: "want one of"},
 		{name: "unknown subcommand", args: []string{"tenant", "delete", "acme"}, token: -1, code: ExitUsage, errOut: `no subcommand "delete"`},
 		{name: "missing name", args: []string{"tenant", "create"}, token: -1, code: ExitUsage, errOut: "want 1 argument(s), got 0"},

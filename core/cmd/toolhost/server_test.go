@@ -149,7 +149,7 @@ func (s *server) do(token, method, path string, body io.Reader, out any) int {
 }
 
 func tenant(t testing.TB, data, name string) string {
-	out, err := exec.Command(bin, "tenant", "create", name, "--data", data).Output()
+	out, err := exec.Command(bin, "tenant", "create", name, "--init", "--data", data).Output()
 	if err != nil {
 		t.Fatalf("tenant create: %v", err)
 	}
