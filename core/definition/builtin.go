@@ -18,6 +18,43 @@ var builtins = []*Tool{
 	builtin("SendChatMessage", "send_chat_message",
 		"Sends a chat message to the customer.",
 		param("message", "str", "The text of the message.", false)),
+	// The engines of spec 000 (core/engines runs them): each turns data
+	// into one visual block for the UI and a short summary for the model.
+	// Their data are columns and rows of cells, which every schema
+	// dialect can express (OpenAI's strict mode and Gemini take no object
+	// of free keys).
+	builtin("chart_tool", "chart_tool",
+		"Shows data as a chart to the user: give the columns and the rows, which column holds the labels (x) and which the values (y). The user sees the chart; you get a short summary.",
+		param("columns", "list[str]", "The names of the columns, e.g. [\"quarter\", \"price\"].", false),
+		param("rows", "list[list[str | int | float | None]]", "The rows, one cell per column, e.g. [[\"Q1\", 10], [\"Q2\", 20]].", false),
+		param("x", "str", "The column of the labels (the x axis). Default: the first column whose cells are not all numbers.", true),
+		param("y", "list[str]", "The columns of the series, one series each. Default: every other column whose cells are all numbers.", true),
+		param("type", "Literal['bar', 'line', 'area', 'pie', 'scatter']", "The kind of chart (default bar).", true),
+		param("title", "str", "The chart's title.", true),
+		param("stacked", "bool", "Stack the series (bar and area).", true)),
+	builtin("table_tool", "table_tool",
+		"Shows rows as a table to the user; you get a short summary.",
+		param("columns", "list[str]", "The names of the columns, in order.", false),
+		param("rows", "list[list[str | int | float | bool | None]]", "The rows, one cell per column.", false),
+		param("titles", "list[str]", "The columns' titles, in the same order (default: their names).", true),
+		param("title", "str", "The table's title.", true)),
+	builtin("visualize_tool", "visualize_tool",
+		"Shows data to the user as a chart or a table, whichever fits its shape: a chart for 2 to 50 rows of one text column and numeric ones, a table otherwise. You get a short summary.",
+		param("columns", "list[str]", "The names of the columns, in order.", false),
+		param("rows", "list[list[str | int | float | bool | None]]", "The rows, one cell per column.", false),
+		param("title", "str", "The title.", true)),
+	builtin("file_tool", "file_tool",
+		"Gives the user a file to download, made of the content you write; you get its name and size.",
+		param("name", "str", "The file's name, with its extension (report.html, data.csv).", false),
+		param("content", "str", "The file's content: text, or base64 with encoding base64.", false),
+		param("mime", "str", "Its media type (default: from the name's extension, else text/plain).", true),
+		param("encoding", "Literal['text', 'base64']", "How content is written (default text).", true)),
+	builtin("map_tool", "map_tool",
+		"Shows places on a map to the user, with a link for channels without a map; you get the link and the centre.",
+		param("markers", "list[list[float | str]]", "The places, each [lat, lon] or [lat, lon, \"label\"], e.g. [[54.85, 83.10, \"Akademgorodok\"]].", false),
+		param("title", "str", "The map's title.", true),
+		param("zoom", "int", "The zoom, 0 to 19 (default: one that fits every marker).", true),
+		param("center", "list[float]", "The centre [lat, lon] (default: the middle of the markers).", true)),
 }
 
 func builtin(objectName, name, description string, params ...*Parameter) *Tool {

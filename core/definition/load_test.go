@@ -576,7 +576,11 @@ func TestCheckFiles(t *testing.T) {
 }
 
 func TestBuiltins(t *testing.T) {
-	want := []string{"FinishSession", "TriggerKBSearch", "ReportUnansweredQuestion", "SendChatMessage"}
+	want := []string{"FinishSession", "TriggerKBSearch", "ReportUnansweredQuestion", "SendChatMessage",
+		"chart_tool", "table_tool", "visualize_tool", "file_tool", "map_tool"}
+	if len(Builtins()) != len(want) {
+		t.Fatalf("%d built-in tools, want %d", len(Builtins()), len(want))
+	}
 	for i, b := range Builtins() {
 		if b.ObjectName != want[i] || !b.Builtin || !toolNameRe.MatchString(b.Name) || Builtin(b.ObjectName) != b {
 			t.Errorf("builtin %d = %+v", i, b)

@@ -19,6 +19,7 @@ import (
 
 	"toolhost/core/arguments"
 	"toolhost/core/definition"
+	"toolhost/core/engines"
 	"toolhost/core/pipeline"
 	"toolhost/core/suggest"
 	"toolhost/plugins"
@@ -497,6 +498,13 @@ func (e *Engine) builtin(ctx context.Context, s *storage.Session, t *definition.
 			return fail(err)
 		}
 		return ok(map[string]any{"passages": ps})
+	}
+	if engines.Is(t.ObjectName) {
+		res, err := engines.Run(t.ObjectName, raw)
+		if err != nil {
+			return fail(err)
+		}
+		return &plugins.CallResponse{OK: true, Result: res, Runtime: "builtin"}
 	}
 	return fail(fmt.Errorf("unknown built-in tool %q", t.ObjectName))
 }
