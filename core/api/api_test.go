@@ -469,7 +469,7 @@ func TestGroupDryRun(t *testing.T) {
 	request(t, srv, token, "PUT", "/v1/files/m.py", "def f():\n    return 1\n")
 	good := "kind: Plugin\nname: G\ndescription: d\ndependencies: [m.py]\ntools:\n" +
 		"  - {kind: Tool, object_name: O, name: n, description: d, implementation: m.f, parameters: []}\n"
-	if resp, b := request(t, srv, token, "POST", "/v1/groups", good); resp.StatusCode != 200 {
+	if resp, b := request(t, srv, token, "POST", "/v1/groups", good); resp.StatusCode != 200 && resp.StatusCode != 201 {
 		t.Fatalf("store: %d %s", resp.StatusCode, b)
 	}
 	for range 200 {

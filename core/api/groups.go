@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"toolhost/core/calls"
@@ -27,7 +28,6 @@ func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	dryRun, _ := strconv.ParseBool(r.URL.Query().Get("dry_run"))
-	put := s.Registry.PutGroup
 	if dryRun {
 		// A dry run imports the group's code in a sandbox: it is admitted
 		// like a call.
@@ -36,30 +36,39 @@ func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		defer release()
-		put = s.Registry.DeepCheck
-	}
-	view, err := put(r.Context(), tenantOf(r).ID, body)
-	switch {
-	case err != nil:
-		return err // a registry.DefinitionError is a 422
-	case dryRun:
+		view, err := s.Registry.DeepCheck(r.Context(), tenantOf(r).ID, body)
+		if err != nil {
+			return err // a registry.DefinitionError is a 422
+		}
 		writeJSON(w, http.StatusOK, struct {
 			*definition.Report
 			DryRun bool `json:"dry_run"`
 		}{view, true})
-	default:
-		// The agents attached to the group, checked again: what the change
-		// did to them is part of the answer.
-		agents, err := s.Calls.AgentsOf(r.Context(), tenantOf(r).ID, definition.Load(body).Group)
-		if err != nil || len(agents) == 0 {
-			writeJSON(w, http.StatusOK, view)
-			return nil
-		}
-		writeJSON(w, http.StatusOK, struct {
-			*definition.Report
-			Agents []*calls.AgentView `json:"agents"`
-		}{view, agents})
+		return nil
 	}
+	// Stored whatever its status, Invalid included (docs/decisions.md):
+	// 201 when the group is new, 200 when it replaced one (or was the
+	// same bytes again).
+	view, created, err := s.Registry.StoreGroup(r.Context(), tenantOf(r).ID, body)
+	if err != nil {
+		return err // a registry.DefinitionError is a 422
+	}
+	code := http.StatusOK
+	if created {
+		code = http.StatusCreated
+		w.Header().Set("Location", "/v1/groups/"+url.PathEscape(view.Name))
+	}
+	// The agents attached to the group, checked again: what the change
+	// did to them is part of the answer.
+	agents, err := s.Calls.AgentsOf(r.Context(), tenantOf(r).ID, definition.Load(body).Group)
+	if err != nil || len(agents) == 0 {
+		writeJSON(w, code, view)
+		return nil
+	}
+	writeJSON(w, code, struct {
+		*definition.Report
+		Agents []*calls.AgentView `json:"agents"`
+	}{view, agents})
 	return nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"toolhost/core/admission"
+	"toolhost/core/httptool"
 	"toolhost/core/internal/watch"
 	"toolhost/core/pipeline"
 	"toolhost/core/registry"
@@ -48,6 +49,9 @@ type Config struct {
 	// AdmissionWait is how long a call past its tenant's concurrent calls
 	// waits for a slot before it is refused (admission.DefaultWait when 0).
 	AdmissionWait time.Duration
+	// HTTPAllow are the HOST:PORT targets HTTP tools may reach past the
+	// address checks (serve --http-allow: tests, private deployments).
+	HTTPAllow []string
 }
 
 // Service is the call path of the server.
@@ -68,6 +72,8 @@ type Service struct {
 	admit *admission.Controller
 	// names are the tenants' names by id, for the per-tenant metrics.
 	names sync.Map
+	// http makes the HTTP tools' requests.
+	http *httptool.Client
 }
 
 // New makes the call path over a registry and hands the registry its
@@ -77,7 +83,7 @@ func New(cfg Config) *Service {
 	if exe == "" {
 		exe, _ = os.Executable()
 	}
-	s := &Service{db: cfg.DB, reg: cfg.Registry, observer: cfg.Observer, timeout: cfg.Timeout,
+	s := &Service{db: cfg.DB, reg: cfg.Registry, observer: cfg.Observer, timeout: cfg.Timeout, http: &httptool.Client{Allow: cfg.HTTPAllow},
 		renderer: templates.NewRenderer(exe, max(2, runtime.GOMAXPROCS(0)), 2*time.Second, 1<<20)}
 	s.admit = admission.New(admission.Config{MaxCalls: cfg.MaxCalls, Wait: cfg.AdmissionWait, Limits: s.limits})
 	cfg.Registry.SetToolCalls(s.toolCall)
@@ -116,7 +122,7 @@ func (s *Service) Close() {
 func (s *Service) Pipeline(tenant int64) *pipeline.Pipeline {
 	return &pipeline.Pipeline{Runner: groupRunner{s.reg, tenant}, Renderer: s.renderer.For(strconv.FormatInt(tenant, 10)), Ledger: tenantLedger{s.db, tenant},
 		Continuations: tenantContinuations{s.db, tenant}, Timeout: s.timeout, Observer: s.observerOf(tenant), Log: tenantLog{s.db, tenant},
-		Admission: tenantAdmission{s.admit, tenant}, Secrets: tenantSecrets{s.db, tenant}}
+		Admission: tenantAdmission{s.admit, tenant}, Secrets: tenantSecrets{s.db, tenant}, HTTP: s.http}
 }
 
 // groupRunner runs a tenant's implementations on the warm plugin

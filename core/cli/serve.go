@@ -60,7 +60,8 @@ func runServe(env *Env, args []string) int {
 	quotaVals := addQuotaFlags(fs, "quota-", serveQuotaDefaults)
 	maxCalls := fs.Int("max-calls", 0, "tool calls running at once on this node across tenants; the calls past it wait, served round-robin by tenant; an eighth is kept for tenants under their fair share, and a tenant runs at most the rest (0: --max-warm × --workers, at least 4 per CPU; -1: no bound)")
 	callWait := fs.Duration("concurrency-wait", admission.DefaultWait, "how long a call past its tenant's concurrent calls waits for a slot before it answers 429")
-	var loads multiFlag
+	var loads, httpAllow multiFlag
+	fs.Var(&httpAllow, "http-allow", "let HTTP tools reach `HOST:PORT` although its address is loopback, private or link-local (for tests and private deployments); repeatable")
 	fs.Var(&loads, "load", "import the groups under `DIR` (with their files) for tenant \"default\" and print its token; repeatable")
 	if _, code, ok := parse(fs, args); !ok {
 		return code
@@ -122,7 +123,7 @@ func runServe(env *Env, args []string) int {
 	defer reg.Close()
 	metrics := api.NewMetrics()
 	cs := calls.New(calls.Config{DB: db, Registry: reg, Observer: metrics, Timeout: opts.Timeout,
-		MaxCalls: defaultMaxCalls(*maxCalls, *maxWarm, *rf.workers), AdmissionWait: *callWait})
+		MaxCalls: defaultMaxCalls(*maxCalls, *maxWarm, *rf.workers), AdmissionWait: *callWait, HTTPAllow: httpAllow})
 	defer cs.Close()
 	if len(loads) > 0 {
 		token, reused, err := importGroups(ctx, db, reg, cs, loads, int64(*maxFileMB)<<20, *data)

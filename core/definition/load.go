@@ -20,8 +20,8 @@ import (
 var (
 	groupKeys     = []string{"kind", "name", "description", "dependencies", "secrets", "tools", "skills"}
 	groupRequired = []string{"kind", "name", "description"}
-	toolRequired  = []string{"kind", "object_name", "name", "description", "implementation", "parameters"}
-	toolKeys      = append(append([]string{}, toolRequired...), pipelineKeys...)
+	toolRequired  = []string{"kind", "object_name", "name", "description"}
+	toolKeys      = append(append([]string{"kind", "object_name", "name", "description", "implementation", "http", "parameters"}), pipelineKeys...)
 	paramKeys     = []string{"name", "type", "description", "optional"}
 	paramRequired = []string{"name", "type", "description"}
 	skillKeys     = []string{"kind", "name", "description", "implementation", "session_init_call", "session_finish_call", "inputs"}
@@ -264,9 +264,23 @@ func (r *reader) tool(n *yaml.Node, modules map[string][]string) *Tool {
 	if e, ok := obj["description"]; ok {
 		t.Description, _ = r.text(e, "a tool's description")
 	}
-	if e, ok := obj["implementation"]; ok {
-		t.Implementation = r.implementation(e, modules)
+	// A tool runs an implementation, or is an HTTP tool (its http
+	// section): one of the two.
+	impl, hasImpl := obj["implementation"]
+	hs, hasHTTP := obj["http"]
+	switch {
+	case hasImpl && hasHTTP:
+		r.errorf(hs.key, "a tool has an implementation or an http section, not both")
+	case hasImpl:
+		t.Implementation = r.implementation(impl, modules)
 		t.Implementation.Owner = "tool " + t.Name
+	case hasHTTP:
+		t.HTTP = r.http(hs)
+	default:
+		r.errorf(n, "a tool is missing the required key %q (or http, for an HTTP tool)", "implementation")
+	}
+	if _, ok := obj["parameters"]; !ok {
+		r.errorf(n, "a tool is missing the required key %q", "parameters")
 	}
 	r.pipeline(obj, t)
 	if e, ok := obj["parameters"]; ok {

@@ -355,6 +355,56 @@ tools:
 			{13, 22, `call_template: template syntax error: a number followed by '.' and '迫'`},
 			{14, 24, `result_template: template syntax error: a number followed by '.' and 'ü'`},
 		}},
+		{"http tool checks", `kind: Plugin
+name: a
+description: b
+tools:
+  - kind: Tool
+    object_name: O
+    name: n
+    description: d
+    parameters: []
+    http:
+      method: FETCH
+      url: "https://api.example.com/{{ input.x"
+      headers: {"Bad Name": x, Accept: "{% if %}"}
+      extract: {a: items/0, b: "/a~2b", c: 3}
+      summary: "{{ extracted.a }"
+      computed: [x]
+      retries: 3
+  - kind: Tool
+    object_name: P
+    name: p
+    description: d
+    parameters: []
+    http: {url: "ftp://example.com/x"}
+  - kind: Tool
+    object_name: Q
+    name: q
+    description: d
+    implementation: m.f
+    parameters: []
+    http: {url: "https://example.com/"}
+  - kind: Tool
+    object_name: R
+    name: r
+    description: d
+    parameters: []
+`, []diag{
+			{11, 15, `http.method "FETCH": want one of GET, POST, PUT, PATCH, DELETE, HEAD`},
+			{12, 12, `url: template syntax error`},
+			{13, 17, `http.headers: "Bad Name" is not a header name`},
+			{13, 40, `http.headers.Accept: template syntax error`},
+			{14, 20, `http.extract.a: a JSON pointer starts with /`},
+			{14, 32, `http.extract.b: in a JSON pointer ~ is written ~0`},
+			{14, 44, `http.extract.c must be a JSON pointer`},
+			{15, 16, `summary: template syntax error`},
+			{16, 17, `http.computed must be a mapping of keys to templates, got a list`},
+			{17, 7, `unknown key "retries" in the http section`},
+			{23, 17, `http.url "ftp://example.com/x" is not an http:// or https:// URL with a host`},
+			{30, 5, `a tool has an implementation or an http section, not both`},
+			{31, 5, `a tool is missing the required key "implementation" (or http, for an HTTP tool)`},
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -78,7 +78,10 @@ type Tool struct {
 	Name           string
 	Description    string
 	Implementation Implementation
-	Parameters     []*Parameter
+	// HTTP is the request of an HTTP tool (nil for a tool with an
+	// implementation).
+	HTTP       *HTTP
+	Parameters []*Parameter
 	// Builtin is true for the tools built into toolhost (FinishSession, ...),
 	// which no definition file declares.
 	Builtin bool

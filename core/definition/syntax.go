@@ -833,7 +833,7 @@ func isKnownKey(w string) bool {
 }
 
 // keySets are the keys of each object of the definition formats.
-var keySets = [][]string{groupKeys, toolKeys, paramKeys, skillKeys, inputKeys, agentKeys, stateKeys, warningKeys, idemKeys, recoveryKeys, uiKeys}
+var keySets = [][]string{groupKeys, toolKeys, paramKeys, skillKeys, inputKeys, agentKeys, stateKeys, warningKeys, idemKeys, recoveryKeys, uiKeys, httpKeys}
 
 // sameObject reports whether keys a and b can be keys of one object.
 func sameObject(a, b string) bool {

@@ -140,6 +140,9 @@ type Pipeline struct {
 	// toolhost.secret, and each answer (so its log entry and its ledger
 	// record) has their values replaced by [secret NAME].
 	Secrets SecretSource
+	// HTTP makes the requests of HTTP tools (nil: an httptool.Client that
+	// lets no refused target through).
+	HTTP HTTPClient
 }
 
 // Admission admits calls before they run: release ends the call's hold
@@ -256,11 +259,13 @@ func (p *Pipeline) Run(ctx context.Context, req *Request) (*Answer, error) {
 }
 
 func (p *Pipeline) run(ctx context.Context, req *Request) (*Answer, error) {
+	trace, ctx := takeTrace(ctx)
 	clean, err := checkArguments(func() string { return fmt.Sprintf("tool %q", req.Tool.Name) }, req.Tool.Parameters, req.Args)
 	if err != nil {
 		return nil, err
 	}
 	req.args = clean
+	p.traceCallText(ctx, trace, req)
 	return p.policy(ctx, req)
 }
 

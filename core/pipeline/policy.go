@@ -178,8 +178,17 @@ func (p *Pipeline) execute(ctx context.Context, req *Request) (*Answer, error) {
 		return nil, err
 	}
 	callCtx := withSecrets(withTags(req.Context, req.AllowedTags), req.Group, secrets)
+	// summary is the content an HTTP tool's summary gave, the last run's.
+	summary := ""
 	invoke := func(tool *definition.Tool) *plugins.CallResponse {
-		return run.Run(ctx, &Invocation{Group: req.Group, Tool: tool, Impl: tool.Implementation, Args: args, Context: callCtx, Timeout: p.timeoutOf(tool), Secrets: secrets})
+		inv := &Invocation{Group: req.Group, Tool: tool, Impl: tool.Implementation, Args: args, Context: callCtx, Timeout: p.timeoutOf(tool), Secrets: secrets}
+		if tool.HTTP != nil {
+			resp, s := p.runHTTP(ctx, inv, req.args)
+			summary = s
+			return resp
+		}
+		summary = ""
+		return run.Run(ctx, inv)
 	}
 	a := &Answer{Tool: t.ObjectName}
 	if ui := t.Pipeline.UI; ui != nil {
@@ -222,6 +231,9 @@ func (p *Pipeline) execute(ctx context.Context, req *Request) (*Answer, error) {
 		a.Errors = nil // the one error is the answer's error
 	}
 	p.shape(ctx, req, a, resp)
+	if summary != "" && a.Success && len(t.Pipeline.Output) == 0 {
+		a.Content, _ = json.Marshal(summary)
+	}
 	// No secret value leaves the call: not in the answer, the ledger, the
 	// logs.
 	return NewRedactor(secrets).answer(a), nil

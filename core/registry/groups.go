@@ -30,30 +30,45 @@ func (e *DefinitionError) Error() string { return ErrNoName.Error() }
 func (e *DefinitionError) Unwrap() error { return ErrNoName }
 
 // PutGroup creates or replaces a group by the name its YAML gives and
-// answers its view.
+// answers its view, with its generation, as Group does.
 func (r *Registry) PutGroup(ctx context.Context, tenant int64, yaml []byte) (*definition.Report, error) {
-	view, err := r.CheckGroup(ctx, tenant, yaml)
+	view, _, err := r.StoreGroup(ctx, tenant, yaml)
+	return view, err
+}
+
+// StoreGroup is PutGroup, and reports whether it created the group (no
+// group of that name was stored before).
+func (r *Registry) StoreGroup(ctx context.Context, tenant int64, yaml []byte) (view *definition.Report, created bool, err error) {
+	view, err = r.CheckGroup(ctx, tenant, yaml)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	name := view.Name
-	// The same bytes again change nothing: no new generation, no reload.
-	if old, err := r.db.Group(ctx, tenant, name); err == nil && bytes.Equal(old.YAML, yaml) {
+	old, err := r.db.Group(ctx, tenant, name)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		created = true
+	case err != nil:
+		return nil, false, err
+	case bytes.Equal(old.YAML, yaml):
+		// The same bytes again change nothing: no new generation, no
+		// reload.
 		v, err := viewOf(old)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		return r.withServing(tenant, old, v), nil
+		return r.withServing(tenant, old, v), false, nil
 	}
 	report, _ := json.Marshal(view)
 	gen, err := r.db.PutGroup(ctx, tenant, storage.Group{Name: name, YAML: yaml, Status: string(view.Status), Report: string(report)})
 	r.invalidate(tenant)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	r.queue(tenant, name, view.Status, gen)
 	r.log.Info("group stored", "tenant", tenant, "group", name, "status", view.Status, "generation", gen)
-	return view, nil
+	view.Generation = gen
+	return r.withServing(tenant, storage.Group{Name: name, Generation: gen}, view), created, nil
 }
 
 // CheckGroup evaluates a definition against the tenant's files as PutGroup

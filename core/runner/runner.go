@@ -583,6 +583,9 @@ func (g *Group) checkSignatures(resp *plugins.LoadResponse) []definition.Diagnos
 		problems = append(problems, CheckSignature(what, at, declared, sig)...)
 	}
 	for _, t := range g.def.Tools {
+		if t.HTTP != nil {
+			continue // an HTTP tool runs in the core: no callable
+		}
 		check(fmt.Sprintf("tool %q", t.Name), t.Pos, t.Implementation, DeclaredOfTool(t))
 	}
 	for _, s := range g.def.Skills {

@@ -70,7 +70,7 @@ func TestKill9LeavesNothing(t *testing.T) {
 	soakDir, _ := filepath.Abs("testdata/soak")
 	soakYAML, _ := os.ReadFile(filepath.Join(soakDir, "soak.yaml"))
 	s.upload(tok, soakDir, "soak.py")
-	if code := s.do(tok, "POST", "/v1/groups", bytes.NewReader(soakYAML), nil); code != 200 {
+	if code := s.do(tok, "POST", "/v1/groups", bytes.NewReader(soakYAML), nil); code != 200 && code != 201 {
 		t.Fatalf("put group: %d", code)
 	}
 	s.waitStatus(tok, "Soak", "Ready")
@@ -96,7 +96,7 @@ func TestKill9LeavesNothing(t *testing.T) {
 	// A group whose requirements.txt is installing.
 	needs, needsYAML := needsGroup(t, "crashlib0", reqs.String())
 	s.upload(tok, needs, "needs.py", "requirements.txt")
-	if code := s.do(tok, "POST", "/v1/groups", bytes.NewReader(needsYAML), nil); code != 200 {
+	if code := s.do(tok, "POST", "/v1/groups", bytes.NewReader(needsYAML), nil); code != 200 && code != 201 {
 		t.Fatalf("put group: %d", code)
 	}
 	venvs := filepath.Join(data, "venvs")

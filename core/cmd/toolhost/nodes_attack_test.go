@@ -38,7 +38,7 @@ func TestSandboxCannotReachPostgres(t *testing.T) {
 	s.upload(tok, hostileDir, "attack.py")
 	yaml := "kind: Plugin\nname: Probe\ndescription: d\ndependencies: [attack.py]\ntools:\n" +
 		"  - {kind: Tool, object_name: Attack, name: attack, description: Runs code., implementation: attack.attack, parameters: [{name: code, type: str, description: c}], timeout: 30}\n"
-	if code := s.do(tok, "POST", "/v1/groups", strings.NewReader(yaml), nil); code != 200 {
+	if code := s.do(tok, "POST", "/v1/groups", strings.NewReader(yaml), nil); code != 200 && code != 201 {
 		t.Fatalf("group: %d", code)
 	}
 	s.waitStatus(tok, "Probe", "Ready")

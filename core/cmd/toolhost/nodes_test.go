@@ -68,7 +68,7 @@ func TestTwoNodesOnePostgres(t *testing.T) {
 	dir, _ := filepath.Abs("testdata/nodes")
 	yaml, _ := os.ReadFile(filepath.Join(dir, "nodes.yaml"))
 	a.upload(tok, dir, "nodes.py")
-	if code := a.do(tok, "POST", "/v1/groups", bytes.NewReader(yaml), nil); code != 200 {
+	if code := a.do(tok, "POST", "/v1/groups", bytes.NewReader(yaml), nil); code != 200 && code != 201 {
 		t.Fatalf("put group on A: %d", code)
 	}
 	began := time.Now()
@@ -204,7 +204,7 @@ func TestTwoNodesOnePostgres(t *testing.T) {
 	// A continuation made on A resumes on B (the next page of a table).
 	cars, _ := filepath.Abs("../../../sample_groups/car_search")
 	a.upload(tok, cars, "cars.py")
-	if code := a.do(tok, "POST", "/v1/groups", bytes.NewReader(mustRead(t, filepath.Join(cars, "car_search.yaml"))), nil); code != 200 {
+	if code := a.do(tok, "POST", "/v1/groups", bytes.NewReader(mustRead(t, filepath.Join(cars, "car_search.yaml"))), nil); code != 200 && code != 201 {
 		t.Fatalf("put Car Search on A: %d", code)
 	}
 	a.waitStatus(tok, "Car Search", "Ready")
@@ -267,7 +267,7 @@ func TestTwoNodesOnePostgres(t *testing.T) {
 		resp.Body.Close()
 		callDone <- resp.StatusCode
 	}()
-	if code := a.do(tok, "POST", "/v1/groups", bytes.NewReader(needsYAML), nil); code != 200 {
+	if code := a.do(tok, "POST", "/v1/groups", bytes.NewReader(needsYAML), nil); code != 200 && code != 201 {
 		t.Fatalf("put Needs on A: %d", code)
 	}
 	pid := a.cmd.Process.Pid

@@ -173,7 +173,7 @@ func BenchmarkNoisyNeighbour(b *testing.B) {
 		}
 	}
 	put := func(c *nnClient, yaml string) {
-		if code, body, err := c.send(context.Background(), "POST", "/v1/groups", []byte(yaml)); err != nil || code != 200 {
+		if code, body, err := c.send(context.Background(), "POST", "/v1/groups", []byte(yaml)); err != nil || code != 200 && code != 201 {
 			b.Fatalf("POST /v1/groups: %d %s %v\n%s", code, body, err, yaml)
 		}
 	}
@@ -272,7 +272,7 @@ func (c *nnClient) newGroup(ctx context.Context, n *atomic.Int64) (time.Duration
 	name := fmt.Sprintf("Fresh%d", k)
 	t0 := time.Now()
 	code, body, err := c.send(ctx, "POST", "/v1/groups", []byte(fmt.Sprintf(nnNewGroupYAML, name, strings.ToLower(name))))
-	if err != nil || code != 200 {
+	if err != nil || code != 200 && code != 201 {
 		return 0, fmt.Errorf("POST %s: %d %s %v", name, code, body, err)
 	}
 	for {
@@ -431,7 +431,7 @@ func nnNoisy(A *nnClient, counts map[string]int) func() {
 		name := fmt.Sprintf("Slow%d", k)
 		code, _, err := A.send(ctx, "POST", "/v1/groups", []byte(nnGroupYAML(name, fmt.Sprintf("slow_%d", k), "slow")))
 		count("slow load POST", code, err)
-		if err != nil || code != 200 {
+		if err != nil || code != 200 && code != 201 {
 			time.Sleep(nnPollSlow)
 			return
 		}

@@ -86,7 +86,7 @@ func TestSoak(t *testing.T) {
 	}
 	for _, tok := range tokens {
 		s.upload(tok, dir, "soak.py")
-		if code := s.do(tok, "POST", "/v1/groups", bytes.NewReader(yaml), nil); code != 200 {
+		if code := s.do(tok, "POST", "/v1/groups", bytes.NewReader(yaml), nil); code != 200 && code != 201 {
 			t.Fatalf("put group: %d", code)
 		}
 		s.waitStatus(tok, "Soak", "Ready")
