@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"toolhost/core/console"
 	"toolhost/core/internal/browser"
@@ -210,8 +211,12 @@ func TestConsoleInBrowser(t *testing.T) {
 	shot(t, ctx, "knowledge")
 }
 
-// The Playground's forms for every type form of spec 004: the controls
-// they get, and the arguments they send.
+// The Playground's forms for every type form of spec 004, at both
+// widths: each parameter labelled with its name (required ones marked, no
+// type expression), a Literal's options as plain values, no picker for an
+// optional union, toggles, date pickers, lists with add and remove,
+// optional parameters behind "Add"; filled and sent from the keyboard;
+// an invalid value's error next to its field, and only there.
 func TestConsoleFormsInBrowser(t *testing.T) {
 	srv, token, _, _ := newServerWith(t, func(s *Server) {
 		s.Console = &console.Console{DB: s.DB, Registry: s.Registry, Calls: s.Calls}
@@ -222,54 +227,95 @@ func TestConsoleFormsInBrowser(t *testing.T) {
 	yaml, _ := os.ReadFile(filepath.Join(dir, "type_showcase.yaml"))
 	request(t, srv, token, "POST", "/v1/groups", string(yaml))
 	waitReady(t, srv, token, "Type%20Showcase")
-	ctx := browser.NewTimeout(t, 2*time.Minute)
+	ctx := browser.NewTimeout(t, 3*time.Minute)
 	do(t, ctx, chromedp.EmulateViewport(1280, 900), chromedp.Navigate(srv.URL+"/login"))
 	until(t, ctx, "the sign-in page", `!!document.querySelector('#token')`)
 	do(t, ctx, chromedp.SendKeys(chromedp.CSS("#token"), token), chromedp.Submit(chromedp.CSS("#token")))
 	until(t, ctx, "the Tools screen", `location.pathname === '/tools'`)
-	do(t, ctx, chromedp.Navigate(srv.URL+"/playground?group=Type%20Showcase&tool=EchoEveryType"))
-	until(t, ctx, "the form", `document.querySelectorAll('#pg-tool .field').length > 10`)
-	// field finds a parameter's control by its label.
-	const field = `const field = n => [...document.querySelectorAll('#pg-tool .fields > .field, #pg-tool .fields > .optional > .field')]
-		.find(d => (d.querySelector(':scope > label, :scope > legend')?.textContent || '').startsWith(n + ' ('));`
-	controls := eval[map[string]string](t, ctx, `(() => { `+field+`
-		const kind = n => { const f = field(n); if (!f) return 'missing';
-			const c = f.querySelector(':scope > input, :scope > select, :scope > textarea, :scope > span, :scope > ol, :scope > div.items');
-			return c ? (c.tagName.toLowerCase() + (c.type ? ':' + c.type : '')) : 'none'; };
-		return Object.fromEntries(['a_string','an_int','a_float','a_bool','a_date','a_datetime','a_choice','tags','scores','nickname','a_list','a_none']
-			.map(n => [n, kind(n)]));
-	})()`)
-	want := map[string]string{"a_string": "input:text", "an_int": "input:number", "a_float": "input:number", "a_bool": "input:checkbox",
-		"a_date": "input:date", "a_datetime": "input:datetime-local", "a_choice": "select:select-one", "tags": "ol",
-		"scores": "div", "nickname": "select:select-one", "a_list": "textarea:textarea", "a_none": "span"}
-	for n, w := range want {
-		if controls[n] != w {
-			t.Errorf("%s's control: %s, want %s", n, controls[n], w)
+	for _, w := range widths {
+		do(t, ctx, chromedp.EmulateViewport(int64(w), 900), chromedp.Navigate(srv.URL+"/playground?group=Type%20Showcase&tool=EchoEveryType"))
+		until(t, ctx, "the form", `document.querySelectorAll('#pg-tool [data-param]').length > 10`)
+		const describe = `(n => { const f = document.querySelector('#pg-tool .fields > [data-param="' + n + '"]'); if (!f) return 'missing';
+			if (f.classList.contains('optional')) { const b = f.querySelector(':scope > button.optional-add');
+				return 'behind ' + (b && !b.hidden ? b.textContent : '?') + (f.querySelector('.optional-body').hidden ? '' : ' (shown)'); }
+			const lab = (f.querySelector(':scope > label, :scope > legend')?.textContent || '').replace(' (required)', '');
+			const c = f.querySelector(':scope > input, :scope > select, :scope > textarea, :scope > output, :scope > ol');
+			const kind = c ? c.tagName.toLowerCase() + (c.type && c.tagName !== 'OL' ? ':' + c.type : '') + (c.getAttribute('role') ? ':' + c.getAttribute('role') : '') : 'none';
+			const opts = c && c.tagName === 'SELECT' ? ' [' + [...c.options].map(o => o.textContent).join('|') + ']' : '';
+			const pickers = f.querySelectorAll('select').length - (c && c.tagName === 'SELECT' ? 1 : 0);
+			return lab + ' ' + kind + opts + (pickers ? ' +picker' : ''); })`
+		got := eval[map[string]string](t, ctx, `Object.fromEntries(['a_string','an_int','a_float','a_bool','a_date','a_datetime','a_choice','tags','nickname','email',
+			'scores','a_list','a_none','ids','a_mixed_choice'].map(n => [n, `+describe+`(n)]))`)
+		want := map[string]string{"a_string": "a_string * input:text", "an_int": "an_int * input:number", "a_float": "a_float * input:number",
+			"a_bool": "a_bool * input:checkbox:switch", "a_date": "a_date * input:date", "a_datetime": "a_datetime * input:datetime-local",
+			"a_choice": "a_choice * select:select-one [Choose…|low|medium|high]", "tags": "tags * ol",
+			"nickname": "nickname * input:text", "email": "email * input:text",
+			"scores": "behind Add scores", "a_list": "behind Add a_list", "a_none": "behind Add a_none", "ids": "behind Add ids", "a_mixed_choice": "behind Add a_mixed_choice"}
+		for n, wt := range want {
+			if got[n] != wt {
+				t.Errorf("at %d px %s: %q, want %q", w, n, got[n], wt)
+			}
+		}
+		// An optional Literal's options, once added.
+		do(t, ctx, chromedp.Focus(chromedp.CSS(`[data-param=a_mixed_choice] > button.optional-add`)), chromedp.KeyEvent("\r"))
+		if opts := eval[string](t, ctx, `[...document.querySelector('[data-param=a_mixed_choice] select').options].map(o => o.textContent).join('|')`); opts != "Choose…|auto|0|1.5|True|None" {
+			t.Errorf("at %d px a_mixed_choice's options: %q", w, opts)
+		}
+		if focused := eval[bool](t, ctx, `document.activeElement === document.querySelector('[data-param=a_mixed_choice] select')`); !focused {
+			t.Errorf("at %d px adding a_mixed_choice does not move the focus to it", w)
+		}
+		do(t, ctx, chromedp.KeyEvent(kb.ArrowDown))
+		// Fill the required ones from the keyboard.
+		typeInto := func(param, keys string) {
+			t.Helper()
+			do(t, ctx, chromedp.Focus(chromedp.CSS(`#pg-tool [data-param=`+param+`] > input`)), chromedp.KeyEvent(keys))
+		}
+		typeInto("a_string", "text")
+		typeInto("a_str", "text")
+		typeInto("an_integer", "7")
+		typeInto("an_int", "2.5") // invalid: not a whole number
+		typeInto("a_number", "2.5")
+		typeInto("a_float", "1.25")
+		typeInto("a_bool", " ")
+		typeInto("a_date", "12012026")
+		typeInto("a_datetime", "12012026"+kb.ArrowRight+"103000A")
+		do(t, ctx, chromedp.Focus(chromedp.CSS(`[data-param=a_choice] > select`)), chromedp.KeyEvent(kb.ArrowDown+kb.ArrowDown+kb.ArrowDown))
+		do(t, ctx, chromedp.Focus(chromedp.CSS(`[data-param=tags] > button`)), chromedp.KeyEvent("\r"), chromedp.KeyEvent("x"))
+		do(t, ctx, chromedp.Focus(chromedp.CSS(`[data-param=tags] > button`)), chromedp.KeyEvent("\r"), chromedp.KeyEvent("y"))
+		do(t, ctx, chromedp.Focus(chromedp.CSS(`[data-param=tags] li:nth-child(2) button`)), chromedp.KeyEvent("\r"))
+		typeInto("nickname", "Nick")
+		typeInto("email", "\r") // left empty: None; Enter sends the form
+		until(t, ctx, "the refusal", `!!document.querySelector('#pg-answer .refused')`)
+		errs := eval[map[string]any](t, ctx, `({at: document.querySelector('[data-param=an_int] .field-error')?.textContent || '',
+			invalid: document.querySelector('[data-param=an_int] input').getAttribute('aria-invalid'),
+			focused: document.activeElement === document.querySelector('[data-param=an_int] input'),
+			others: document.querySelectorAll('#pg-tool .field-error').length,
+			under: document.querySelectorAll('#pg-answer p.error:not(.refused)').length,
+			head: document.querySelector('#pg-answer .refused').textContent})`)
+		if at, _ := errs["at"].(string); at == "" || errs["invalid"] != "true" || errs["focused"] != true || errs["others"] != 1.0 || errs["under"] != 0.0 {
+			t.Errorf("at %d px an_int's error is not next to its field alone: %v", w, errs)
+		}
+		accessible(t, ctx, w, "the showcase's form with an error")
+		shot(t, ctx, fmt.Sprintf("playground-form-%d", w))
+		// Mended, it is sent.
+		do(t, ctx, chromedp.Focus(chromedp.CSS(`[data-param=an_int] > input`)), chromedp.KeyEvent(kb.Backspace+kb.Backspace+kb.Backspace+"3\r"))
+		until(t, ctx, "the answer", `!!document.querySelector('#pg-answer details.content pre')`)
+		var args map[string]any
+		if err := json.Unmarshal([]byte(eval[string](t, ctx, `document.querySelector('#pg-answer details.content pre').textContent`)), &args); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(args)
+		for _, wt := range []string{`"a_choice":{"type":"str","value":"high"}`, `"2026-12-01"`, `"value":["x"]`, `"an_int":{"type":"int","value":3}`,
+			`"a_bool":{"type":"bool","value":true}`, `"email":{"type":"NoneType","value":null}`, `"nickname":{"type":"str","value":"Nick"}`, `"a_mixed_choice":{"type":"str","value":"auto"}`} {
+			if !strings.Contains(string(b), wt) {
+				t.Errorf("at %d px the answer lacks %s: %s", w, wt, b)
+			}
+		}
+		if strings.Contains(string(b), `"scores"`) || strings.Contains(string(b), `"a_list"`) {
+			t.Errorf("at %d px optional parameters not added were sent: %s", w, b)
+		}
+		if w == 1280 {
+			shot(t, ctx, "playground-form")
 		}
 	}
-	// Fill the required ones, an item of the list, the union's None.
-	js(t, ctx, `(() => { `+field+`
-		const set = (n, v) => { field(n).querySelector(':scope > input').value = v; };
-		['a_string','a_str'].forEach(n => set(n, 'text'));
-		['an_integer','an_int'].forEach(n => set(n, '7'));
-		['a_number','a_float'].forEach(n => set(n, '2.5'));
-		field('a_bool').querySelector('input').checked = true;
-		set('a_date', '2026-12-01');
-		set('a_datetime', '2026-12-01T10:30:00');
-		const choice = field('a_choice').querySelector('select'); choice.value = '2';
-		field('tags').querySelector(':scope > button').click();
-		field('tags').querySelector('ol input').value = 'x';
-		const nick = field('nickname').querySelector('select'); nick.value = '1'; nick.dispatchEvent(new Event('change'));
-		field('email').querySelector(':scope > .alt input').value = 'a@b.c';
-	})()`)
-	do(t, ctx, chromedp.Click(chromedp.CSS(`#pg-tool button[type=submit]`)))
-	until(t, ctx, "the answer", `!!document.querySelector('#pg-answer details.content pre, #pg-answer .refused')`)
-	got := eval[map[string]any](t, ctx, `JSON.parse(document.querySelector('#pg-answer details.content pre').textContent)`)
-	b, _ := json.Marshal(got)
-	for _, w := range []string{`"a_choice":`, `"high"`, `"2026-12-01"`, `"tags":`, `"x"`, `"nickname":`, `"an_int":`, `"a_bool":`} {
-		if !strings.Contains(string(b), w) {
-			t.Errorf("the answer lacks %s: %s", w, b)
-		}
-	}
-	shot(t, ctx, "playground-form")
 }

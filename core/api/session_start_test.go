@@ -92,7 +92,7 @@ states:
 		})
 	}
 	// The console's start form says which variables are required.
-	if r := page(t, c, srv, "GET", "/playground?agent=Helper", nil); !strings.Contains(r.body, "<small>str · Hello · required</small>") {
+	if r := page(t, c, srv, "GET", "/playground?agent=Helper", nil); !strings.Contains(r.body, `<input id="var-Name" data-var="Name" type="text" aria-required="true"`) || !strings.Contains(r.body, "(required)") {
 		t.Errorf("the start form does not mark Name required:\n%.2000s", r.body)
 	}
 	// With its variable the session starts at every door.

@@ -156,8 +156,53 @@ func (c *Console) sessionView(r *http.Request, eng *session.Engine, s *storage.S
 	if err != nil {
 		return nil, err
 	}
+	skills, err := c.skillsRun(r, s.ID)
+	if err != nil {
+		return nil, err
+	}
 	return map[string]any{"session": s, "tools": forms, "states": states, "messages": msgs,
-		"instructions": session.Instructions(eng.Agent, s.Variables)}, nil
+		"instructions": session.Instructions(eng.Agent, s.Variables), "skills": skills}, nil
+}
+
+// skillRun is a skill a session ran, as its page shows it: when (at the
+// "start" or the "finish"), and its outcome.
+type skillRun struct {
+	When    string          `json:"when"`
+	Skill   string          `json:"skill"`
+	Group   string          `json:"group"`
+	Success bool            `json:"success"`
+	Set     json.RawMessage `json:"set,omitempty"`
+	Error   json.RawMessage `json:"error,omitempty"`
+}
+
+// skillsRun reads the skills a session ran from its System Logs: those
+// logged just before its session_finish entry are its finish skills, the
+// others ran at its start.
+func (c *Console) skillsRun(r *http.Request, id string) ([]skillRun, error) {
+	entries, err := c.DB.Logs(r.Context(), tenantOf(r).ID, id, "system")
+	if err != nil {
+		return nil, err
+	}
+	out := []skillRun{}
+	run := 0 // the skill_call entries since the last other entry
+	for _, e := range entries {
+		switch e.Event {
+		case "skill_call":
+			var d logData
+			json.Unmarshal(e.Data, &d)
+			sr := skillRun{When: "start", Skill: d.str("skill"), Group: d.str("group"), Success: d.boolean("success"), Set: d["set"], Error: d["error"]}
+			out = append(out, sr)
+			run++
+		case "session_finish":
+			for i := len(out) - run; i < len(out); i++ {
+				out[i].When = "finish"
+			}
+			run = 0
+		default:
+			run = 0
+		}
+	}
+	return out, nil
 }
 
 // answer writes a call's answer, or its refusal.

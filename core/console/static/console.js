@@ -10,6 +10,15 @@
     if (msg && !window.confirm(msg)) e.preventDefault();
   });
 
+  // Tables that stack into cards on a narrow screen show each cell under
+  // its column's name.
+  document.querySelectorAll("table.stack").forEach(function (t) {
+    var names = Array.prototype.map.call(t.querySelectorAll("thead th"), function (th) { return th.textContent.trim(); });
+    t.querySelectorAll("tbody tr").forEach(function (tr) {
+      Array.prototype.forEach.call(tr.children, function (cell, i) { if (names[i]) cell.setAttribute("data-label", names[i]); });
+    });
+  });
+
   // Schema tabs and copy buttons on a group's page.
   document.querySelectorAll(".tool-card").forEach(function (card) {
     var tabs = card.querySelectorAll("[role=tab]");

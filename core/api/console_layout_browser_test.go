@@ -1,0 +1,207 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"toolhost/core/console"
+	"toolhost/core/internal/browser"
+)
+
+// widths are the screens the console is checked at: a laptop's and a
+// phone's.
+var widths = []int{1280, 390}
+
+// layoutServer is a server with a group of every settled status (Ready,
+// Incomplete, Invalid, Error), the type showcase and car search sample
+// groups, and the Helper agent (an init skill, two states, a finish
+// skill), signed in in a Chromium.
+func layoutServer(t *testing.T) (*httptest.Server, context.Context) {
+	t.Helper()
+	srv, token, _, _ := newServerWith(t, func(s *Server) {
+		s.Console = &console.Console{DB: s.DB, Registry: s.Registry, Calls: s.Calls}
+	})
+	put := func(path, body string) {
+		t.Helper()
+		if resp, b := request(t, srv, token, "PUT", "/v1/files/"+url.PathEscape(path), body); resp.StatusCode >= 300 {
+			t.Fatalf("file %s: %d %s", path, resp.StatusCode, b)
+		}
+	}
+	putGroup := func(yaml string) {
+		t.Helper()
+		if resp, b := request(t, srv, token, "POST", "/v1/groups", yaml); resp.StatusCode >= 300 {
+			t.Fatalf("group: %d %s", resp.StatusCode, b)
+		}
+	}
+	for _, d := range []struct{ dir, file, yaml string }{{"type_showcase", "showcase.py", "type_showcase.yaml"}, {"car_search", "cars.py", "car_search.yaml"}} {
+		src, _ := os.ReadFile(filepath.Join("../../sample_groups", d.dir, d.file))
+		put(d.file, string(src))
+		yaml, _ := os.ReadFile(filepath.Join("../../sample_groups", d.dir, d.yaml))
+		putGroup(string(yaml))
+	}
+	put("pages.py", pagesModule)
+	put("boom_import.py", "raise RuntimeError('no import today')\n")
+	putGroup(pagesGroup("Ready One", "", "", ""))
+	putGroup(pagesGroup("Incomplete One", "[pages.py, absent.py]", "", ""))
+	putGroup(strings.Replace(strings.Replace(pagesGroup("Invalid Two", "[pages.py, broken.py]", "", ""), "type: str", "type: flaot", 1), "    name: echo\n", "    name: echo\n    colour: red\n", 1))
+	putGroup(strings.ReplaceAll(pagesGroup("Error Import", "[boom_import.py]", "", ""), "pages.echo", "boom_import.echo"))
+	putMCPGroup(t, srv, token)
+	waitReady(t, srv, token, "Type%20Showcase")
+	waitReady(t, srv, token, "Car%20Search")
+	waitReady(t, srv, token, "Ready%20One")
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		_, b := request(t, srv, token, "GET", "/v1/groups/Error%20Import", "")
+		if strings.Contains(string(b), `"status":"Error"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Error Import: %s", b)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	ctx := browser.NewTimeout(t, 6*time.Minute)
+	do(t, ctx, chromedp.EmulateViewport(1280, 900), chromedp.Navigate(srv.URL+"/login"))
+	until(t, ctx, "the sign-in page", `!!document.querySelector('#token')`)
+	do(t, ctx, chromedp.SendKeys(chromedp.CSS("#token"), token), chromedp.Submit(chromedp.CSS("#token")))
+	until(t, ctx, "the Tools screen", `location.pathname === '/tools'`)
+	return srv, ctx
+}
+
+// fits checks that the page is no wider than the screen, and that under
+// 700 px the Playground is one column.
+func fits(t *testing.T, ctx context.Context, width int, what string) {
+	t.Helper()
+	got := eval[map[string]float64](t, ctx, `(() => {
+		const d = document.documentElement, pick = document.querySelector('.pg-pick'), main = document.querySelector('.pg-main');
+		return {scroll: d.scrollWidth, inner: window.innerWidth,
+			columns: pick && main ? (Math.abs(pick.getBoundingClientRect().left - main.getBoundingClientRect().left) < 1 ? 1 : 2) : 0};
+	})()`)
+	if got["scroll"] > got["inner"] {
+		wide := eval[[]string](t, ctx, `[...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > window.innerWidth + 0.5)
+			.slice(0, 6).map(e => e.tagName.toLowerCase() + (e.className ? '.' + String(e.className).split(' ').join('.') : '') + ' ' + Math.round(e.getBoundingClientRect().right) + 'px')`)
+		t.Errorf("%s at %d px: the page is %v px wide (the screen %v px); too wide: %v", what, width, got["scroll"], got["inner"], wide)
+	}
+	if width < 700 && got["columns"] == 2 {
+		t.Errorf("%s at %d px: the Playground keeps two columns", what, width)
+	}
+}
+
+// accessible runs axe-core on the page: no serious or critical
+// violation.
+func accessible(t *testing.T, ctx context.Context, width int, what string) {
+	t.Helper()
+	vs, err := browser.Axe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vs {
+		t.Errorf("%s at %d px: axe: %s", what, width, v)
+	}
+}
+
+// Every page of the console, at 1280 and 390 px, for a group of every
+// status and a session through its init, a state change and its finish:
+// no page is wider than the screen, the Playground is one column under
+// 700 px, and axe-core finds no serious or critical violation.
+func TestConsoleFitsEveryWidth(t *testing.T) {
+	srv, ctx := layoutServer(t)
+	pages := []string{"/tools", "/resources", "/playground", "/sessions", "/knowledge", "/usage"}
+	for _, g := range []string{"Ready One", "Incomplete One", "Invalid Two", "Error Import", "Type Showcase", "Car Search", "MCP Tools"} {
+		pages = append(pages, "/tools/"+url.PathEscape(g))
+	}
+	pages = append(pages, "/playground?group=Type%20Showcase&tool=EchoEveryType", "/playground?group=Car%20Search&tool=SearchCars",
+		"/playground?agent=Helper")
+	for _, w := range widths {
+		do(t, ctx, chromedp.EmulateViewport(int64(w), 900))
+		for _, p := range pages {
+			do(t, ctx, chromedp.Navigate(srv.URL+p))
+			until(t, ctx, p, `document.readyState === 'complete' && !!document.querySelector('h1, #main, body')`)
+			fits(t, ctx, w, p)
+			accessible(t, ctx, w, p)
+		}
+		// An Invalid group: its errors counted in the Tools list, listed
+		// first on its page, each a link to its line; a schema's long
+		// message wraps.
+		do(t, ctx, chromedp.Navigate(srv.URL+"/tools"))
+		until(t, ctx, "the Tools list", `!!document.querySelector('tr[data-group="Invalid Two"]')`)
+		if txt := eval[string](t, ctx, `document.querySelector('tr[data-group="Invalid Two"] td:nth-child(3)').innerText`); !strings.Contains(txt, "Invalid") || !strings.Contains(txt, "errors") || strings.Contains(txt, "missing") {
+			t.Errorf("at %d px the Tools list shows the Invalid group as %q, want its errors counted", w, txt)
+		}
+		do(t, ctx, chromedp.Navigate(srv.URL+"/tools/Invalid%20Two"))
+		until(t, ctx, "the group's page", `!!document.querySelector('#tools-h')`)
+		order := eval[map[string]any](t, ctx, `(() => { const p = document.querySelector('section.problems');
+			return {first: !!p && !!(p.compareDocumentPosition(document.querySelector('#tools-h')) & Node.DOCUMENT_POSITION_FOLLOWING),
+				links: p ? [...p.querySelectorAll('a[href^="#L"]')].filter(a => document.getElementById(a.getAttribute('href').slice(1))).length : 0,
+				text: p ? p.innerText : ''}; })()`)
+		if order["first"] != true || order["links"].(float64) < 2 || !strings.Contains(order["text"].(string), "flaot") {
+			t.Errorf("at %d px the Invalid group's problems are not listed first at their lines: %v", w, order)
+		}
+		do(t, ctx, chromedp.Navigate(srv.URL+"/tools/Type%20Showcase"))
+		until(t, ctx, "the showcase's page", `!!document.querySelector('.tool-card')`)
+		cut := eval[[]string](t, ctx, `(() => { const out = [];
+			document.querySelectorAll('.tool-card').forEach(c => c.querySelectorAll('[role=tab]').forEach(tab => { tab.click();
+				const pre = c.querySelector('.schema:not([hidden]) pre'); if (pre.scrollWidth > pre.clientWidth + 1) out.push(tab.dataset.dialect); }));
+			return out; })()`)
+		if len(cut) > 0 {
+			t.Errorf("at %d px the schemas of %v are cut off (do not wrap)", w, cut)
+		}
+
+		// A session: its start, a state change, its finish.
+		do(t, ctx, chromedp.Navigate(srv.URL+"/playground?agent=Helper"))
+		until(t, ctx, "the session's start form", `!!document.querySelector('#var-Name')`)
+		do(t, ctx, chromedp.SendKeys(chromedp.CSS("#var-Name"), "Ann"), chromedp.SetValue(chromedp.CSS("#var-extra"), `{"Greeting": "Bye"}`),
+			chromedp.Click(chromedp.CSS(`#pg-start button[type=submit]`)))
+		until(t, ctx, "the session", `!!document.querySelector('.s-tools button')`)
+		if txt := eval[string](t, ctx, `document.querySelector('.s-skills').innerText`); !strings.Contains(txt, "Hello") || !strings.Contains(txt, "succeeded") {
+			t.Errorf("at %d px the init skill is not shown: %q", w, txt)
+		}
+		fits(t, ctx, w, "a session at its start")
+		accessible(t, ctx, w, "a session at its start")
+		id := eval[string](t, ctx, `document.querySelector('#pg-session').dataset.session`)
+		js(t, ctx, `[...document.querySelectorAll('.s-tools button')].find(b => b.textContent === 'echo').click()`)
+		until(t, ctx, "echo's form", `!document.querySelector('#pg-tool').hidden && !!document.querySelector('#pg-tool [data-param=text] input')`)
+		do(t, ctx, chromedp.SendKeys(chromedp.CSS(`#pg-tool [data-param=text] input`), "hi\r"))
+		until(t, ctx, "echo's answer", `document.querySelector('#pg-answer details.content pre')?.textContent.includes('"echo": "hi"')`)
+		fits(t, ctx, w, "a session's answer")
+		do(t, ctx, chromedp.SetValue(chromedp.CSS("#s-state-pick"), "Reporting"), chromedp.Click(chromedp.CSS(`.s-move button`)))
+		until(t, ctx, "the second state", `document.querySelector('.s-state').textContent === 'Reporting'`)
+		if txt := eval[string](t, ctx, `document.querySelector('#pg-answer').innerText + (document.querySelector('#pg-tool').hidden ? '' : 'FORM')`); txt != "" {
+			t.Errorf("at %d px after the state change, the previous answer stays: %q", w, txt)
+		}
+		fits(t, ctx, w, "a session after a state change")
+		accessible(t, ctx, w, "a session after a state change")
+		do(t, ctx, chromedp.Click(chromedp.CSS(`.s-finish`)))
+		until(t, ctx, "the finish", `document.querySelector('.s-open').textContent === 'finished'`)
+		got := eval[map[string]any](t, ctx, `({move: document.querySelector('.s-move button').disabled, pick: document.querySelector('#s-state-pick').disabled,
+			skills: document.querySelector('.s-skills').innerText, empty: document.querySelector('.s-tools-empty').hidden ? '' : document.querySelector('.s-tools-empty').textContent,
+			tools: document.querySelectorAll('.s-tools button').length})`)
+		if got["move"] != true || got["pick"] != true {
+			t.Errorf("at %d px Move is enabled on a finished session: %v", w, got)
+		}
+		if s, _ := got["skills"].(string); !strings.Contains(s, "finish") || !strings.Contains(s, "Bye") {
+			t.Errorf("at %d px the finish skill's result is not shown: %q", w, s)
+		}
+		if e, _ := got["empty"].(string); !strings.Contains(e, "finished") || got["tools"] != 0.0 {
+			t.Errorf("at %d px the finished session's empty tool list is not explained: %v", w, got)
+		}
+		fits(t, ctx, w, "a finished session")
+		accessible(t, ctx, w, "a finished session")
+		for _, p := range []string{"/sessions/" + id, "/sessions/" + id + "?log=trace", "/sessions/" + id + "?log=both", "/sessions?agent=Helper"} {
+			do(t, ctx, chromedp.Navigate(srv.URL+p))
+			until(t, ctx, p, `document.readyState === 'complete'`)
+			fits(t, ctx, w, p)
+			accessible(t, ctx, w, p)
+		}
+		shot(t, ctx, fmt.Sprintf("session-%d", w))
+	}
+}
