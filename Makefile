@@ -39,7 +39,10 @@ all: build
 
 # The toolhost binary and, beside it, the sandbox's helper (its launcher and
 # init, linked without the rest of toolhost: see docs/decisions.md).
+# A cold build (no bin/toolhost yet) says it may take minutes: cgo compiles
+# SQLite, and every dependency is compiled once.
 build:
+	@test -x $(BIN) || echo "make: building bin/toolhost for the first time: cgo compiles SQLite and every dependency is compiled once, which may take a few minutes"
 	$(GO) build -o bin/ ./core/cmd/toolhost ./pyhost/cmd/toolhost-sandbox
 
 # The main job: the server on its defaults (SQLite under ./data) with the

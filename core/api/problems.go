@@ -240,12 +240,18 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	writeProblem(w, p)
 }
 
-// writeProblem writes an RFC 9457 problem details answer.
-func writeProblem(w http.ResponseWriter, p *Problem) {
+// problemBody is the JSON body of a problem (RFC 9457).
+func problemBody(p *Problem) map[string]any {
 	body := map[string]any{"type": "about:blank", "title": p.Title, "status": p.Status, "detail": p.Detail}
 	for k, v := range p.Extra {
 		body[k] = v
 	}
+	return body
+}
+
+// writeProblem writes an RFC 9457 problem details answer.
+func writeProblem(w http.ResponseWriter, p *Problem) {
+	body := problemBody(p)
 	for k, vs := range p.Header {
 		w.Header()[k] = append([]string(nil), vs...)
 	}

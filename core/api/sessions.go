@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"toolhost/core/calls"
+	"toolhost/core/pipeline"
 	"toolhost/core/session"
 	"toolhost/storage"
 )
@@ -100,8 +101,14 @@ func (s *Server) sessionCall(w http.ResponseWriter, r *http.Request, sess *stora
 	if err != nil {
 		return err
 	}
-	res, err := eng.CallWith(r.Context(), sess, req.Tool, req.Arguments, session.CallOptions{Group: req.Group,
-		IdempotencyKey: req.IdempotencyKey, NoWait: req.NoWait, AllowedTags: req.AllowedTags})
+	run := func(ctx context.Context) (*pipeline.Answer, error) {
+		return eng.CallWith(ctx, sess, req.Tool, req.Arguments, session.CallOptions{Group: req.Group,
+			IdempotencyKey: req.IdempotencyKey, NoWait: req.NoWait, AllowedTags: req.AllowedTags})
+	}
+	if wantsStream(r) {
+		return s.streamCall(w, r, req.Tool, run)
+	}
+	res, err := run(r.Context())
 	if err != nil {
 		return err
 	}

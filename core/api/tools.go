@@ -113,8 +113,14 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request) error {
 	if req.Tool == "" {
 		return noTool()
 	}
-	a, err := s.Calls.Call(r.Context(), tenantOf(r).ID, req.Tool, req.Group, pipeline.Request{Door: pipeline.DoorAPI,
-		Args: req.Arguments, IdempotencyKey: req.IdempotencyKey, NoWait: req.NoWait, AllowedTags: req.AllowedTags})
+	run := func(ctx context.Context) (*pipeline.Answer, error) {
+		return s.Calls.Call(ctx, tenantOf(r).ID, req.Tool, req.Group, pipeline.Request{Door: pipeline.DoorAPI,
+			Args: req.Arguments, IdempotencyKey: req.IdempotencyKey, NoWait: req.NoWait, AllowedTags: req.AllowedTags})
+	}
+	if wantsStream(r) {
+		return s.streamCall(w, r, req.Tool, run)
+	}
+	a, err := run(r.Context())
 	if err != nil {
 		return err
 	}

@@ -180,7 +180,9 @@ func openGroup(env *Env, cmd, file string, rf runFlags, configure ...func(*runne
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	stop := startProgress(env, cmd, c.Group, dir, opts.Packages)
 	g, err := runner.Open(ctx, c.Group, dir, opts)
+	stop()
 	if err != nil {
 		var le *runner.LoadError
 		if errors.As(err, &le) || strings.Contains(err.Error(), "runtime must be") || strings.Contains(err.Error(), "network policy") {
@@ -189,12 +191,12 @@ func openGroup(env *Env, cmd, file string, rf runFlags, configure ...func(*runne
 				// module's (a construct the gpython runtime refuses).
 				printDiagnostics(env.Stderr, file, inDir(le.Diagnostics, dir), nil)
 			}
-			fmt.Fprintf(env.Stderr, "toolhost %s: %v\n", cmd, err)
+			fmt.Fprintf(env.Stderr, "toolhost %s: %s\n", cmd, condenseInstallError(err.Error(), opts.Packages))
 			if le == nil {
 				return nil, nil, ExitUsage
 			}
 		} else {
-			fmt.Fprintf(env.Stderr, "toolhost %s: %v\n", cmd, err)
+			fmt.Fprintf(env.Stderr, "toolhost %s: %s\n", cmd, condenseInstallError(err.Error(), opts.Packages))
 		}
 		return nil, nil, ExitFailure
 	}
@@ -262,7 +264,14 @@ func runCall(env *Env, args []string) int {
 				}
 			}
 		})
-		a, err := p.Run(context.Background(), &pipeline.Request{Door: pipeline.DoorCLI, Group: target.group, Tool: target.tool, Args: target.args,
+		// The call text (ui.call_template) goes to stderr before the
+		// answer, as a UI shows it while the call runs.
+		ctx := pipeline.WithTrace(context.Background(), &pipeline.Trace{CallText: func(text string) {
+			if text != "" {
+				fmt.Fprintln(env.Stderr, text)
+			}
+		}})
+		a, err := p.Run(ctx, &pipeline.Request{Door: pipeline.DoorCLI, Group: target.group, Tool: target.tool, Args: target.args,
 			IdempotencyKey: *key, AllowedTags: allowed})
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "toolhost call: %v\n", err)

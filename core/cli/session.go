@@ -80,6 +80,8 @@ type localSession struct {
 	eng   *session.Engine
 	store *session.Memory
 	vars  map[string]any
+	// event writes one session event to stderr, as a JSON line.
+	event func(event string, data any)
 	close func()
 }
 
@@ -145,18 +147,21 @@ func openLocalSession(env *Env, name string, args []string) (*localSession, int)
 	}
 	events := json.NewEncoder(env.Stderr)
 	var mu sync.Mutex
-	store.OnLog = func(kind, event string, data any) {
-		if event == "session_start" || event == "skill_call" || event == "state_change" || event == "session_finish" {
-			mu.Lock()
-			events.Encode(map[string]any{"event": event, "data": data})
-			mu.Unlock()
+	event := func(event string, data any) {
+		mu.Lock()
+		events.Encode(map[string]any{"event": event, "data": data})
+		mu.Unlock()
+	}
+	store.OnLog = func(kind, name string, data any) {
+		if name == "session_start" || name == "skill_call" || name == "state_change" || name == "session_finish" {
+			event(name, data)
 		}
 	}
 	caller := &localCaller{opts: opts, files: *rf.files, dirs: dirs, open: map[string]*runner.Group{}}
 	pl, closeP := localPipeline(rf)
 	pl.Runner, pl.Log = caller, store
 	eng := &session.Engine{Agent: agent, Groups: groups, Store: store, Pipeline: pl}
-	return &localSession{eng: eng, store: store, vars: variables, close: func() {
+	return &localSession{eng: eng, store: store, vars: variables, event: event, close: func() {
 		caller.close()
 		closeP()
 	}}, ExitOK
@@ -200,7 +205,15 @@ func runSession(env *Env, args []string) int {
 			}
 			continue
 		}
-		res, err := eng.Call(ctx, sess, req.Tool, req.Arguments)
+		// The call text goes to stderr, with the session's events, before
+		// the answer.
+		tool := req.Tool
+		traced := pipeline.WithTrace(ctx, &pipeline.Trace{CallText: func(text string) {
+			if text != "" {
+				ls.event("call_text", map[string]any{"tool": tool, "text": text})
+			}
+		}})
+		res, err := eng.Call(traced, sess, req.Tool, req.Arguments)
 		if err != nil {
 			out.Encode(inputError(err.Error()))
 			failed = true

@@ -93,10 +93,12 @@ func deepCheck(env *Env, def *definition.Group, dir string, rf runFlags, rep *de
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
+	stop := startProgress(env, "validate", def, dir, opts.Packages)
 	diags, err := runner.Check(ctx, def, dir, opts)
+	stop()
 	switch {
 	case err != nil:
-		rep.Status, rep.Message = definition.Error, err.Error()
+		rep.Status, rep.Message = definition.Error, condenseInstallError(err.Error(), opts.Packages)
 	case len(diags) > 0:
 		rep.Status = definition.Error
 		rep.Errors = append(rep.Errors, diags...)

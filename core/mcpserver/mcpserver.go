@@ -328,8 +328,25 @@ func (s *served) call(ctx context.Context, ss *mcp.ServerSession, p *mcp.CallToo
 		defer stop()
 	}
 	if token := p.GetProgressToken(); token != nil && ss != nil {
-		stop := s.progress(ctx, ss, token, p.Name)
-		defer stop()
+		// The call text (spec 000: shown before execution) is the first
+		// notification, once the arguments are checked; the reports of the
+		// running call follow it. A tool without a call_template has none.
+		var stop func()
+		notify := ctx
+		ctx = pipeline.WithTrace(ctx, &pipeline.Trace{CallText: func(text string) {
+			if stop != nil {
+				return
+			}
+			if text != "" {
+				ss.NotifyProgress(notify, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: 0, Message: text})
+			}
+			stop = s.progress(notify, ss, token, p.Name)
+		}})
+		defer func() {
+			if stop != nil {
+				stop()
+			}
+		}()
 	}
 	a, err := s.cat.Call(ctx, p.Name, p.Arguments)
 	if err != nil {

@@ -259,11 +259,13 @@ func (p *Pipeline) Run(ctx context.Context, req *Request) (*Answer, error) {
 }
 
 func (p *Pipeline) run(ctx context.Context, req *Request) (*Answer, error) {
+	trace, ctx := takeTrace(ctx)
 	clean, err := checkArguments(func() string { return fmt.Sprintf("tool %q", req.Tool.Name) }, req.Tool.Parameters, req.Args)
 	if err != nil {
 		return nil, err
 	}
 	req.args = clean
+	p.traceCallText(ctx, trace, req)
 	return p.policy(ctx, req)
 }
 

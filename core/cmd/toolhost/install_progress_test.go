@@ -1,0 +1,56 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestInstallProgressAndHint: a group whose requirements pip cannot find
+// (no wheelhouse, no index: the sandbox gives pip no network). Into a
+// pipe, validate is quiet while it works and its error is pip's ERROR
+// lines with the retries counted, not a wall of WARNING lines, and a hint
+// naming --wheelhouse; on a terminal (script(1)), call shows what it is
+// doing and the seconds going by, then the same error.
+func TestInstallProgressAndHint(t *testing.T) {
+	dir := writeShouter(t, "six\n")
+	cache := t.TempDir()
+	cmd := exec.Command(bin, "validate", "g.yaml")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+cache, "TOOLHOST_WHEELHOUSE=", "TOOLHOST_INDEX_URL=")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if code := exitCode(err); code != 1 {
+		t.Errorf("validate: exit %d, want 1\n%s", code, out)
+	}
+	for _, want := range []string{"g.yaml: Shouter: Error: installing requirements.txt failed", "ERROR: No matching distribution found for six",
+		"retries: no package index could be reached", "hint: ", "--wheelhouse DIR"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("validate's output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(string(out), "WARNING: Retrying") {
+		t.Errorf("validate's output keeps pip's retry warnings:\n%s", out)
+	}
+	if strings.Contains(stderr.String(), "installing requirements.txt") {
+		t.Errorf("into a pipe, progress on stderr:\n%s", stderr.String())
+	}
+
+	line := strings.Join(quoteAll([]string{bin, "call", "g.yaml", "shout", `{"text":"hi"}`}), " ")
+	tty := exec.Command("script", "-qec", line, "/dev/null")
+	tty.Dir = dir
+	tty.Env = cmd.Env
+	b, _ := tty.Output()
+	got := string(b)
+	for _, want := range []string{"toolhost call: Shouter: installing requirements.txt with pip's own configuration (no --wheelhouse nor --index-url), unless its environment is cached ...",
+		"\r\033[K", " ... 1s", "hint: ", "--wheelhouse DIR"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("call on a terminal lacks %q:\n%q", want, got)
+		}
+	}
+	if strings.Contains(got, "WARNING: Retrying") {
+		t.Errorf("call keeps pip's retry warnings:\n%s", got)
+	}
+}
