@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -158,10 +159,6 @@ func serveDensity(rf runFlags, file, tool string, args []byte, n int) (BenchResu
 	if !groupName.Match(src) {
 		return BenchResult{}, fmt.Errorf("%s has no top-level name line to copy it under other names", file)
 	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return BenchResult{}, err
-	}
 	load, err := os.MkdirTemp("", "toolhost-bench-groups-")
 	if err != nil {
 		return BenchResult{}, err
@@ -174,14 +171,8 @@ func serveDensity(rf runFlags, file, tool string, args []byte, n int) (BenchResu
 		if err := os.Mkdir(g, 0o755); err != nil {
 			return BenchResult{}, err
 		}
-		for _, e := range entries {
-			if e.Type().IsRegular() && !strings.HasSuffix(e.Name(), ".yaml") {
-				b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-				if err != nil {
-					return BenchResult{}, err
-				}
-				os.WriteFile(filepath.Join(g, e.Name()), b, 0o644)
-			}
+		if err := copyGroupFiles(dir, g); err != nil {
+			return BenchResult{}, err
 		}
 		def := groupName.ReplaceAll(src, []byte("name: "+names[i]))
 		if err := os.WriteFile(filepath.Join(g, "group.yaml"), def, 0o644); err != nil {
@@ -225,4 +216,34 @@ func serveDensity(rf runFlags, file, tool string, args []byte, n int) (BenchResu
 	return BenchResult{Name: fmt.Sprintf("toolhost serve, %d warm groups", n), Runtime: *rf.runtime,
 		P50Us: us(percentile(lat, 50)), P99Us: us(percentile(lat, 99)), CallsPerS: round(throughput), N: len(lat), Groups: n,
 		PSSMB: round(float64(total-self<<10) / float64(n) / (1 << 20)), Processes: (procs - 1) / n}, nil
+}
+
+// copyGroupFiles copies a group's folder, subfolders included (a group's
+// modules may live in packages: the CRM sample's submodules/), to dst,
+// leaving out the definitions at its top (each copy gets its own) and
+// links.
+func copyGroupFiles(dir, dst string) error {
+	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil || rel == "." {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(target, 0o755)
+		case !d.Type().IsRegular():
+			return nil
+		case !strings.ContainsRune(rel, filepath.Separator) && strings.HasSuffix(rel, ".yaml"):
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, b, 0o644)
+	})
 }
