@@ -112,7 +112,21 @@ func (r *Redactor) String(s string) string {
 	if r == nil {
 		return s
 	}
-	return r.r.Replace(s)
+	return r.replace(s)
+}
+
+// replace replaces the values, again while a replacement and the text
+// beside it make a value anew (a value that begins or ends as "[secret
+// NAME]" does), a few times at most.
+func (r *Redactor) replace(s string) string {
+	for i := 0; i < 4; i++ {
+		t := r.r.Replace(s)
+		if t == s {
+			break
+		}
+		s = t
+	}
+	return s
 }
 
 // JSON redacts every string (keys too) of a JSON document, keeping the
@@ -140,7 +154,7 @@ func (r *Redactor) JSON(doc []byte) []byte {
 		lit := doc[i : end+1]
 		var s string
 		if json.Unmarshal(lit, &s) == nil {
-			if red := r.r.Replace(s); red != s {
+			if red := r.replace(s); red != s {
 				out.Write(doc[last:i])
 				enc := json.NewEncoder(&out)
 				enc.SetEscapeHTML(false)
