@@ -222,3 +222,47 @@ func TestParsePanicIsAnError(t *testing.T) {
 		t.Fatalf("parse = %v", err)
 	}
 }
+
+// TestSlowRendersArePaced: after a tenant's render that ran to the
+// deadline, its next render waits as long, while another tenant's render
+// goes at once; quick renders are never held.
+func TestSlowRendersArePaced(t *testing.T) {
+	r := NewRenderer(toolhostBin, 2, 500*time.Millisecond, 1<<16)
+	defer r.Close()
+	ctx := context.Background()
+	a, b := r.For("a"), r.For("b")
+	loop := []Item{{Template: "{% for i in range(100000000) %}{% for j in range(100000000) %}{% endfor %}{% endfor %}"}}
+	quick := []Item{{Template: "{{ 1 + 1 }}"}}
+	held := func(tenant string) bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return time.Now().Before(r.notBefore[tenant])
+	}
+	for i := 0; i < 3; i++ { // quick renders: never paced
+		if _, _, err := a.RenderMany(ctx, quick, nil); err != nil {
+			t.Fatal(err)
+		}
+		if held("a") {
+			t.Fatal("a quick render holds its tenant's next one")
+		}
+	}
+	if _, _, err := a.RenderMany(ctx, loop, nil); err == nil {
+		t.Fatal("the endless loop rendered")
+	}
+	if !held("a") {
+		t.Fatal("a's render to the deadline does not hold a's next render")
+	}
+	if res, _, err := b.RenderMany(ctx, quick, nil); err != nil || res[0] != "2" {
+		t.Fatalf("b's render: %v %v", res, err)
+	}
+	if held("b") {
+		t.Error("a's slow render holds b's renders")
+	}
+	t0 := time.Now()
+	if _, _, err := a.RenderMany(ctx, quick, nil); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(t0); d < 300*time.Millisecond {
+		t.Errorf("a's render after its render to the 500 ms deadline waited %s, want about as long", d)
+	}
+}

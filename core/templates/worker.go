@@ -110,7 +110,9 @@ func Serve(in io.Reader, out io.Writer) error {
 // tenant first come, first served; one tenant's eight clients looping
 // templates to the deadline took another's templated call from 0.01 s to
 // 4-8 s). A render's CPU time is bounded by its deadline: the worker's Go
-// code runs on one thread (GOMAXPROCS=1) and is killed at the deadline.
+// code runs on one thread (GOMAXPROCS=1) and is killed at the deadline;
+// and a tenant's slow renders are paced (pace) so that they use a renderer
+// at most half the time.
 type Renderer struct {
 	exe     string
 	timeout time.Duration
@@ -119,6 +121,8 @@ type Renderer struct {
 
 	mu   sync.Mutex
 	idle []*worker
+	// notBefore is, per tenant, when its next render may start (pace).
+	notBefore map[string]time.Time
 }
 
 // NewRenderer makes a renderer that runs the toolhost binary exe as its
@@ -226,6 +230,13 @@ func (r *Renderer) renderMany(ctx context.Context, tenant string, items []Item, 
 		return nil, nil, err
 	}
 	defer release()
+	// Paced in its own slot: the tenant's renders queue behind it, not
+	// another tenant's (a tenant holds at most its share of the slots).
+	if err := r.pace(ctx, tenant); err != nil {
+		return nil, nil, err
+	}
+	began := time.Now()
+	defer r.charge(tenant, began)
 	w := r.takeIdle()
 	if w == nil {
 		if w, err = r.start(); err != nil {
@@ -269,6 +280,54 @@ func (r *Renderer) renderMany(ctx context.Context, tenant string, items []Item, 
 		}
 	}
 	return results, errs, nil
+}
+
+// SlowRender is the render time past which a tenant's next render waits
+// as long as that render took (pace): a tenant's slow templates (a loop to
+// the deadline) then hold a renderer, and its CPU, at most half the time,
+// and quick ones are never held.
+const SlowRender = 100 * time.Millisecond
+
+// pace waits until the tenant may render again: after a render of it that
+// took d past SlowRender, no render of it starts before d has passed since
+// that one ended (issue 25: one tenant's templates looping to the 2 s
+// deadline kept a renderer, one of the machine's CPUs, busy all the time).
+func (r *Renderer) pace(ctx context.Context, tenant string) error {
+	r.mu.Lock()
+	at := r.notBefore[tenant]
+	r.mu.Unlock()
+	wait := time.Until(at)
+	if wait <= 0 {
+		return nil
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("the tenant's templates were held after a slow render: %w", context.Cause(ctx))
+	}
+}
+
+// charge records a render of tenant that began at began (pace).
+func (r *Renderer) charge(tenant string, began time.Time) {
+	now := time.Now()
+	d := now.Sub(began)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if d < SlowRender {
+		if at, ok := r.notBefore[tenant]; ok && now.After(at) {
+			delete(r.notBefore, tenant)
+		}
+		return
+	}
+	if r.notBefore == nil {
+		r.notBefore = map[string]time.Time{}
+	}
+	if at := now.Add(d); at.After(r.notBefore[tenant]) {
+		r.notBefore[tenant] = at
+	}
 }
 
 // takeIdle is an idle worker, or nil when none is (a slot of sem is held,
