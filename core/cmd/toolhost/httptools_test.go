@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -11,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // httpGroup is a group of HTTP tools over the test API at ALLOWED, with a
@@ -89,7 +92,8 @@ tools:
 // its fallback; idempotency (one POST for two calls of a key); the secret
 // sent in a header and redacted from the answer; and the refusals:
 // loopback (another port, and through localhost), 10/8, 192.168/16,
-// link-local, the metadata address, and a redirect to loopback.
+// link-local, the metadata address, and a redirect to loopback; and the
+// same over MCP.
 func TestHTTPTools(t *testing.T) {
 	const key = "wk-live-7Hq2Rr90"
 	var booked atomic.Int64
@@ -210,7 +214,48 @@ func TestHTTPTools(t *testing.T) {
 			t.Errorf("%s: %s, want a refusal (%s)", r.url, raw, r.reason)
 		}
 	}
+	// Over MCP (the server's /mcp, a real go-sdk client): the same tools,
+	// the same redaction and refusals.
+	client := mcp.NewClient(&mcp.Implementation{Name: "toolhost-test", Version: "1"}, nil)
+	tr := &mcp.StreamableClientTransport{Endpoint: s.base + "/mcp", HTTPClient: &http.Client{Transport: withBearer{token}}, MaxRetries: -1}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, tr, nil)
+	if err != nil {
+		t.Fatalf("MCP connect: %v", err)
+	}
+	defer cs.Close()
+	mcpCases := []struct {
+		tool    string
+		args    map[string]any
+		isError bool
+		want    string
+	}{
+		{"get_weather", map[string]any{"city": "Oslo"}, false, "Oslo: 20 C, wind 5"},
+		{"echo_auth", map[string]any{}, false, "Bearer [secret WEATHER_KEY]"},
+		{"get_weather", map[string]any{"city": "Nowhere"}, true, "HTTP 404"},
+		{"fetch", map[string]any{"url": "http://localhost:" + otherPort + "/"}, true, "is refused"},
+	}
+	for _, c := range mcpCases {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: c.tool, Arguments: c.args})
+		if err != nil {
+			t.Fatalf("MCP %s: %v", c.tool, err)
+		}
+		b, _ := json.Marshal(res)
+		if res.IsError != c.isError || !strings.Contains(string(b), c.want) || strings.Contains(string(b), key) {
+			t.Errorf("MCP %s %v: %s, want error %v and %q", c.tool, c.args, b, c.isError, c.want)
+		}
+	}
 	if strings.Contains(errs.String(), key) {
 		t.Errorf("the server's log holds the secret")
 	}
+}
+
+// withBearer sends a token with each request.
+type withBearer struct{ token string }
+
+func (b withBearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
 }
