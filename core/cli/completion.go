@@ -35,6 +35,10 @@ func completionTable() []completionCommand {
 				c.subs = append(c.subs, completionCommand{name: sub, summary: tenantSubcommands[sub].summary,
 					flags: collectFlags(name, sub, "--help")})
 			}
+			// tenant secret's subcommands take the same flags.
+			c.subs = append(c.subs, completionCommand{name: "secret", summary: "set, remove or list a tenant's secrets",
+				flags: collectFlags(name, "secret", secretSubcommands[0], "--help")})
+			sort.Slice(c.subs, func(i, j int) bool { return c.subs[i].name < c.subs[j].name })
 		case "help":
 			c.words = commandNames()
 		case "completion":

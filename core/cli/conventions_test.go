@@ -24,6 +24,7 @@ func TestHelpOnStdout(t *testing.T) {
 	for _, sub := range tenantSubcommandNames() {
 		cases = append(cases, []string{"tenant", sub, "--help"})
 	}
+	cases = append(cases, []string{"tenant", "secret", "--help"}, []string{"tenant", "secret", "set", "--help"})
 	cases = append(cases, []string{"--help"}, []string{"-h"}, []string{"help"})
 	singleDash := regexp.MustCompile(`(?m)^\s+-[A-Za-z]`)
 	for _, args := range cases {
@@ -86,8 +87,11 @@ func TestUsageErrors(t *testing.T) {
 		{"mistyped flag, single dash", []string{"serve", "-adr", "x"}, `unknown flag --adr (did you mean "--addr"?)`},
 		{"mistyped tenant flag", []string{"tenant", "list", "--jsn"}, `unknown flag --jsn (did you mean "--json"?)`},
 		{"mistyped tenant subcommand", []string{"tenant", "lst"}, `no subcommand "lst" (did you mean "list"?)`},
+		{"mistyped secret subcommand", []string{"tenant", "secret", "lsit"}, `no subcommand "lsit" (did you mean "list"?)`},
+		{"mistyped secret flag", []string{"tenant", "secret", "list", "acme", "--dat", "x"}, `unknown flag --dat (did you mean "--data"?)`},
 		{"flag without its value", []string{"logs", "--kind"}, "flag needs an argument: --kind"},
 		{"bad value", []string{"bench", "--n", "many", crmYAML, "x"}, `invalid value "many" for flag --n`},
+		{"bad boolean", []string{"validate", "--json=maybe", crmYAML}, `invalid boolean value "maybe" for --json`},
 		{"unknown flag, nothing close", []string{"version", "--zzzzzz"}, "unknown flag --zzzzzz\n"},
 		{"missing argument", []string{"schema"}, "want GROUP.yaml"},
 		{"missing tenant name", []string{"tenant", "create"}, "want 1 argument(s), got 0"},
@@ -190,6 +194,8 @@ func TestNoEmptyDataFolder(t *testing.T) {
 		{"revoke", []string{"tenant", "revoke", "th_x", "--data", missing}, missing, "no data folder"},
 		{"quota", []string{"tenant", "quota", "acme", "--groups", "1", "--data", missing}, missing, "no data folder"},
 		{"logs", []string{"logs", "s1", "--data", missing}, missing, "no data folder"},
+		{"secret list", []string{"tenant", "secret", "list", "acme", "--data", missing}, missing, "no data folder"},
+		{"secret set", []string{"tenant", "secret", "set", "acme", "K", "--data", missing}, missing, "no data folder"},
 		{"list, default ./data from another folder", []string{"tenant", "list"}, "./data", "no data folder ./data (" + filepath.Join(root, "data") + ")"},
 		{"create, default ./data from another folder", []string{"tenant", "create", "acme"}, "./data", "no data folder ./data"},
 		{"list, a folder without a database", []string{"tenant", "list", "--data", emptyDir}, emptyDir, "holds no toolhost database (toolhost.db)"},

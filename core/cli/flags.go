@@ -168,7 +168,8 @@ func upperFirst(s string) string {
 // usage printed on stdout, exit 0) or a wrong flag (the error on stderr,
 // with a did-you-mean, exit 2).
 func parse(fs *flag.FlagSet, args []string) (positional []string, code int, ok bool) {
-	v, _ := flagSets.Load(fs)
+	// Each flag set is parsed once; its entry goes with the parse.
+	v, _ := flagSets.LoadAndDelete(fs)
 	info, _ := v.(*flagSetInfo)
 	if info != nil {
 		// The flag package would print its own message and the usage;
@@ -217,7 +218,7 @@ func flagError(fs *flag.FlagSet, err error) string {
 		}
 		return "unknown flag --" + name + suggest.DidYouMean("--"+name, cands)
 	}
-	for _, p := range []string{"flag needs an argument: -", "for flag -"} {
+	for _, p := range []string{"flag needs an argument: -", "for flag -", " for -"} {
 		if i := strings.Index(msg, p); i >= 0 {
 			msg = msg[:i+len(p)] + "-" + msg[i+len(p):]
 		}

@@ -3,12 +3,12 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
+	"toolhost/core/suggest"
 	"toolhost/storage"
 )
 
@@ -62,6 +62,19 @@ const secretUsage = `toolhost tenant secret set TENANT NAME [--data DIR | --db U
 toolhost tenant secret rm TENANT NAME [--data DIR | --db URL]
 toolhost tenant secret list TENANT [--data DIR | --db URL]`
 
+// secretSubcommands are tenant secret's subcommands, in secretUsage's order.
+var secretSubcommands = []string{"set", "rm", "list"}
+
+// secretUsageOf is one subcommand's line of secretUsage.
+func secretUsageOf(sub string) string {
+	for _, l := range strings.Split(secretUsage, "\n") {
+		if strings.HasPrefix(l, "toolhost tenant secret "+sub+" ") {
+			return l
+		}
+	}
+	return secretUsage
+}
+
 // runTenantSecret is toolhost tenant secret: a tenant's secrets are set
 // (the value read from standard input, so that it is in no process list
 // or shell history), removed and listed (names, sizes and times), never
@@ -102,7 +115,12 @@ func runTenantSecret(env *Env, args []string) int {
 		}},
 	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
-		fmt.Fprintf(env.Stderr, "Usage:\n%s\n\nA secret is never printed back. The server's key comes from $%s (a file of 32 random bytes, hex or base64) or $%s.\n",
+		// --help on stdout (exit 0); no subcommand is a usage error.
+		w := env.Stdout
+		if len(args) == 0 {
+			w = env.Stderr
+		}
+		fmt.Fprintf(w, "Usage:\n%s\n\nA secret is never printed back. The server's key comes from $%s (a file of 32 random bytes, hex or base64) or $%s.\n",
 			secretUsage, SecretKeyFileEnv, SecretKeyEnv)
 		if len(args) == 0 {
 			return ExitUsage
@@ -111,13 +129,12 @@ func runTenantSecret(env *Env, args []string) int {
 	}
 	sub, ok := subs[args[0]]
 	if !ok {
-		fmt.Fprintf(env.Stderr, "toolhost tenant secret: no subcommand %q; want one of:\n%s\n", args[0], secretUsage)
+		fmt.Fprintf(env.Stderr, "toolhost tenant secret: no subcommand %q%s; want one of:\n%s\n", args[0], suggest.DidYouMean(args[0], secretSubcommands), secretUsage)
 		return ExitUsage
 	}
 	name := "tenant secret " + args[0]
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	data := fs.String("data", "./data", "data `DIR`ectory of the server")
+	fs := newCommandFlags(env, name, secretUsageOf(args[0]), "set, remove or list a tenant's secrets (a value is never printed)")
+	data := addDataFlag(fs, "data `DIR`ectory of the server")
 	dbURL := addDBFlag(fs)
 	pos, code, ok := parse(fs, args[1:])
 	if !ok {
@@ -128,7 +145,7 @@ func runTenantSecret(env *Env, args []string) int {
 		return ExitUsage
 	}
 	ctx := context.Background()
-	db, err := openStore(ctx, *data, *dbURL)
+	db, err := openExistingStore(ctx, *data, *dbURL, false)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "toolhost %s: %v\n", name, err)
 		return ExitFailure

@@ -110,6 +110,8 @@ func TestBashCompletion(t *testing.T) {
 		{[]string{"toolhost", "completion", ""}, []string{"bash", "fish", "zsh"}},
 		{[]string{"toolhost", "help", "ten"}, []string{"tenant"}},
 		{[]string{"toolhost", "logs", "--k"}, []string{"--kind"}},
+		{[]string{"toolhost", "tenant", "secret", "--d"}, []string{"--data", "--db"}},
+		{[]string{"toolhost", "tenant", "s"}, []string{"secret"}},
 		// A positional word is left to bash's file names.
 		{[]string{"toolhost", "validate", "sam"}, nil},
 	}
