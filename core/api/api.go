@@ -21,6 +21,7 @@ import (
 
 	"toolhost/core/calls"
 	"toolhost/core/console"
+	"toolhost/core/geoip"
 	"toolhost/core/mcpserver"
 	"toolhost/core/registry"
 	"toolhost/storage"
@@ -62,6 +63,9 @@ type Server struct {
 	// once (429 past it); a body stops counting once it has come. 0 means
 	// DefaultMaxUploads.
 	MaxUploads int
+	// GeoIP, when set, fills the core's __GEOIP__ substitution of the
+	// sessions started here (see core/geoip).
+	GeoIP *geoip.Resolver
 
 	tokens    sync.Map // token → cachedTenant
 	uploadsMu sync.Mutex

@@ -46,6 +46,12 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if req.Variables == nil {
+		req.Variables = map[string]any{}
+	}
+	if err := s.GeoIP.Fill(r, req.Variables); err != nil {
+		return newProblem(http.StatusBadRequest, "Bad header", err.Error(), nil)
+	}
 	sess, outcomes, err := eng.StartWith(r.Context(), req.Variables, req.AllowedTags)
 	if err != nil {
 		return err

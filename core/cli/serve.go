@@ -25,6 +25,7 @@ import (
 	"toolhost/core/calls"
 	"toolhost/core/console"
 	"toolhost/core/definition"
+	"toolhost/core/geoip"
 	"toolhost/core/mcpserver"
 	"toolhost/core/registry"
 	"toolhost/core/relpath"
@@ -60,6 +61,9 @@ func runServe(env *Env, args []string) int {
 	quotaVals := addQuotaFlags(fs, "quota-", serveQuotaDefaults)
 	maxCalls := fs.Int("max-calls", 0, "tool calls running at once on this node across tenants; the calls past it wait, served round-robin by tenant; an eighth is kept for tenants under their fair share, and a tenant runs at most the rest (0: --max-warm × --workers, at least 4 per CPU; -1: no bound)")
 	callWait := fs.Duration("concurrency-wait", admission.DefaultWait, "how long a call past its tenant's concurrent calls waits for a slot before it answers 429")
+	geoipFile := fs.String("geoip", "", "a MaxMind-format GeoIP `FILE` (GeoLite2-City .mmdb): a session's __GEOIP__ is filled from its caller's address (city, else region, else country)")
+	geoipLang := fs.String("geoip-lang", "en", "the `LANG`uage of --geoip's names (English where the database has none in it)")
+	trustedProxies := fs.String("trusted-proxy", "", "comma-separated addresses or CIDR `PREFIXES` of the proxies whose X-Forwarded-For and Toolhost-GeoIP headers are believed (nobody's by default)")
 	var loads, httpAllow multiFlag
 	fs.Var(&httpAllow, "http-allow", "let HTTP tools reach `HOST:PORT` although its address is loopback, private or link-local (for tests and private deployments); repeatable")
 	fs.Var(&loads, "load", "import the groups under `DIR` (with their files) for tenant \"default\" and print its token; repeatable")
@@ -69,6 +73,21 @@ func runServe(env *Env, args []string) int {
 	if *bodyGrace <= 0 || *bodyRate <= 0 || *maxUploads <= 0 {
 		fmt.Fprintf(env.Stderr, "toolhost serve: --body-grace, --body-min-rate and --max-uploads must be positive\n")
 		return ExitUsage
+	}
+	proxies, err := geoip.ParseProxies(*trustedProxies)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "toolhost serve: --trusted-proxy: %v\n", err)
+		return ExitUsage
+	}
+	locator := &geoip.Resolver{TrustedProxies: proxies}
+	if *geoipFile != "" {
+		db, err := geoip.Open(*geoipFile, *geoipLang)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "toolhost serve: --geoip: %v\n", err)
+			return ExitUsage
+		}
+		defer db.Close()
+		locator.DB = db
 	}
 	log := slog.New(slog.NewJSONHandler(env.Stderr, nil))
 	unlock, err := lockData(*data)
@@ -151,8 +170,8 @@ func runServe(env *Env, args []string) int {
 	base, cutCalls := context.WithCancelCause(context.Background())
 	defer cutCalls(nil)
 	apiServer := &api.Server{DB: db, Registry: reg, Calls: cs, Metrics: metrics, MaxFileSize: int64(*maxFileMB) << 20, Log: log, TokenCache: cacheTime(*tokenCache),
-		BodyGrace: *bodyGrace, BodyMinRate: int64(*bodyRate) << 10, MaxUploads: *maxUploads,
-		MCP:     &mcpserver.Handler{Calls: cs, Registry: reg, Version: api.Version(), Logger: log, BaseContext: base},
+		BodyGrace: *bodyGrace, BodyMinRate: int64(*bodyRate) << 10, MaxUploads: *maxUploads, GeoIP: locator,
+		MCP:     &mcpserver.Handler{Calls: cs, Registry: reg, Version: api.Version(), Logger: log, BaseContext: base, Substitute: locator.Fill},
 		Console: &console.Console{DB: db, Registry: reg, Calls: cs, MaxFileSize: int64(*maxFileMB) << 20, Log: log}}
 	unwatch := db.Watch(func(c storage.Change) {
 		if c.Kind == storage.ChangeTokens || c.Kind == storage.ChangeAll {

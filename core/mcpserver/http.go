@@ -64,6 +64,10 @@ type Handler struct {
 	// DefaultMaxSessions); past it, a new session is refused with 429.
 	MaxSessions int
 	Logger      *slog.Logger
+	// Substitute, when set, fills the core's substitutions (__GEOIP__)
+	// of an agent session's variables from the request that starts it;
+	// a variable the caller gave is kept.
+	Substitute func(r *http.Request, vars map[string]any) error
 
 	once    sync.Once
 	tools   http.Handler // /mcp
@@ -207,6 +211,12 @@ func (h *Handler) ServeTenant(w http.ResponseWriter, r *http.Request, tenant int
 			if eng, err := h.Calls.Engine(ctx, tenant, name); err == nil {
 				if vars, err = session.TextVariables(eng.Groups, texts); err != nil {
 					writeError(w, http.StatusBadRequest, "var."+err.Error())
+					return
+				}
+			}
+			if h.Substitute != nil {
+				if err := h.Substitute(r, vars); err != nil {
+					writeError(w, http.StatusBadRequest, err.Error())
 					return
 				}
 			}
