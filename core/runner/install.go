@@ -59,7 +59,10 @@ func pipArgs(pk Packages) []string {
 	if pk.IndexURL != "" {
 		return []string{"--index-url", pk.IndexURL, "--retries", "2", "--timeout", "30"}
 	}
-	return nil
+	// Neither: the sandbox has no network, so pip's five retries with
+	// back-off (about 9 s) cannot succeed; it fails at once, and the error
+	// says to give --wheelhouse or --index-url.
+	return []string{"--retries", "0", "--timeout", "3"}
 }
 
 // installInSandbox builds build/venv from build/requirements.txt with pip

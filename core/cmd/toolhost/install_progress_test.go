@@ -25,13 +25,15 @@ func TestInstallProgressAndHint(t *testing.T) {
 	if code := exitCode(err); code != 1 {
 		t.Errorf("validate: exit %d, want 1\n%s", code, out)
 	}
+	// With neither a wheelhouse nor an index the sandbox has no network:
+	// pip tries once (--retries 0), with no retry to report.
 	for _, want := range []string{"g.yaml: Shouter: Error: installing requirements.txt failed", "ERROR: No matching distribution found for six",
-		"retries: no package index could be reached", "hint: ", "--wheelhouse DIR"} {
+		"hint: ", "--wheelhouse DIR"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("validate's output lacks %q:\n%s", want, out)
 		}
 	}
-	if strings.Contains(string(out), "WARNING: Retrying") {
+	if strings.Contains(string(out), "WARNING: Retrying") || strings.Contains(string(out), "retries:") {
 		t.Errorf("validate's output keeps pip's retry warnings:\n%s", out)
 	}
 	if strings.Contains(stderr.String(), "installing requirements.txt") {
