@@ -183,7 +183,7 @@ func TestOpenAPIDescribesEveryEndpoint(t *testing.T) {
 		"/v1/sessions": {"get", "post"}, "/v1/sessions/{id}": {"get"}, "/v1/sessions/{id}/calls": {"post"}, "/v1/sessions/{id}/state": {"post"},
 		"/v1/sessions/{id}/finish": {"post"}, "/v1/sessions/{id}/instructions": {"get"}, "/v1/sessions/{id}/messages": {"get"},
 		"/v1/sessions/{id}/traces": {"post"}, "/v1/sessions/{id}/logs": {"get"}, "/v1/knowledge": {"get"}, "/v1/knowledge/{name}": {"put", "get", "delete"}, "/v1/unanswered": {"get"}, "/v1/unanswered/{id}": {"delete"},
-		"/v1/continuations": {"post"}, "/v1/render": {"post"}, "/v1/warnings": {"get"},
+		"/v1/continuations": {"post"}, "/v1/render": {"post"}, "/v1/warnings": {"get"}, "/v1/usage": {"get"},
 	}
 	for path, methods := range want {
 		for _, m := range methods {

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http/httptest"
 	"net/url"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"toolhost/core/console"
@@ -115,7 +117,7 @@ func accessible(t *testing.T, ctx context.Context, width int, what string) {
 // 700 px, and axe-core finds no serious or critical violation.
 func TestConsoleFitsEveryWidth(t *testing.T) {
 	srv, ctx := layoutServer(t)
-	pages := []string{"/tools", "/resources", "/playground", "/sessions", "/knowledge", "/usage"}
+	pages := []string{"/tools", "/resources", "/playground", "/sessions", "/knowledge", "/usage", "/docs"}
 	for _, g := range []string{"Ready One", "Incomplete One", "Invalid Two", "Error Import", "Type Showcase", "Car Search", "MCP Tools"} {
 		pages = append(pages, "/tools/"+url.PathEscape(g))
 	}
@@ -126,6 +128,9 @@ func TestConsoleFitsEveryWidth(t *testing.T) {
 		for _, p := range pages {
 			do(t, ctx, chromedp.Navigate(srv.URL+p))
 			until(t, ctx, p, `document.readyState === 'complete' && !!document.querySelector('h1, #main, body')`)
+			if p == "/docs" {
+				until(t, ctx, "the API reference", `document.querySelectorAll('#api-reference .opblock').length > 20`)
+			}
 			fits(t, ctx, w, p)
 			accessible(t, ctx, w, p)
 		}
@@ -203,5 +208,62 @@ func TestConsoleFitsEveryWidth(t *testing.T) {
 			accessible(t, ctx, w, p)
 		}
 		shot(t, ctx, fmt.Sprintf("session-%d", w))
+	}
+}
+
+// The API reference at /docs: Swagger UI, served by the console itself,
+// renders every path of /v1/openapi.json (GET /v1/usage among them) under
+// the console's strict Content-Security-Policy, with no request leaving
+// the server and no policy violation.
+func TestConsoleDocsInBrowser(t *testing.T) {
+	srv, _, _, _ := newServerWith(t, func(s *Server) {
+		s.Console = &console.Console{DB: s.DB, Registry: s.Registry, Calls: s.Calls}
+	})
+	ctx := browser.NewTimeout(t, 2*time.Minute)
+	// Policy violations and requests, counted from before the page's
+	// first script.
+	if _, err := chromedp.Call(ctx, cdppage.AddScriptToEvaluateOnNewDocument, cdppage.AddScriptToEvaluateOnNewDocumentParams{Source: `
+		window.__violations = [];
+		document.addEventListener('securitypolicyviolation', e => window.__violations.push(e.violatedDirective + ' ' + e.blockedURI));`}); err != nil {
+		t.Fatal(err)
+	}
+	_, b := request(t, srv, "", "GET", "/v1/openapi.json", "")
+	var doc struct {
+		Paths map[string]map[string]any `json:"paths"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := doc.Paths["/v1/usage"]["get"]; !ok {
+		t.Errorf("the OpenAPI document lacks GET /v1/usage")
+	}
+	ops := 0
+	for _, ms := range doc.Paths {
+		for m := range ms {
+			if strings.Contains("get put post delete patch", m) {
+				ops++
+			}
+		}
+	}
+	for _, w := range widths {
+		do(t, ctx, chromedp.EmulateViewport(int64(w), 900), chromedp.Navigate(srv.URL+"/docs"))
+		until(t, ctx, "the API reference", fmt.Sprintf(`document.querySelectorAll('#api-reference .opblock').length >= %d`, ops))
+		got := eval[map[string]any](t, ctx, `({usage: [...document.querySelectorAll('#api-reference .opblock-summary')].some(s => s.querySelector('.opblock-summary-method')?.textContent === 'GET' && s.querySelector('.opblock-summary-path')?.textContent.replace(/\u200b/g, '') === '/v1/usage'),
+			violations: window.__violations, elsewhere: performance.getEntriesByType('resource').map(e => e.name).filter(n => !n.startsWith(location.origin))})`)
+		if got["usage"] != true {
+			t.Errorf("at %d px /docs does not list GET /v1/usage", w)
+		}
+		if v, _ := got["violations"].([]any); len(v) > 0 {
+			t.Errorf("at %d px /docs breaks the Content-Security-Policy: %v", w, v)
+		}
+		if e, _ := got["elsewhere"].([]any); len(e) > 0 {
+			t.Errorf("at %d px /docs asks other servers: %v", w, e)
+		}
+		// An operation opens from the keyboard.
+		do(t, ctx, chromedp.Focus(chromedp.CSS(`#api-reference .opblock-summary-control`)), chromedp.KeyEvent("\r"))
+		until(t, ctx, "the operation opened", `!!document.querySelector('#api-reference .opblock.is-open')`)
+		fits(t, ctx, w, "/docs")
+		accessible(t, ctx, w, "/docs")
+		shot(t, ctx, fmt.Sprintf("docs-%d", w))
 	}
 }

@@ -115,7 +115,7 @@ func (c *Console) init() {
 // Handles reports whether a path is the console's (everything but the
 // API, MCP and the probes).
 func Handles(path string) bool {
-	if path == "/" || path == "/login" || path == "/logout" || strings.HasPrefix(path, "/static/") {
+	if path == "/" || path == "/login" || path == "/logout" || path == "/docs" || strings.HasPrefix(path, "/static/") {
 		return true
 	}
 	for _, screen := range []string{"/tools", "/resources", "/playground", "/sessions", "/knowledge", "/unanswered", "/usage"} {
@@ -152,6 +152,9 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case path == "/logout":
 		c.logout(w, r)
+		return
+	case path == "/docs":
+		c.docs(w, r)
 		return
 	}
 	tenant, ok := c.signedIn(r)
@@ -392,3 +395,18 @@ type consoleError struct {
 }
 
 func (e *consoleError) Error() string { return e.msg }
+
+// docs is the API reference, /docs: Swagger UI renders the server's
+// /v1/openapi.json. Like that document, it needs no sign-in (it shows the
+// API, no tenant's data); a signed-in tenant sees the console's menu.
+func (c *Console) docs(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "GET", http.StatusMethodNotAllowed)
+		return
+	}
+	if tenant, ok := c.signedIn(r); ok {
+		r = r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant))
+	}
+	c.render(w, r, "docs", "API reference", nil)
+}
