@@ -126,3 +126,31 @@ func TestParseProxies(t *testing.T) {
 		t.Errorf("a name: %v", err)
 	}
 }
+
+// FuzzFill reads any X-Forwarded-For, Toolhost-GeoIP and peer address:
+// no panic, the caller's address is the peer's or an untrusted address of
+// X-Forwarded-For, and a value comes only from a trusted peer's header or
+// the database.
+func FuzzFill(f *testing.F) {
+	f.Add("127.0.0.1:5000", "81.2.69.160, 10.1.2.3", "%D0%9E%D0%BC%D1%81%D0%BA")
+	f.Add("10.9.9.9:1", "::ffff:127.0.0.1,,garbage, 2001:db8::1", "%zz")
+	f.Add("[::1]:80", "", "")
+	f.Add("nonsense", "1.2.3.4", "x")
+	trusting, _ := ParseProxies("127.0.0.1, 10.0.0.0/8, ::1")
+	f.Fuzz(func(t *testing.T, peer, xff, value string) {
+		r := &Resolver{TrustedProxies: trusting}
+		req, _ := http.NewRequest("POST", "http://x/v1/sessions", nil)
+		req.RemoteAddr = peer
+		req.Header.Set("X-Forwarded-For", xff)
+		req.Header.Set(Header, value)
+		if a, ok := r.Client(req); ok && r.trusted(a) && !r.fromTrusted(req) {
+			t.Fatalf("an untrusted peer %q gave the trusted address %v", peer, a)
+		}
+		vars := map[string]any{}
+		if err := r.Fill(req, vars); err == nil {
+			if v, set := vars[Variable]; set && !r.fromTrusted(req) {
+				t.Fatalf("GEOIP %v from an untrusted peer %q", v, peer)
+			}
+		}
+	})
+}
