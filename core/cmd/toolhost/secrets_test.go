@@ -238,3 +238,31 @@ func TestTenantSecrets(t *testing.T) {
 		})
 	}
 }
+
+// TestSecretsWithoutAKey: a server given no key starts, refuses to write a
+// secret (503, saying how to give it one) and refuses the calls of a
+// group that declares secrets (503, naming the group), while the rest of
+// its work goes on: listing answers.
+func TestSecretsWithoutAKey(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "keys.yaml"), []byte(secretsGroup), 0o644)
+	os.WriteFile(filepath.Join(dir, "keys.py"), []byte(keysPy), 0o644)
+	s, _ := startServerEnv(t, []string{"TOOLHOST_SECRET_KEY=", "TOOLHOST_SECRET_KEY_FILE="}, t.TempDir(), freePort(t), "--load", dir, "--timeout", "20")
+	token := s.loadedToken()
+	s.waitStatus(token, "Keys", "Ready")
+	steps := []struct {
+		method, path, body string
+		code               int
+		detail             string
+	}{
+		{"PUT", "/v1/secrets/API_KEY", `{"value":"v"}`, 503, "the server has no secret key"},
+		{"POST", "/v1/calls", `{"tool":"check_key","arguments":{}}`, 503, `the secrets of group "Keys" could not be opened`},
+		{"GET", "/v1/secrets", "", 200, ""},
+	}
+	for _, st := range steps {
+		var p problemBody
+		if code := s.do(token, st.method, st.path, strings.NewReader(st.body), &p); code != st.code || !strings.Contains(p.Detail, st.detail) {
+			t.Errorf("%s %s: %d %+v, want %d %q", st.method, st.path, code, p, st.code, st.detail)
+		}
+	}
+}
