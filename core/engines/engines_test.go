@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
@@ -165,5 +166,42 @@ func TestEngineSchemas(t *testing.T) {
 	}
 	if Is("FinishSession") || !Is("map_tool") {
 		t.Error("Is")
+	}
+}
+
+// TestREADMEExample runs README's chart_tool call and checks the content
+// it says the model gets.
+func TestREADMEExample(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	i := strings.Index(readme, "```json\n{\"tool\": \"chart_tool\"")
+	if i < 0 {
+		t.Fatal("README has no chart_tool example")
+	}
+	call := readme[i+len("```json\n"):]
+	call = call[:strings.Index(call, "\n")]
+	var req struct {
+		Tool      string          `json:"tool"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if err := json.Unmarshal([]byte(call), &req); err != nil {
+		t.Fatal(err)
+	}
+	rest := readme[i:]
+	j := strings.Index(rest, "answers `content` `")
+	if j < 0 {
+		t.Fatal("README does not say what the example answers")
+	}
+	want := rest[j+len("answers `content` `"):]
+	want = want[:strings.Index(want, "`")]
+	a, err := run(t, req.Tool, string(req.Arguments))
+	if err != nil || !a.Success {
+		t.Fatalf("%v %+v", err, a)
+	}
+	if string(a.Content) != want {
+		t.Errorf("content %s, README says %s", a.Content, want)
 	}
 }
