@@ -153,6 +153,7 @@ func TestAnnotations(t *testing.T) {
 		{"side effects, idempotent", &definition.Tool{ObjectName: "Post", Name: "post",
 			Pipeline: definition.Pipeline{SideEffects: true, SideEffectsDeclared: true, Idempotency: &definition.Idempotency{}}}, false, true, true, "Post", ""},
 		{"built-in", &definition.Tool{ObjectName: "FinishSession", Name: "finish_session", Builtin: true}, false, false, false, "FinishSession", ""},
+		{"an engine", definition.Builtin("chart_tool"), true, true, false, "chart_tool", ""},
 		{"icon", &definition.Tool{ObjectName: "Car", Name: "car", Pipeline: definition.Pipeline{UI: &definition.UI{Icon: "🚗"}}}, false, false, false, "Car", "🚗"},
 	}
 	for _, tt := range tests {

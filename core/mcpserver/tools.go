@@ -6,6 +6,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"toolhost/core/definition"
+	"toolhost/core/engines"
 	"toolhost/core/schema"
 )
 
@@ -53,11 +54,13 @@ func mcpTools(tools []Tool) ([]*mcp.Tool, []error) {
 // side_effects gets no hint but its title: readOnlyHint and
 // idempotentHint are false, the protocol's defaults (the SDK writes them
 // always), and destructiveHint is left out. Built-in tools act on the
-// session (FinishSession ends it) and are not read-only. None of them
-// reaches outside toolhost's knowledge, so openWorldHint is left unset.
+// session (FinishSession ends it) and are not read-only, but for the
+// engines (chart_tool, ...), which only make a block of their arguments.
+// None of them reaches outside toolhost's knowledge, so openWorldHint is
+// left unset.
 func annotations(t *definition.Tool) *mcp.ToolAnnotations {
 	p := t.Pipeline
-	readOnly := p.SideEffectsDeclared && !p.SideEffects && !t.Builtin
+	readOnly := p.SideEffectsDeclared && !p.SideEffects && !t.Builtin || t.Builtin && engines.Is(t.ObjectName)
 	a := &mcp.ToolAnnotations{
 		Title:          t.ObjectName,
 		ReadOnlyHint:   readOnly,
