@@ -208,9 +208,10 @@ bench: build
 	$(BIN) bench --runtime both --baselines --via-plugin --scaling 1,2,4,8,16 --density 1,10,50,200 --serve-density 200 --n 3000 --concurrency 4 --out bench.json sample_groups/bench/bench.yaml noop '{"x": 1}'
 
 # The console's screenshots in docs/console (README shows them), made by
-# its browser tests in a real Chromium.
+# its browser tests in a real Chromium, as PNGs of what the screen shows
+# at 1280 and 390 px (NAME-WIDTH.png).
 screenshots: tools
-	TOOLHOST_CONSOLE_SHOTS=$(CURDIR)/docs/console $(GO) test -count=1 -run 'TestConsoleInBrowser|TestConsoleFormsInBrowser' ./core/api
+	TOOLHOST_CONSOLE_SHOTS=$(CURDIR)/docs/console $(GO) test -count=1 -run 'TestConsoleInBrowser|TestConsoleFormsInBrowser|TestConsoleFitsEveryWidth|TestConsoleDocsInBrowser' ./core/api
 
 clean:
 	rm -rf bin

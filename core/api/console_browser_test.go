@@ -20,7 +20,7 @@ import (
 // The console in a real headless Chromium, against the real server on
 // loopback: what a person does on each screen. With
 // TOOLHOST_CONSOLE_SHOTS=DIR set (make screenshots), each screen is saved
-// there as a JPEG (docs/console holds the ones README shows); a failed
+// there as a PNG (docs/console holds the ones README shows); a failed
 // test leaves a screenshot (see core/internal/browser).
 
 // do runs browser actions, failing the test on an error.
@@ -65,19 +65,27 @@ func until(t *testing.T, ctx context.Context, what, js string) {
 	}
 }
 
-// shot saves the screen as docs' screenshot NAME.png when asked to.
-func shot(t *testing.T, ctx context.Context, name string) {
+// shot saves the screen (what a person sees of the page at the
+// viewport's size: its top, or from the element at, a CSS selector) as
+// docs' screenshot NAME-WIDTH.png when asked to.
+func shot(t *testing.T, ctx context.Context, name string, at ...string) {
 	t.Helper()
 	dir := os.Getenv("TOOLHOST_CONSOLE_SHOTS")
 	if dir == "" {
 		return
 	}
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	width := eval[int](t, ctx, `window.innerWidth`)
+	js(t, ctx, `window.scrollTo(0, 0)`)
+	if len(at) > 0 {
+		sel, _ := json.Marshal(at[0])
+		js(t, ctx, `document.querySelector(`+string(sel)+`)?.scrollIntoView()`)
+	}
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 	if err != nil {
 		t.Fatalf("screenshot: %v", err)
 	}
 	os.MkdirAll(dir, 0o755)
-	if err := os.WriteFile(filepath.Join(dir, name+".jpg"), png, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%d.png", name, width)), png, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -296,7 +304,7 @@ func TestConsoleFormsInBrowser(t *testing.T) {
 			t.Errorf("at %d px an_int's error is not next to its field alone: %v", w, errs)
 		}
 		accessible(t, ctx, w, "the showcase's form with an error")
-		shot(t, ctx, fmt.Sprintf("playground-form-%d", w))
+		shot(t, ctx, "playground-form-error", "[data-param=an_integer]")
 		// Mended, it is sent.
 		do(t, ctx, chromedp.Focus(chromedp.CSS(`[data-param=an_int] > input`)), chromedp.KeyEvent(kb.Backspace+kb.Backspace+kb.Backspace+"3\r"))
 		until(t, ctx, "the answer", `!!document.querySelector('#pg-answer details.content pre')`)
@@ -314,8 +322,6 @@ func TestConsoleFormsInBrowser(t *testing.T) {
 		if strings.Contains(string(b), `"scores"`) || strings.Contains(string(b), `"a_list"`) {
 			t.Errorf("at %d px optional parameters not added were sent: %s", w, b)
 		}
-		if w == 1280 {
-			shot(t, ctx, "playground-form")
-		}
+		shot(t, ctx, "playground-form", ".pg-main")
 	}
 }

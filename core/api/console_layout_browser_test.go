@@ -123,6 +123,9 @@ func TestConsoleFitsEveryWidth(t *testing.T) {
 	}
 	pages = append(pages, "/playground?group=Type%20Showcase&tool=EchoEveryType", "/playground?group=Car%20Search&tool=SearchCars",
 		"/playground?agent=Helper")
+	// The screenshots README shows (make screenshots).
+	shots := map[string]string{"/tools": "tools", "/resources": "resources", "/tools/Invalid%20Two": "group-invalid", "/tools/Car%20Search": "group",
+		"/playground?group=Type%20Showcase&tool=EchoEveryType": "playground", "/sessions": "sessions", "/usage": "usage"}
 	for _, w := range widths {
 		do(t, ctx, chromedp.EmulateViewport(int64(w), 900))
 		for _, p := range pages {
@@ -133,6 +136,9 @@ func TestConsoleFitsEveryWidth(t *testing.T) {
 			}
 			fits(t, ctx, w, p)
 			accessible(t, ctx, w, p)
+			if name := shots[p]; name != "" {
+				shot(t, ctx, name, map[bool]string{true: ".pg-main", false: "body"}[strings.HasPrefix(p, "/playground?")])
+			}
 		}
 		// An Invalid group: its errors counted in the Tools list, listed
 		// first on its page, each a link to its line; a schema's long
@@ -184,6 +190,7 @@ func TestConsoleFitsEveryWidth(t *testing.T) {
 			t.Errorf("at %d px after the state change, the previous answer stays: %q", w, txt)
 		}
 		fits(t, ctx, w, "a session after a state change")
+		shot(t, ctx, "playground-session", ".pg-main")
 		accessible(t, ctx, w, "a session after a state change")
 		do(t, ctx, chromedp.Click(chromedp.CSS(`.s-finish`)))
 		until(t, ctx, "the finish", `document.querySelector('.s-open').textContent === 'finished'`)
@@ -200,6 +207,7 @@ func TestConsoleFitsEveryWidth(t *testing.T) {
 			t.Errorf("at %d px the finished session's empty tool list is not explained: %v", w, got)
 		}
 		fits(t, ctx, w, "a finished session")
+		shot(t, ctx, "playground-session-finished", ".pg-main")
 		accessible(t, ctx, w, "a finished session")
 		for _, p := range []string{"/sessions/" + id, "/sessions/" + id + "?log=trace", "/sessions/" + id + "?log=both", "/sessions?agent=Helper"} {
 			do(t, ctx, chromedp.Navigate(srv.URL+p))
@@ -207,7 +215,7 @@ func TestConsoleFitsEveryWidth(t *testing.T) {
 			fits(t, ctx, w, p)
 			accessible(t, ctx, w, p)
 		}
-		shot(t, ctx, fmt.Sprintf("session-%d", w))
+		shot(t, ctx, "sessions-of-an-agent")
 	}
 }
 
@@ -264,6 +272,6 @@ func TestConsoleDocsInBrowser(t *testing.T) {
 		until(t, ctx, "the operation opened", `!!document.querySelector('#api-reference .opblock.is-open')`)
 		fits(t, ctx, w, "/docs")
 		accessible(t, ctx, w, "/docs")
-		shot(t, ctx, fmt.Sprintf("docs-%d", w))
+		shot(t, ctx, "docs")
 	}
 }
