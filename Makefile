@@ -211,7 +211,7 @@ bench: build
 # its browser tests in a real Chromium, as PNGs of what the screen shows
 # at 1280 and 390 px (NAME-WIDTH.png).
 screenshots: tools
-	TOOLHOST_CONSOLE_SHOTS=$(CURDIR)/docs/console $(GO) test -count=1 -run 'TestConsoleInBrowser|TestConsoleFormsInBrowser|TestConsoleFitsEveryWidth|TestConsoleDocsInBrowser' ./core/api
+	TOOLHOST_CONSOLE_SHOTS=$(CURDIR)/docs/console $(GO) test -count=1 -run 'TestConsoleInBrowser|TestConsoleFormsInBrowser|TestConsoleFitsEveryWidth|TestConsoleDocsInBrowser|TestConsoleDarkScheme' ./core/api
 
 clean:
 	rm -rf bin

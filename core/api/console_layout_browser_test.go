@@ -12,8 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/emulation"
 	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"toolhost/core/console"
 	"toolhost/core/internal/browser"
@@ -170,8 +172,10 @@ func TestConsoleFitsEveryWidth(t *testing.T) {
 		// A session: its start, a state change, its finish.
 		do(t, ctx, chromedp.Navigate(srv.URL+"/playground?agent=Helper"))
 		until(t, ctx, "the session's start form", `!!document.querySelector('#var-Name')`)
-		do(t, ctx, chromedp.SendKeys(chromedp.CSS("#var-Name"), "Ann"), chromedp.SetValue(chromedp.CSS("#var-extra"), `{"Greeting": "Bye"}`),
-			chromedp.Click(chromedp.CSS(`#pg-start button[type=submit]`)))
+		// From the keyboard: typed, then Enter on the focused buttons.
+		do(t, ctx, chromedp.Focus(chromedp.CSS("#var-Name")), chromedp.KeyEvent("Ann"),
+			chromedp.Focus(chromedp.CSS("#var-extra")), chromedp.KeyEvent(kb.End+kb.Backspace+kb.Backspace+`{"Greeting": "Bye"}`),
+			chromedp.Focus(chromedp.CSS(`#pg-start button[type=submit]`)), chromedp.KeyEvent("\r"))
 		until(t, ctx, "the session", `!!document.querySelector('.s-tools button')`)
 		if txt := eval[string](t, ctx, `document.querySelector('.s-skills').innerText`); !strings.Contains(txt, "Hello") || !strings.Contains(txt, "succeeded") {
 			t.Errorf("at %d px the init skill is not shown: %q", w, txt)
@@ -179,12 +183,14 @@ func TestConsoleFitsEveryWidth(t *testing.T) {
 		fits(t, ctx, w, "a session at its start")
 		accessible(t, ctx, w, "a session at its start")
 		id := eval[string](t, ctx, `document.querySelector('#pg-session').dataset.session`)
-		js(t, ctx, `[...document.querySelectorAll('.s-tools button')].find(b => b.textContent === 'echo').click()`)
+		js(t, ctx, `[...document.querySelectorAll('.s-tools button')].find(b => b.textContent === 'echo').focus()`)
+		do(t, ctx, chromedp.KeyEvent("\r"))
 		until(t, ctx, "echo's form", `!document.querySelector('#pg-tool').hidden && !!document.querySelector('#pg-tool [data-param=text] input')`)
 		do(t, ctx, chromedp.SendKeys(chromedp.CSS(`#pg-tool [data-param=text] input`), "hi\r"))
 		until(t, ctx, "echo's answer", `document.querySelector('#pg-answer details.content pre')?.textContent.includes('"echo": "hi"')`)
 		fits(t, ctx, w, "a session's answer")
-		do(t, ctx, chromedp.SetValue(chromedp.CSS("#s-state-pick"), "Reporting"), chromedp.Click(chromedp.CSS(`.s-move button`)))
+		do(t, ctx, chromedp.Focus(chromedp.CSS("#s-state-pick")), chromedp.KeyEvent(kb.ArrowDown),
+			chromedp.Focus(chromedp.CSS(`.s-move button`)), chromedp.KeyEvent("\r"))
 		until(t, ctx, "the second state", `document.querySelector('.s-state').textContent === 'Reporting'`)
 		if txt := eval[string](t, ctx, `document.querySelector('#pg-answer').innerText + (document.querySelector('#pg-tool').hidden ? '' : 'FORM')`); txt != "" {
 			t.Errorf("at %d px after the state change, the previous answer stays: %q", w, txt)
@@ -192,7 +198,7 @@ func TestConsoleFitsEveryWidth(t *testing.T) {
 		fits(t, ctx, w, "a session after a state change")
 		shot(t, ctx, "playground-session", ".pg-main")
 		accessible(t, ctx, w, "a session after a state change")
-		do(t, ctx, chromedp.Click(chromedp.CSS(`.s-finish`)))
+		do(t, ctx, chromedp.Focus(chromedp.CSS(`.s-finish`)), chromedp.KeyEvent("\r"))
 		until(t, ctx, "the finish", `document.querySelector('.s-open').textContent === 'finished'`)
 		got := eval[map[string]any](t, ctx, `({move: document.querySelector('.s-move button').disabled, pick: document.querySelector('#s-state-pick').disabled,
 			skills: document.querySelector('.s-skills').innerText, empty: document.querySelector('.s-tools-empty').hidden ? '' : document.querySelector('.s-tools-empty').textContent,
@@ -216,6 +222,37 @@ func TestConsoleFitsEveryWidth(t *testing.T) {
 			accessible(t, ctx, w, p)
 		}
 		shot(t, ctx, "sessions-of-an-agent")
+	}
+}
+
+// The dark scheme, which follows prefers-color-scheme: the pages keep
+// their contrast (axe-core) and fit at both widths.
+func TestConsoleDarkScheme(t *testing.T) {
+	srv, ctx := layoutServer(t)
+	if _, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+		Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}}); err != nil {
+		t.Fatal(err)
+	}
+	pages := []string{"/tools", "/tools/Invalid%20Two", "/tools/Type%20Showcase", "/resources", "/playground?group=Type%20Showcase&tool=EchoEveryType",
+		"/playground?agent=Helper", "/sessions", "/usage", "/docs"}
+	for _, w := range widths {
+		do(t, ctx, chromedp.EmulateViewport(int64(w), 900))
+		for _, p := range pages {
+			do(t, ctx, chromedp.Navigate(srv.URL+p))
+			until(t, ctx, p, `document.readyState === 'complete'`)
+			if p == "/docs" {
+				until(t, ctx, "the API reference", `document.querySelectorAll('#api-reference .opblock').length > 20`)
+			}
+			if bg := eval[string](t, ctx, `getComputedStyle(document.body).backgroundColor`); bg != "rgb(18, 22, 29)" {
+				t.Errorf("%s at %d px: the page's background is %s, not the dark scheme's", p, w, bg)
+			}
+			fits(t, ctx, w, p+" (dark)")
+			accessible(t, ctx, w, p+" (dark)")
+		}
+		shot(t, ctx, "docs-dark")
+		do(t, ctx, chromedp.Navigate(srv.URL+"/tools/Invalid%20Two"))
+		until(t, ctx, "the group's page", `!!document.querySelector('#tools-h')`)
+		shot(t, ctx, "group-invalid-dark")
 	}
 }
 
