@@ -30,17 +30,25 @@ func Unavailable(err error) bool {
 	if err == nil {
 		return false
 	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		// Checked first: a refused connection wraps the server's own
+		// error (53300 too many clients, 57P03 starting up).
+		return true
+	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		// Class 08: connection exception; 57P01-57P03: admin shutdown,
-		// crash shutdown, cannot connect now.
-		return strings.HasPrefix(pe.Code, "08") || pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
+		// crash shutdown, cannot connect now; class 53: insufficient
+		// resources (too many connections, out of memory), but a full
+		// disk (53100), which Full tells.
+		return strings.HasPrefix(pe.Code, "08") || pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03" ||
+			strings.HasPrefix(pe.Code, "53") && pe.Code != "53100"
 	}
-	var ce *pgconn.ConnectError
 	var ne net.Error
 	var oe *net.OpError
 	switch {
-	case errors.As(err, &ce), errors.As(err, &oe), errors.Is(err, driver.ErrBadConn),
+	case errors.As(err, &oe), errors.Is(err, driver.ErrBadConn),
 		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
 		errors.Is(err, io.ErrUnexpectedEOF):
 		return true

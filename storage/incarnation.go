@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+
 	"time"
 )
 
@@ -48,7 +49,9 @@ func (s *DB) Incarnate(ctx context.Context, exclusive bool) (string, error) {
 	// The answers a former process kept go in first: their claims are
 	// still running, and a retry of their keys must find the answers, not
 	// claims of a dead incarnation to take over.
-	if left, err := s.deliverSpool(ctx); left > 0 {
+	// One the database refuses for another reason than being away or
+	// full stays in the folder (pending-answers) for the operator.
+	if left, err := s.deliverSpool(ctx); left > 0 && (Unavailable(err) || Full(err)) {
 		return "", fmt.Errorf("deliver the %d answers kept while the database was away: %w", left, err)
 	}
 	if exclusive {
@@ -65,6 +68,7 @@ func (s *DB) Incarnate(ctx context.Context, exclusive bool) (string, error) {
 	s.incarnation = id
 	s.keepReserve()
 	if s.dialect == postgresDialect {
+		s.beatsSince.Store(time.Now().UnixNano()) // the insert above was a beat
 		stop, done := make(chan struct{}), make(chan struct{})
 		s.stopBeat = func() { close(stop); <-done }
 		go s.beat(id, stop, done)
@@ -72,22 +76,58 @@ func (s *DB) Incarnate(ctx context.Context, exclusive bool) (string, error) {
 	return id, nil
 }
 
-// beat keeps the incarnation's heartbeat until stop (PostgreSQL). A beat
-// that fails (the database away) is tried at the next tick.
+// beat keeps the incarnation's heartbeat until stop (PostgreSQL), on a
+// connection of its own (a pool busy with calls must not hold a beat back
+// until the node looks dead), each beat bounded by half the lapse. A beat
+// that fails (the database away) is tried at the next tick; beatsSince
+// records when the current run of beats that succeeded began.
 func (s *DB) beat(id string, stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
 	t := time.NewTicker(HeartbeatEvery)
 	defer t.Stop()
+	var conn *sql.Conn
+	defer func() {
+		if conn != nil {
+			conn.Close()
+		}
+	}()
 	for {
 		select {
 		case <-stop:
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), HeartbeatEvery)
-		s.exec(ctx, `UPDATE incarnations SET heartbeat_at = `+s.nowSQL()+` WHERE id = ?`, id)
+		ctx, cancel := context.WithTimeout(context.Background(), HeartbeatLapse/2)
+		var err error
+		if conn == nil {
+			conn, err = s.sql.Conn(ctx)
+		}
+		if err == nil {
+			_, err = conn.ExecContext(ctx, s.q(`UPDATE incarnations SET heartbeat_at = `+s.nowSQL()+` WHERE id = ?`), id)
+			if err != nil {
+				conn.Close()
+				conn = nil
+			}
+		}
 		cancel()
+		switch {
+		case err != nil:
+			s.beatsSince.Store(0)
+		case s.beatsSince.Load() == 0:
+			s.beatsSince.Store(time.Now().UnixNano())
+		}
 	}
+}
+
+// judging is whether this process may judge another incarnation dead by
+// its heartbeat: only once its own beats have succeeded for a whole lapse.
+// After the database was away from every node (a network cut, a slow
+// recovery) the others' beats are old too, and only a node that has seen
+// the database answer for a lapse knows that a beat missing since is a
+// node gone.
+func (s *DB) judging() bool {
+	since := s.beatsSince.Load()
+	return since != 0 && time.Since(time.Unix(0, since)) > HeartbeatLapse
 }
 
 // nowSQL is the database's clock as a claim stamp (PostgreSQL), or the
@@ -132,8 +172,11 @@ func (s *DB) ownerDead(ctx context.Context, owner string, nowT time.Time) (bool,
 	if err != nil || s.dialect != postgresDialect {
 		return false, err
 	}
-	last, _ := time.Parse(time.RFC3339Nano, beat)
-	if nowT.Sub(last) <= HeartbeatLapse {
+	last, err := time.Parse(time.RFC3339Nano, beat)
+	if err != nil || nowT.Sub(last) <= HeartbeatLapse {
+		return false, nil // a beat that cannot be read is taken as alive
+	}
+	if s.incarnation != "" && !s.judging() {
 		return false, nil
 	}
 	var up time.Time

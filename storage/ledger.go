@@ -98,7 +98,7 @@ func (s *DB) ClaimKey(ctx context.Context, tenantID int64, key, hash string, win
 func (s *DB) CompleteKey(ctx context.Context, tenantID int64, key, claim string, response []byte) error {
 	err := s.completeKey(ctx, tenantID, key, claim, response)
 	if Unavailable(err) || Full(err) {
-		if kerr := s.keep(spooled{Op: "complete", Tenant: tenantID, Key: key, Claim: claim, Response: response}); kerr == nil {
+		if kerr := s.keepSomewhere(spooled{Op: "complete", Tenant: tenantID, Key: key, Claim: claim, Response: response}); kerr == nil {
 			return nil
 		}
 	}
@@ -124,7 +124,7 @@ func (s *DB) completeKey(ctx context.Context, tenantID int64, key, claim string,
 func (s *DB) ReleaseKey(ctx context.Context, tenantID int64, key, claim string) error {
 	err := s.releaseKey(ctx, tenantID, key, claim)
 	if Unavailable(err) || Full(err) {
-		if kerr := s.keep(spooled{Op: "release", Tenant: tenantID, Key: key, Claim: claim}); kerr == nil {
+		if kerr := s.keepSomewhere(spooled{Op: "release", Tenant: tenantID, Key: key, Claim: claim}); kerr == nil {
 			return nil
 		}
 	}

@@ -506,12 +506,13 @@ func (s *DB) AddLog(ctx context.Context, tenantID int64, sessionID, kind, event 
 	if err != nil {
 		return err
 	}
-	created := now()
-	err = s.insertLog(ctx, tenantID, sessionID, kind, event, string(b), created)
-	if Unavailable(err) || Full(err) {
-		// Held and written once the database takes writes (logbuffer.go).
-		s.holdLog(heldLog{tenant: tenantID, session: sessionID, kind: kind, event: event, data: string(b), created: created})
-		return nil
+	e := heldLog{tenant: tenantID, session: sessionID, kind: kind, event: event, data: string(b), created: now()}
+	if s.queueLog(e) {
+		return nil // behind the entries held (logbuffer.go)
+	}
+	err = s.insertLog(ctx, tenantID, sessionID, kind, event, e.data, e.created)
+	if (Unavailable(err) || Full(err)) && s.holdLog(e) {
+		return nil // held, and written once the database takes writes
 	}
 	return err
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -41,6 +40,29 @@ type spooled struct {
 type spool struct {
 	mu      sync.Mutex
 	running bool
+	// mem holds the writes that could not be written to the folder
+	// either (its disk full too, its reserve given): kept in memory, so
+	// that this node's retries of their keys still find the answer once
+	// the database takes it, as long as the node lives.
+	mem []spooled
+}
+
+// keepSomewhere keeps w in the folder, else, on a full disk, in the folder
+// with the disk's reserve given to it, else in memory. It fails only when
+// the folder fails for another reason.
+func (s *DB) keepSomewhere(w spooled) error {
+	err := s.keep(w)
+	if err != nil && Full(err) && s.FreeReserve() {
+		err = s.keep(w)
+	}
+	if err != nil && Full(err) {
+		s.spool.mu.Lock()
+		s.spool.mem = append(s.spool.mem, w)
+		s.spool.mu.Unlock()
+		s.deliverLater()
+		return nil
+	}
+	return err
 }
 
 func (s *DB) spoolDir() string { return filepath.Join(s.dir, "pending-answers") }
@@ -110,6 +132,29 @@ func (s *DB) deliverLater() {
 // those written (or no longer the claim's to write), and answers how many
 // are left, with the last error.
 func (s *DB) deliverSpool(ctx context.Context) (left int, err error) {
+	s.spool.mu.Lock()
+	mem := s.spool.mem
+	s.spool.mem = nil
+	s.spool.mu.Unlock()
+	var kept []spooled
+	for _, w := range mem {
+		c, cancel := context.WithTimeout(ctx, 2*time.Second)
+		if w.Op == "complete" {
+			err = s.completeKey(c, w.Tenant, w.Key, w.Claim, w.Response)
+		} else {
+			err = s.releaseKey(c, w.Tenant, w.Key, w.Claim)
+		}
+		cancel()
+		if err != nil && !errors.Is(err, ErrClaimLost) {
+			kept = append(kept, w)
+		}
+	}
+	if len(kept) > 0 {
+		s.spool.mu.Lock()
+		s.spool.mem = append(kept, s.spool.mem...)
+		s.spool.mu.Unlock()
+		left += len(kept)
+	}
 	names, _ := filepath.Glob(filepath.Join(s.spoolDir(), "*.json"))
 	for _, name := range names {
 		b, rerr := os.ReadFile(name)
@@ -128,13 +173,17 @@ func (s *DB) deliverSpool(ctx context.Context) (left int, err error) {
 		case "release":
 			err = s.releaseKey(c, w.Tenant, w.Key, w.Claim)
 		default:
-			err = fmt.Errorf("a kept ledger write of op %q", w.Op)
+			os.Remove(name) // not one of ours
+			cancel()
+			continue
 		}
 		cancel()
-		if err == nil || errors.Is(err, ErrClaimLost) || !Unavailable(err) && !Full(err) {
+		if err == nil || errors.Is(err, ErrClaimLost) {
 			os.Remove(name)
 			continue
 		}
+		// Kept, whatever the error: an answer is dropped only once the
+		// database has it, or its claim is another's.
 		left++
 	}
 	return left, err
@@ -144,5 +193,7 @@ func (s *DB) deliverSpool(ctx context.Context) (left int, err error) {
 // database (for /metrics).
 func (s *DB) Spooled() int {
 	names, _ := filepath.Glob(filepath.Join(s.spoolDir(), "*.json"))
-	return len(names)
+	s.spool.mu.Lock()
+	defer s.spool.mu.Unlock()
+	return len(names) + len(s.spool.mem)
 }

@@ -20,6 +20,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "github.com/mattn/go-sqlite3" // the database/sql driver "sqlite3"
@@ -64,6 +65,9 @@ type DB struct {
 	// it is none), stopBeat ends its heartbeat (PostgreSQL).
 	incarnation string
 	stopBeat    func()
+	// beatsSince is when the current run of heartbeats that succeeded
+	// began (Unix nanoseconds; 0 after a beat failed): judging.
+	beatsSince atomic.Int64
 	// spool delivers the ledger writes kept while the database was away.
 	spool spool
 	// logs holds the log entries the database could not take.

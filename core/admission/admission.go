@@ -429,7 +429,8 @@ func (c *Controller) fairShare(t *tenant) int {
 
 // nodeFits is whether the node has a slot for a call of t (under mu): a
 // free slot that leaves the reserve free, or one of the reserve while t
-// runs fewer calls than its fair share.
+// runs fewer calls than its fair share (the last one only while it runs
+// none).
 func (c *Controller) nodeFits(t *tenant) bool {
 	if c.cfg.MaxCalls <= 0 {
 		return true
@@ -437,7 +438,13 @@ func (c *Controller) nodeFits(t *tenant) bool {
 	if c.running >= c.cfg.MaxCalls {
 		return false
 	}
-	return c.running < c.cfg.MaxCalls-c.Reserve() || int(t.running) < c.fairShare(t)
+	if c.running < c.cfg.MaxCalls-c.Reserve() {
+		return true
+	}
+	// The reserve: a tenant under its fair share may take it, but the last
+	// free slot is kept for a tenant with nothing running, so that two
+	// busy tenants, each under its share, do not take it all together.
+	return int(t.running) < c.fairShare(t) && (t.running == 0 || c.running < c.cfg.MaxCalls-1)
 }
 
 // fits is whether a call of t may run now (under mu): its tenant and the
@@ -554,6 +561,7 @@ func (c *Controller) remove(w *waiter) {
 		}
 	}
 	c.adjust(was, t)
+	defer c.dispatch() // a tenant gone from the queue may leave room to others
 	if len(t.queue) == 0 && t.inRing {
 		for i, o := range c.ring {
 			if o == t {

@@ -545,9 +545,11 @@ func TestReserveForAnotherTenant(t *testing.T) {
 	held = append(held, rel)
 }
 
-// TestUnderFairShareServedFirst: when every slot is taken, the next free
-// one goes to a tenant under its fair share, before a tenant over it whose
-// calls were queued first.
+// TestUnderFairShareServedFirst: a busy tenant takes the reserve only
+// while it is under its fair share, and never the last free slot, which a
+// tenant with nothing running then takes at once; when every slot is
+// taken, the next free one goes to a tenant under its fair share, before a
+// tenant over it whose calls were queued first.
 func TestUnderFairShareServedFirst(t *testing.T) {
 	limits := func(_ context.Context, id int64) (Limits, error) {
 		if id == 1 {
@@ -558,36 +560,73 @@ func TestUnderFairShareServedFirst(t *testing.T) {
 	c := New(Config{MaxCalls: 8, QueueWait: time.Minute, Limits: limits})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var one, three []func()
-	for i := 0; i < 4; i++ {
-		rel, err := c.Admit(ctx, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		one = append(one, rel)
-	}
-	// Tenant 3 takes the rest: three slots outside the reserve, and the
-	// last one while it runs fewer than its fair share (8 / 2 tenants).
-	for i := 0; i < 4; i++ {
-		rel, err := c.Admit(ctx, 3)
-		if err != nil {
-			t.Fatalf("tenant 3's call %d: %v", i+1, err)
-		}
-		three = append(three, rel)
-	}
+	var held []func()
 	defer func() {
-		for _, r := range append(one, three...) {
+		for _, r := range held {
 			r()
 		}
 	}()
+	admit := func(tenant int64, n int) {
+		t.Helper()
+		for i := 0; i < n; i++ {
+			rel, err := c.Admit(ctx, tenant)
+			if err != nil {
+				t.Fatalf("tenant %d's call %d: %v", tenant, i+1, err)
+			}
+			held = append(held, rel)
+		}
+	}
+	admit(1, 4)
+	// Tenant 3: two slots outside the reserve, one of the reserve (under
+	// its fair share of 8 / 2), not the last.
+	admit(3, 3)
 	granted := make(chan grant, 16)
 	queue(t, ctx, c, 3, 3, granted)
-	queue(t, ctx, c, 2, 1, granted)
-	one[0]()
-	one = one[1:]
+	short, stop := context.WithTimeout(ctx, time.Second)
+	defer stop()
+	rel, err := c.Admit(short, 2)
+	if err != nil {
+		t.Fatalf("tenant 2, with nothing running, waited for the last slot: %v", err)
+	}
+	held = append(held, rel)
+	// Every slot is taken; tenant 4 queues behind tenant 3's calls.
+	queue(t, ctx, c, 4, 1, granted)
+	held[0]() // one of tenant 1's ends
 	g := <-granted
 	defer g.release()
-	if g.tenant != 2 {
-		t.Fatalf("the freed slot went to tenant %d (over its fair share, queued first), want tenant 2 (none running)", g.tenant)
+	if g.tenant != 4 {
+		t.Fatalf("the freed slot went to tenant %d (over its fair share, queued first), want tenant 4 (none running)", g.tenant)
 	}
+}
+
+// TestTwoFloodsLeaveASlot: two tenants flooding a node, each under its
+// fair share, leave a slot for a third with nothing running.
+func TestTwoFloodsLeaveASlot(t *testing.T) {
+	c := New(Config{MaxCalls: 16, QueueWait: time.Minute})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	granted := make(chan grant, 64)
+	for i := 0; i < 12; i++ {
+		for _, tenant := range []int64{1, 2} {
+			go func() {
+				if rel, err := c.Admit(ctx, tenant); err == nil {
+					granted <- grant{tenant, rel}
+				}
+			}()
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for c.Stats(1).Waiting+c.Stats(1).Running < 12 || c.Stats(2).Waiting+c.Stats(2).Running < 12 {
+		if time.Now().After(deadline) {
+			t.Fatal("the floods did not arrive")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	short, stop := context.WithTimeout(ctx, time.Second)
+	defer stop()
+	rel, err := c.Admit(short, 3)
+	if err != nil {
+		t.Fatalf("beside two floods (%+v, %+v), a third tenant's call: %v", c.Stats(1), c.Stats(2), err)
+	}
+	rel()
 }

@@ -50,14 +50,15 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	err := s.serve(w, r)
-	if err != nil && r.Method == http.MethodDelete && storage.Full(err) && s.DB.FreeReserve() {
-		// Deleting frees space: on a full disk it gets the node's reserve
-		// (a DELETE's handler writes nothing before its error).
-		s.Log.Warn("the disk is full: its reserve is given to a DELETE", "path", r.URL.Path)
-		err = s.serve(w, r)
+	if r.Method == http.MethodDelete {
+		// Deleting frees space: on a disk about full it gets the node's
+		// reserve first (it runs once: a DELETE may have committed part of
+		// its work before an error).
+		if free, err := s.DB.DiskFree(); err == nil && free < MinDiskFree && s.DB.FreeReserve() {
+			s.Log.Warn("the disk is about full: its reserve is given to a DELETE", "path", r.URL.Path, "free_bytes", free)
+		}
 	}
-	if err != nil {
+	if err := s.serve(w, r); err != nil {
 		s.writeError(w, r, err)
 	}
 }

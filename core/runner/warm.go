@@ -188,10 +188,11 @@ func (w *Warm) roomLocked(ctx context.Context, owner, key string) error {
 			return nil
 		}
 		if w.firstLocked(me) {
-			if len(w.groups)+w.stopping < w.max {
+			limit := w.limitLocked(owner)
+			if len(w.groups)+w.stopping < limit {
 				return nil
 			}
-			w.evictLocked(owner)
+			w.evictLocked(owner, limit)
 		}
 		changed := w.changed
 		w.mu.Unlock()
@@ -203,6 +204,27 @@ func (w *Warm) roomLocked(ctx context.Context, owner, key string) error {
 			return fmt.Errorf("the call ended while the group waited for one of the node's %d warm groups (--max-warm): %w", w.max, context.Cause(ctx))
 		}
 	}
+}
+
+// limitLocked is how many groups may run when owner opens one: the cap,
+// less a reserve (an eighth of it, with a cap of 8 or more) unless the
+// owner has fewer groups warm than its fair share with one more owner
+// come: so that an owner whose groups are all busy cannot hold the whole
+// cap, and a newcomer's group opens at once (under mu).
+func (w *Warm) limitLocked(owner string) int {
+	reserve := w.max / 8
+	if reserve == 0 {
+		return w.max
+	}
+	counts := w.countsLocked()
+	n := len(counts)
+	if counts[owner] == 0 {
+		n++
+	}
+	if counts[owner] < w.max/(n+1) {
+		return w.max
+	}
+	return w.max - reserve
 }
 
 // firstLocked is whether me is the waiter whose turn it is: one of the
@@ -372,7 +394,7 @@ func (w *Warm) countsLocked() map[string]int {
 // evictLocked makes room for a new group of owner when the cap is
 // reached: it stops the idle groups that Evict chooses with that group
 // counted in (busy). Their room comes once their processes are gone.
-func (w *Warm) evictLocked(owner string) {
+func (w *Warm) evictLocked(owner string, limit int) {
 	slots := make([]Slot, 0, len(w.groups)+1)
 	entries := make([]*warmEntry, 0, len(w.groups))
 	for _, e := range w.groups {
@@ -380,7 +402,7 @@ func (w *Warm) evictLocked(owner string) {
 		entries = append(entries, e)
 	}
 	slots = append(slots, Slot{Owner: owner})
-	for _, i := range Evict(w.max-w.stopping, slots, w.guarantee) {
+	for _, i := range Evict(limit, slots, w.guarantee) {
 		w.stopLocked(entries[i])
 	}
 }

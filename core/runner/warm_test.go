@@ -310,3 +310,37 @@ func TestWarmCapIsABound(t *testing.T) {
 		t.Errorf("%d groups live under a cap of 2", n)
 	}
 }
+
+// TestWarmKeepsRoomForANewcomer: under a cap of 8, an owner whose groups
+// are all busy holds at most 7 (the cap less its reserve of an eighth):
+// its 8th group waits, and another owner's first group opens at once.
+func TestWarmKeepsRoomForANewcomer(t *testing.T) {
+	w := NewWarm(8, time.Hour)
+	defer w.Close()
+	def := loadDef(t, hostileYAML)
+	root := filepath.Dir(hostileYAML)
+	opts := Options{Executable: toolhostBin, Sandbox: sandbox(t, "allow")}
+	ctx := context.Background()
+	for i := 0; i < 7; i++ {
+		_, release, err := w.Acquire(ctx, "a", fmt.Sprint("a", i), def, root, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer release()
+	}
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if _, _, err := w.Acquire(short, "a", "a7", def, root, opts); err == nil {
+		t.Fatal("owner a, its 7 groups busy, opened an 8th: the reserve is gone")
+	}
+	in, stop := context.WithTimeout(ctx, 30*time.Second)
+	defer stop()
+	_, release, err := w.Acquire(in, "b", "b0", def, root, opts)
+	if err != nil {
+		t.Fatalf("owner b's first group beside a's 7 busy ones: %v", err)
+	}
+	release()
+	if n := w.Live(); n > 8 {
+		t.Errorf("%d groups live under a cap of 8", n)
+	}
+}

@@ -250,7 +250,7 @@ func (r *Renderer) renderMany(ctx context.Context, tenant string, items []Item, 
 	if err == nil {
 		err = frame.Read(w.out, &answers)
 	}
-	timer.Stop()
+	fired := !timer.Stop() // the deadline's kill has run, or is running
 	if err == nil && len(answers) != len(items) {
 		err = fmt.Errorf("the renderer answered %d of %d templates", len(answers), len(items))
 	}
@@ -268,9 +268,16 @@ func (r *Renderer) renderMany(ctx context.Context, tenant string, items []Item, 
 		}
 		return nil, nil, &Error{Msg: msg}
 	}
-	r.mu.Lock()
-	r.idle = append(r.idle, w)
-	r.mu.Unlock()
+	if fired {
+		// The deadline's kill came after the answer was read: the answer
+		// stands, and the killed worker is not put back for the next
+		// render (another tenant's, maybe).
+		w.kill()
+	} else {
+		r.mu.Lock()
+		r.idle = append(r.idle, w)
+		r.mu.Unlock()
+	}
 	results := make([]any, len(items))
 	errs := make([]error, len(items))
 	for i, a := range answers {
