@@ -50,9 +50,12 @@
           if (cell && cell.textContent !== g.status) {
             cell.textContent = g.status;
             cell.className = "status status-" + g.status;
-            var extra = row.querySelectorAll(".missing, .message");
+            var extra = row.querySelectorAll(".missing, .message, .problems-count");
             extra.forEach(function (x) { x.remove(); });
             if (g.message) { var m = document.createElement("span"); m.className = "message"; m.textContent = " " + g.message; cell.after(m); }
+            // An Invalid group: its errors counted, as the page shows it.
+            var n = g.status === "Invalid" && g.errors ? g.errors.length : 0;
+            if (n) { var c = document.createElement("span"); c.className = "problems-count"; c.textContent = n + (n === 1 ? " error" : " errors"); cell.after(" ", c); }
           }
         });
       });
