@@ -66,7 +66,9 @@ func (s *DB) q(query string) string {
 
 // exec, row and query run a statement on the database, rebound.
 func (s *DB) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	return s.sql.ExecContext(ctx, s.q(query), args...)
+	res, err := s.sql.ExecContext(ctx, s.q(query), args...)
+	s.noteWrite(err)
+	return res, err
 }
 
 func (s *DB) row(ctx context.Context, query string, args ...any) *sql.Row {
@@ -92,14 +94,22 @@ func (s *DB) begin(ctx context.Context) (*txn, error) {
 }
 
 func (t *txn) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	return t.tx.ExecContext(ctx, t.s.q(query), args...)
+	res, err := t.tx.ExecContext(ctx, t.s.q(query), args...)
+	if err != nil {
+		t.s.noteWrite(err)
+	}
+	return res, err
 }
 
 func (t *txn) row(ctx context.Context, query string, args ...any) *sql.Row {
 	return t.tx.QueryRowContext(ctx, t.s.q(query), args...)
 }
 
-func (t *txn) Commit() error   { return t.tx.Commit() }
+func (t *txn) Commit() error {
+	err := t.tx.Commit()
+	t.s.noteWrite(err)
+	return err
+}
 func (t *txn) Rollback() error { return t.tx.Rollback() }
 
 // execer runs a statement: the database or a transaction.

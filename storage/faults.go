@@ -155,3 +155,19 @@ func (s *DB) FreeReserve() bool {
 	}()
 	return true
 }
+
+// noteWrite remembers whether the last write failed for a full disk (the
+// database's own, which the node's DiskFree does not see on PostgreSQL),
+// until a write succeeds.
+func (s *DB) noteWrite(err error) {
+	switch {
+	case err != nil && Full(err):
+		s.writesFull.Store(true)
+	case err == nil && s.writesFull.Load():
+		s.writesFull.Store(false)
+	}
+}
+
+// WritesFull reports whether the database's last write failed because its
+// disk is full (/readyz).
+func (s *DB) WritesFull() bool { return s.writesFull.Load() }

@@ -129,3 +129,27 @@ func TestNoJudgingAfterAnOutage(t *testing.T) {
 		t.Fatalf("b, beating for a whole lapse, did not take a's stale claim: owned=%v %v", owned, err)
 	}
 }
+
+// TestWritesFullUntilAWriteSucceeds: a write that fails for a full disk is
+// remembered (/readyz) until a write succeeds.
+func TestWritesFullUntilAWriteSucceeds(t *testing.T) {
+	db, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.noteWrite(sqlite3.Error{Code: sqlite3.ErrFull})
+	if !db.WritesFull() {
+		t.Fatal("a full disk's write is not remembered")
+	}
+	db.noteWrite(errors.New("a constraint"))
+	if !db.WritesFull() {
+		t.Fatal("another error cleared it")
+	}
+	if _, _, err := db.CreateTenant(context.Background(), "t"); err != nil {
+		t.Fatal(err)
+	}
+	if db.WritesFull() {
+		t.Error("a write that succeeded did not clear it")
+	}
+}

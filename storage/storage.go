@@ -68,6 +68,8 @@ type DB struct {
 	// beatsSince is when the current run of heartbeats that succeeded
 	// began (Unix nanoseconds; 0 after a beat failed): judging.
 	beatsSince atomic.Int64
+	// writesFull is set while the last write failed for a full disk.
+	writesFull atomic.Bool
 	// spool delivers the ledger writes kept while the database was away.
 	spool spool
 	// logs holds the log entries the database could not take.

@@ -33,6 +33,9 @@ type Store interface {
 	Ping(ctx context.Context, d time.Duration) error
 	// DiskFree is the space left to the node's data folder, in bytes.
 	DiskFree() (uint64, error)
+	// WritesFull reports whether the database's last write failed because
+	// its disk is full (on PostgreSQL, the database server's disk).
+	WritesFull() bool
 	// Spooled is how many ledger writes the node keeps for the database,
 	// which was away when they were made.
 	Spooled() int

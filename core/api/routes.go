@@ -83,6 +83,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) error {
 				writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "store unavailable", "error": err.Error()})
 				return nil
 			}
+			if s.DB.WritesFull() {
+				writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "disk full", "detail": "the database's last write failed: its disk is full"})
+				return nil
+			}
 			if free, err := s.DB.DiskFree(); err == nil && free < MinDiskFree {
 				writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "disk full", "free_bytes": free})
 				return nil
