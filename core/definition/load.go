@@ -21,7 +21,7 @@ var (
 	groupKeys     = []string{"kind", "name", "description", "dependencies", "secrets", "tools", "skills"}
 	groupRequired = []string{"kind", "name", "description"}
 	toolRequired  = []string{"kind", "object_name", "name", "description"}
-	toolKeys      = append(append([]string{"kind", "object_name", "name", "description", "implementation", "http", "parameters"}), pipelineKeys...)
+	toolKeys      = append([]string{"kind", "object_name", "name", "description", "implementation", "http", "parameters"}, pipelineKeys...)
 	paramKeys     = []string{"name", "type", "description", "optional"}
 	paramRequired = []string{"name", "type", "description"}
 	skillKeys     = []string{"kind", "name", "description", "implementation", "session_init_call", "session_finish_call", "inputs"}
