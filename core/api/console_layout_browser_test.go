@@ -76,7 +76,12 @@ func layoutServer(t *testing.T) (*httptest.Server, context.Context) {
 	ctx := browser.NewTimeout(t, 6*time.Minute)
 	do(t, ctx, chromedp.EmulateViewport(1280, 900), chromedp.Navigate(srv.URL+"/login"))
 	until(t, ctx, "the sign-in page", `!!document.querySelector('#token')`)
-	do(t, ctx, chromedp.SendKeys(chromedp.CSS("#token"), token), chromedp.Submit(chromedp.CSS("#token")))
+	for _, w := range widths {
+		do(t, ctx, chromedp.EmulateViewport(int64(w), 900))
+		fits(t, ctx, w, "/login")
+		accessible(t, ctx, w, "/login")
+	}
+	do(t, ctx, chromedp.EmulateViewport(1280, 900), chromedp.Focus(chromedp.CSS("#token")), chromedp.KeyEvent(token+"\r"))
 	until(t, ctx, "the Tools screen", `location.pathname === '/tools'`)
 	return srv, ctx
 }
@@ -168,6 +173,16 @@ func TestConsoleFitsEveryWidth(t *testing.T) {
 		if len(cut) > 0 {
 			t.Errorf("at %d px the schemas of %v are cut off (do not wrap)", w, cut)
 		}
+
+		// A definition's check (the dry run) with its problems, from the
+		// keyboard.
+		do(t, ctx, chromedp.Navigate(srv.URL+"/tools"))
+		until(t, ctx, "the Tools screen", `!!document.querySelector('#def-text')`)
+		do(t, ctx, chromedp.SetValue(chromedp.CSS("#def-text"), strings.Replace(pagesGroup("Checked", "", "", ""), "type: str", "type: 'dict[str'", 1)),
+			chromedp.Focus(chromedp.CSS(`form[action="/tools"] button[type=submit]`)), chromedp.KeyEvent("\r"))
+		until(t, ctx, "the check's report", `!!document.querySelector('section.problems') && !!document.querySelector('ol.source')`)
+		fits(t, ctx, w, "a check")
+		accessible(t, ctx, w, "a check")
 
 		// A session: its start, a state change, its finish.
 		do(t, ctx, chromedp.Navigate(srv.URL+"/playground?agent=Helper"))
