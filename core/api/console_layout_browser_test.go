@@ -187,6 +187,13 @@ func TestConsoleFitsEveryWidth(t *testing.T) {
 		// A session: its start, a state change, its finish.
 		do(t, ctx, chromedp.Navigate(srv.URL+"/playground?agent=Helper"))
 		until(t, ctx, "the session's start form", `!!document.querySelector('#var-Name')`)
+		// Started without its required variable: the error at its field.
+		do(t, ctx, chromedp.Focus(chromedp.CSS(`#pg-start button[type=submit]`)), chromedp.KeyEvent("\r"))
+		until(t, ctx, "the refusal", `!!document.querySelector('#pg-answer .refused')`)
+		if got := eval[map[string]any](t, ctx, `({at: document.querySelector('#var-Name ~ .field-error')?.textContent || '', invalid: document.querySelector('#var-Name').getAttribute('aria-invalid'),
+			focused: document.activeElement === document.querySelector('#var-Name')})`); !strings.Contains(got["at"].(string), "Name") || got["invalid"] != "true" || got["focused"] != true {
+			t.Errorf("at %d px a start without Name does not say so at its field: %v", w, got)
+		}
 		// From the keyboard: typed, then Enter on the focused buttons.
 		do(t, ctx, chromedp.Focus(chromedp.CSS("#var-Name")), chromedp.KeyEvent("Ann"),
 			chromedp.Focus(chromedp.CSS("#var-extra")), chromedp.KeyEvent(kb.End+kb.Backspace+kb.Backspace+`{"Greeting": "Bye"}`),

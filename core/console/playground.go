@@ -74,7 +74,8 @@ func (c *Console) playground(w http.ResponseWriter, r *http.Request, action stri
 		sess, skills, err := eng.StartWith(ctx, req.Variables, nil)
 		var se *session.StartError
 		if errors.As(err, &se) {
-			return jsonError(w, se.Status, se.Message)
+			// The missing variables are named, for the form to mark them.
+			return writeJSONStatus(w, se.Status, map[string]any{"error": se.Message, "missing": se.Missing})
 		}
 		if err != nil {
 			return jsonError(w, http.StatusConflict, err.Error())

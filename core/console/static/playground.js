@@ -357,8 +357,25 @@
         return;
       }
       start.querySelectorAll("[data-var]").forEach(function (i) { if (i.value !== "") vars[i.dataset.var] = i.value; });
+      start.querySelectorAll(".field-error").forEach(function (e) { e.remove(); });
+      start.querySelectorAll("[aria-invalid]").forEach(function (c) { c.removeAttribute("aria-invalid"); });
       post("start", { agent: start.dataset.agent, variables: vars }).then(function (r) {
-        if (!r.ok) { showAnswer(answerBox, r); return; }
+        if (!r.ok) {
+          // A missing variable's error goes next to its field.
+          var first = null;
+          (r.body.missing || []).forEach(function (name) {
+            var input = start.querySelector('[data-var="' + CSS.escape(name) + '"]');
+            if (!input) return;
+            var msg = el("span", { "class": "field-error", id: nextID(), text: name + " is required: the init skills need it." });
+            input.parentNode.appendChild(msg);
+            input.setAttribute("aria-invalid", "true");
+            input.setAttribute("aria-describedby", ((input.getAttribute("aria-describedby") || "") + " " + msg.id).trim());
+            if (!first) first = input;
+          });
+          showAnswer(answerBox, r);
+          if (first) first.focus();
+          return;
+        }
         window.location.href = "/playground?session=" + encodeURIComponent(r.body.session.id);
       });
     });
