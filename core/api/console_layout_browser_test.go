@@ -86,8 +86,8 @@ func layoutServer(t *testing.T) (*httptest.Server, context.Context) {
 	return srv, ctx
 }
 
-// fits checks that the page is no wider than the screen, and that under
-// 700 px the Playground is one column.
+// fits checks that the page is no wider than the screen, and that the
+// Playground is one column under 700 px and two above.
 func fits(t *testing.T, ctx context.Context, width int, what string) {
 	t.Helper()
 	got := eval[map[string]float64](t, ctx, `(() => {
@@ -102,6 +102,9 @@ func fits(t *testing.T, ctx context.Context, width int, what string) {
 	}
 	if width < 700 && got["columns"] == 2 {
 		t.Errorf("%s at %d px: the Playground keeps two columns", what, width)
+	}
+	if width >= 700 && got["columns"] == 1 {
+		t.Errorf("%s at %d px: the Playground is one column on a wide screen", what, width)
 	}
 }
 
