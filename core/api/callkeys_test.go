@@ -160,7 +160,10 @@ func TestSessionCallKeys(t *testing.T) {
 			request(t, srv, token, "POST", "/v1/calls", `{"tool":"slow","arguments":{"x":1},"idempotency_key":"slow-1"}`)
 		}()
 		defer wg.Wait()
-		deadline := time.Now().Add(1200 * time.Millisecond)
+		// The first call claims the key as soon as it is admitted; a
+		// duplicate sent before that would claim it itself and run.
+		time.Sleep(200 * time.Millisecond)
+		deadline := time.Now().Add(1000 * time.Millisecond)
 		for {
 			code, m := call(id, `{"tool":"slow","arguments":{"x":1},"idempotency_key":"slow-1","no_wait":true}`)
 			if code == 409 {
