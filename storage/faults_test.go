@@ -47,17 +47,8 @@ func TestFaultsClassified(t *testing.T) {
 // TestHeldLogsKeepTheirOrder: entries written while some are held queue
 // behind them: the log reads in the order the entries were made.
 func TestHeldLogsKeepTheirOrder(t *testing.T) {
-	c := pgtest.Private(t)
+	c, db, ten := privatePostgres(t)
 	ctx := context.Background()
-	db, err := OpenPostgres(ctx, t.TempDir(), c.URL("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	ten, _, err := db.CreateTenant(ctx, "t")
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := c.Pause(); err != nil {
 		t.Fatal(err)
 	}

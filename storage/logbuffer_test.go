@@ -16,17 +16,8 @@ import (
 // and the session gets an entry saying so (issue 27, point 4: a session
 // call answered 200 while its log entry was lost).
 func TestLogsHeldWhileTheDatabaseIsAway(t *testing.T) {
-	c := pgtest.Private(t)
+	c, db, ten := privatePostgres(t)
 	ctx := context.Background()
-	db, err := OpenPostgres(ctx, t.TempDir(), c.URL("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	ten, _, err := db.CreateTenant(ctx, "t")
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := db.AddLog(ctx, ten.ID, "s1", "system", "before", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -47,6 +38,7 @@ func TestLogsHeldWhileTheDatabaseIsAway(t *testing.T) {
 	}
 	deadline := time.Now().Add(15 * time.Second)
 	var got []LogEntry
+	var err error
 	for time.Now().Before(deadline) {
 		got, err = db.Logs(ctx, ten.ID, "s1")
 		if err == nil && len(got) == n+1 {
@@ -92,4 +84,21 @@ func TestLogsHeldWhileTheDatabaseIsAway(t *testing.T) {
 	if !found {
 		t.Errorf("session s2 has %d entries and no log_entries_lost after the flood, want %d and the note", len(got), MaxBufferedLogs+1)
 	}
+}
+
+// privatePostgres is a store on a PostgreSQL cluster of the test's own
+// (which it may Pause and Resume), with a tenant.
+func privatePostgres(t *testing.T) (*pgtest.Cluster, *DB, Tenant) {
+	t.Helper()
+	c := pgtest.Private(t)
+	db, err := OpenPostgres(context.Background(), t.TempDir(), c.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	ten, _, err := db.CreateTenant(context.Background(), "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, db, ten
 }

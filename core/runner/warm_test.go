@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"toolhost/core/definition"
 )
 
 // alive reports whether a process exists and is not a zombie (a zombie
@@ -25,9 +27,7 @@ func alive(pid int) bool {
 func TestWarmReusesEvictsAndStopsIdle(t *testing.T) {
 	w := NewWarm(2, 3*time.Second) // idle longer than a loaded machine takes to start a sandbox
 	defer w.Close()
-	def := loadDef(t, hostileYAML)
-	root := filepath.Dir(hostileYAML)
-	opts := Options{Executable: toolhostBin, Sandbox: sandbox(t, "allow")}
+	def, root, opts := warmTestGroup(t)
 	ctx := context.Background()
 
 	// Concurrent first uses of one key open one group.
@@ -188,9 +188,7 @@ func TestEvict(t *testing.T) {
 func TestWarmKeepsAnotherOwnersShare(t *testing.T) {
 	w := NewWarm(2, time.Hour)
 	defer w.Close()
-	def := loadDef(t, hostileYAML)
-	root := filepath.Dir(hostileYAML)
-	opts := Options{Executable: toolhostBin, Sandbox: sandbox(t, "allow")}
+	def, root, opts := warmTestGroup(t)
 	ctx := context.Background()
 	use := func(owner, key string) *Group {
 		g, release, err := w.Acquire(ctx, owner, key, def, root, opts)
@@ -230,9 +228,7 @@ func TestWarmKeepsAnotherOwnersShare(t *testing.T) {
 func TestWarmCapIsABound(t *testing.T) {
 	w := NewWarm(2, time.Hour)
 	defer w.Close()
-	def := loadDef(t, hostileYAML)
-	root := filepath.Dir(hostileYAML)
-	opts := Options{Executable: toolhostBin, Sandbox: sandbox(t, "allow")}
+	def, root, opts := warmTestGroup(t)
 	ctx := context.Background()
 	hold := func(owner, key string) (*Group, func()) {
 		g, release, err := w.Acquire(ctx, owner, key, def, root, opts)
@@ -317,9 +313,7 @@ func TestWarmCapIsABound(t *testing.T) {
 func TestWarmKeepsRoomForANewcomer(t *testing.T) {
 	w := NewWarm(8, time.Hour)
 	defer w.Close()
-	def := loadDef(t, hostileYAML)
-	root := filepath.Dir(hostileYAML)
-	opts := Options{Executable: toolhostBin, Sandbox: sandbox(t, "allow")}
+	def, root, opts := warmTestGroup(t)
 	ctx := context.Background()
 	for i := 0; i < 7; i++ {
 		_, release, err := w.Acquire(ctx, "a", fmt.Sprint("a", i), def, root, opts)
@@ -343,4 +337,11 @@ func TestWarmKeepsRoomForANewcomer(t *testing.T) {
 	if n := w.Live(); n > 8 {
 		t.Errorf("%d groups live under a cap of 8", n)
 	}
+}
+
+// warmTestGroup is the group the Warm tests open: the hostile test group,
+// its folder, and options with a real sandbox.
+func warmTestGroup(t *testing.T) (*definition.Group, string, Options) {
+	t.Helper()
+	return loadDef(t, hostileYAML), filepath.Dir(hostileYAML), Options{Executable: toolhostBin, Sandbox: sandbox(t, "allow")}
 }
