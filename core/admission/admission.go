@@ -22,6 +22,8 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"toolhost/core/internal/fair"
 )
 
 // Limits are one tenant's limits. A zero or negative field is no limit
@@ -143,10 +145,8 @@ type Controller struct {
 	tenants map[int64]*tenant
 	// running is the calls admitted and not released, across tenants.
 	running int
-	// ring is the tenants with calls waiting, in their round-robin order;
-	// next is the index in ring of the tenant whose turn is next.
-	ring []*tenant
-	next int
+	// ring is the tenants with calls waiting, in their round-robin order.
+	ring fair.Ring[*tenant]
 	// active is how many tenants have calls running or waiting.
 	active int
 }
@@ -223,7 +223,7 @@ func (c *Controller) Admit(ctx context.Context, id int64) (release func(), err e
 	c.adjust(was, t)
 	if !t.inRing {
 		t.inRing = true
-		c.ring = append(c.ring, t)
+		c.ring.Join(t)
 	}
 	c.mu.Unlock()
 	return c.wait(ctx, w)
@@ -505,19 +505,16 @@ func (c *Controller) dispatch() {
 		if i < 0 {
 			return
 		}
-		t := c.ring[i]
+		t := c.ring.At(i)
 		w := t.queue[0]
 		t.queue[0] = nil
 		t.queue = t.queue[1:]
 		w.granted = true
 		c.grant(t, true)
 		close(w.ready)
-		if len(t.queue) == 0 {
-			c.leaveRing(i)
-			c.next = i // the one after it moved into its place
-		} else {
-			c.next = i + 1
-		}
+		done := len(t.queue) == 0
+		t.inRing = !done
+		c.ring.Served(i, done)
 	}
 }
 
@@ -525,29 +522,12 @@ func (c *Controller) dispatch() {
 // call may run now, only among those under their fair share when under is
 // set; -1 when there is none (under mu).
 func (c *Controller) nextFitting(under bool) int {
-	n := len(c.ring)
-	for k, i := 0, c.next%max(n, 1); k < n; k, i = k+1, (i+1)%n {
-		t := c.ring[i]
+	return c.ring.Find(func(t *tenant) bool {
 		if !c.tenantFits(t) || !c.nodeFits(t) {
-			continue
+			return false
 		}
-		if under && c.cfg.MaxCalls > 0 && int(t.running) >= c.fairShare(t) {
-			continue
-		}
-		return i
-	}
-	return -1
-}
-
-// leaveRing takes the tenant at index i out of the ring (under mu).
-func (c *Controller) leaveRing(i int) {
-	c.ring[i].inRing = false
-	copy(c.ring[i:], c.ring[i+1:])
-	c.ring[len(c.ring)-1] = nil
-	c.ring = c.ring[:len(c.ring)-1]
-	if c.next > i {
-		c.next--
-	}
+		return !under || c.cfg.MaxCalls <= 0 || int(t.running) < c.fairShare(t)
+	})
 }
 
 // remove takes a waiter that gave up out of its tenant's queue (under mu).
@@ -563,12 +543,8 @@ func (c *Controller) remove(w *waiter) {
 	c.adjust(was, t)
 	defer c.dispatch() // a tenant gone from the queue may leave room to others
 	if len(t.queue) == 0 && t.inRing {
-		for i, o := range c.ring {
-			if o == t {
-				c.leaveRing(i)
-				break
-			}
-		}
+		t.inRing = false
+		c.ring.Remove(t)
 	}
 }
 

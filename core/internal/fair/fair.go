@@ -20,10 +20,8 @@ type Sem struct {
 	mu     sync.Mutex
 	held   int
 	owners map[string]*owner
-	// ring is the owners with calls waiting, in turn order; next is the
-	// index in ring of the owner whose turn is next.
-	ring []*owner
-	next int
+	// ring is the owners with calls waiting, in turn order.
+	ring Ring[*owner]
 }
 
 type owner struct {
@@ -71,7 +69,7 @@ func (s *Sem) Acquire(ctx context.Context, name string) (release func(), err err
 	o.queue = append(o.queue, w)
 	if !o.inRing {
 		o.inRing = true
-		s.ring = append(s.ring, o)
+		s.ring.Join(o)
 	}
 	s.mu.Unlock()
 	select {
@@ -125,42 +123,21 @@ func (s *Sem) releaser(o *owner) func() {
 // dispatch gives free slots to waiting calls, one call per owner in turn;
 // an owner at its own bound is passed over (under mu).
 func (s *Sem) dispatch() {
-	for s.held < s.n && len(s.ring) > 0 {
-		n := len(s.ring)
-		i, found := s.next%n, false
-		for k := 0; k < n; k, i = k+1, (i+1)%n {
-			if s.fits(s.ring[i]) {
-				found = true
-				break
-			}
-		}
-		if !found {
+	for s.held < s.n {
+		i := s.ring.Find(s.fits)
+		if i < 0 {
 			return
 		}
-		o := s.ring[i]
+		o := s.ring.At(i)
 		w := o.queue[0]
 		o.queue[0] = nil
 		o.queue = o.queue[1:]
 		w.granted = true
 		s.grant(o)
 		close(w.ready)
-		if len(o.queue) == 0 {
-			s.leaveRing(i)
-			s.next = i // the one after it moved into its place
-		} else {
-			s.next = i + 1
-		}
-	}
-}
-
-// leaveRing takes the owner at index i out of the ring (under mu).
-func (s *Sem) leaveRing(i int) {
-	s.ring[i].inRing = false
-	copy(s.ring[i:], s.ring[i+1:])
-	s.ring[len(s.ring)-1] = nil
-	s.ring = s.ring[:len(s.ring)-1]
-	if s.next > i {
-		s.next--
+		done := len(o.queue) == 0
+		o.inRing = !done
+		s.ring.Served(i, done)
 	}
 }
 
@@ -174,12 +151,8 @@ func (s *Sem) remove(w *waiter) {
 		}
 	}
 	if len(o.queue) == 0 && o.inRing {
-		for i, x := range s.ring {
-			if x == o {
-				s.leaveRing(i)
-				break
-			}
-		}
+		o.inRing = false
+		s.ring.Remove(o)
 	}
 }
 

@@ -165,7 +165,7 @@ func TestAcquireGivesUp(t *testing.T) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.owners) != 0 || len(s.ring) != 0 {
+	if len(s.owners) != 0 || s.ring.Len() != 0 {
 		t.Errorf("owners %v, ring %v left after every call ended", s.owners, s.ring)
 	}
 }
