@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 
+	"toolhost/core/definition"
 	"toolhost/core/schema"
 	"toolhost/storage"
 )
@@ -32,18 +34,34 @@ func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// putAgent stores an agent definition (a YAML body); a defective one is a
-// 422 with every defect.
+// putAgent stores an agent definition (a YAML body): 201 with a Location
+// when it creates the agent, 200 when it replaces one, as POST /v1/groups;
+// a defective one is a 422 with every defect.
 func (s *Server) putAgent(w http.ResponseWriter, r *http.Request) error {
 	body, err := s.readDefinition(r)
 	if err != nil {
 		return err
 	}
+	// Whether it creates is read just before the store: two creations of
+	// one name at the same moment may both answer 201.
+	created := false
+	if res := definition.LoadAgent(body); res.Agent != nil {
+		_, err := s.DB.Agent(r.Context(), tenantOf(r).ID, res.Agent.Name)
+		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return err
+		}
+		created = err != nil
+	}
 	v, err := s.Calls.PutAgent(r.Context(), tenantOf(r).ID, body)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, v)
+	code := http.StatusOK
+	if created {
+		code = http.StatusCreated
+		w.Header().Set("Location", "/v1/agents/"+url.PathEscape(v.Name))
+	}
+	writeJSON(w, code, v)
 	return nil
 }
 

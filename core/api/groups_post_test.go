@@ -68,3 +68,45 @@ func TestPostGroupAnswers(t *testing.T) {
 		t.Errorf("the refused agent: GET answers %d %s", resp.StatusCode, b)
 	}
 }
+
+// TestPostAgentAnswers: POST /v1/agents answers as POST /v1/groups does,
+// 201 with a Location when it creates an agent and 200 without one when
+// it replaces it; the Location is where GET finds the agent.
+func TestPostAgentAnswers(t *testing.T) {
+	srv, token, _ := newServer(t)
+	agent := func(name, description string) string {
+		return "kind: Agent\nname: " + name + "\ndescription: " + description + "\ninstructions: i\nagent_type: T\nstates:\n" +
+			"  - {kind: StateConfig, name: S, description: d, init_state: true, final_state: true, available_tools: [FinishSession]}\n"
+	}
+	for _, st := range []struct {
+		name, yaml string
+		code       int
+		location   string
+	}{
+		{"create", agent("Helper Bot", "one"), 201, "/v1/agents/Helper%20Bot"},
+		{"replace", agent("Helper Bot", "two"), 200, ""},
+		{"the same again", agent("Helper Bot", "two"), 200, ""},
+		{"create another", agent("Second", "one"), 201, "/v1/agents/Second"},
+	} {
+		resp, b := request(t, srv, token, "POST", "/v1/agents", st.yaml)
+		if resp.StatusCode != st.code || resp.Header.Get("Location") != st.location {
+			t.Errorf("%s: %d (want %d), Location %q (want %q): %s", st.name, resp.StatusCode, st.code, resp.Header.Get("Location"), st.location, b)
+			continue
+		}
+		var a struct {
+			Name        string `json:"name"`
+			Description string `json:"description"`
+		}
+		json.Unmarshal(b, &a)
+		if st.location != "" {
+			resp, b = request(t, srv, token, "GET", st.location, "")
+			var got struct {
+				Name string `json:"name"`
+			}
+			json.Unmarshal(b, &got)
+			if resp.StatusCode != 200 || got.Name != a.Name {
+				t.Errorf("%s: GET %s answers %d %s", st.name, st.location, resp.StatusCode, b)
+			}
+		}
+	}
+}

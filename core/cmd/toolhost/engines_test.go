@@ -55,7 +55,7 @@ func TestEnginesInASession(t *testing.T) {
 	s := startServer(t, t.TempDir(), freePort(t))
 	token := tenant(t, s.data, "acme")
 	var p problemBody
-	if code := s.do(token, "POST", "/v1/agents", strings.NewReader(engineAgent), &p); code != 200 {
+	if code := s.do(token, "POST", "/v1/agents", strings.NewReader(engineAgent), &p); code != 201 {
 		t.Fatalf("agent: %d %+v", code, p)
 	}
 	var tools struct {

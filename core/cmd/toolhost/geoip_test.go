@@ -78,7 +78,7 @@ func TestGeoIPSubstitution(t *testing.T) {
 	start := func(t *testing.T, extra ...string) (*server, string) {
 		s := startServer(t, t.TempDir(), freePort(t), append([]string{"--geoip", db}, extra...)...)
 		token := tenant(t, s.data, "acme")
-		if code := s.do(token, "POST", "/v1/agents", strings.NewReader(geoAgent), nil); code != 200 {
+		if code := s.do(token, "POST", "/v1/agents", strings.NewReader(geoAgent), nil); code != 201 {
 			t.Fatalf("agent: %d", code)
 		}
 		return s, token

@@ -298,7 +298,7 @@ func TestHostileServer(t *testing.T) {
 	s.waitStatus(tokB, "Victim", "Ready")
 	for _, g := range []struct{ token, file string }{{tokA, "attacker_agent.yaml"}, {tokB, "victim_agent.yaml"}} {
 		b, _ := os.ReadFile(filepath.Join(hostileDir, g.file))
-		if code := s.do(g.token, "POST", "/v1/agents", bytes.NewReader(b), nil); code != 200 {
+		if code := s.do(g.token, "POST", "/v1/agents", bytes.NewReader(b), nil); code != 201 {
 			t.Fatalf("agent %s: %d", g.file, code)
 		}
 	}

@@ -742,7 +742,7 @@ func TestSessionsOverHTTP(t *testing.T) {
 			t.Errorf("after deleting the agent, %s %s: %d %v, want %d", st.method, st.path, code, out, st.status)
 		}
 	}
-	if code := s.do(token, "POST", "/v1/agents", bytes.NewReader(agentYAML), nil); code != 200 {
+	if code := s.do(token, "POST", "/v1/agents", bytes.NewReader(agentYAML), nil); code != 201 {
 		t.Errorf("agent again: %d", code)
 	}
 	if code := s.do(token, "POST", "/v1/sessions/"+id2+"/calls", strings.NewReader(`{"tool":"TriggerKBSearch","arguments":{"query":"shipping"}}`), nil); code != 200 {
