@@ -201,11 +201,15 @@ fuzz:
 # trivial tool on both runtimes, beside the baselines over the same
 # function (one python3 process per call, a Python standard-library HTTP
 # tool server, a Go-python3 pipe round trip as the floor, the bare call
-# inside python3), each with its ratio to toolhost; the table is also
-# written as JSON to bench.json, to compare versions.
+# inside python3), each with its ratio to toolhost; and the HTTP doors
+# of one toolhost serve (POST /v1/calls, a session call, MCP tools/call)
+# beside the Python server: CPU per call from the processes' own
+# counters, p50 and p99 unpinned and pinned to one CPU, calls/s at 1, 2,
+# 4 and 8 callers. The table is also written as JSON to bench.json, to
+# compare versions.
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./core/... ./storage/...
-	$(BIN) bench --runtime both --baselines --via-plugin --scaling 1,2,4,8,16 --density 1,10,50,200 --serve-density 200 --n 3000 --concurrency 4 --out bench.json sample_groups/bench/bench.yaml noop '{"x": 1}'
+	$(BIN) bench --runtime both --baselines --http-scaling 1,2,4,8 --via-plugin --scaling 1,2,4,8,16 --density 1,10,50,200 --serve-density 200 --n 3000 --concurrency 4 --out bench.json sample_groups/bench/bench.yaml noop '{"x": 1}'
 
 # The console's screenshots in docs/console (README shows them), made by
 # its browser tests in a real Chromium, as PNGs of what the screen shows

@@ -102,7 +102,7 @@ func measureBaselines(dir string, impl definition.Implementation, args []byte, n
 	path := filepath.Join(dir, impl.File)
 	var out []BenchResult
 	for _, m := range []func(string, string, definition.Implementation, []byte, int, int) (BenchResult, error){
-		naivePerCall, stdlibHTTP, goPipe, bareCall,
+		naivePerCall, goPipe, bareCall,
 	} {
 		r, err := m(py.Executable, path, impl, args, n, conc)
 		if err != nil {
@@ -131,9 +131,14 @@ func naivePerCall(python, path string, impl definition.Implementation, args []by
 }
 
 // stdlibHTTP is the standard library's HTTP server in one python3, called
-// over loopback with keep-alive connections.
-func stdlibHTTP(python, path string, impl definition.Implementation, args []byte, n, conc int) (BenchResult, error) {
-	cmd := exec.Command(python, "-I", "-B", "-c", httpScript, path, impl.Callable)
+// over loopback with keep-alive connections, measured as toolhost's HTTP
+// doors are (measureDoor): its CPU time per call is its process's.
+func stdlibHTTP(path string, impl definition.Implementation, args []byte, n, conc int, callers []int) (BenchResult, error) {
+	py, err := runner.FindPython()
+	if err != nil {
+		return BenchResult{}, err
+	}
+	cmd := exec.Command(py.Executable, "-I", "-B", "-c", httpScript, path, impl.Callable)
 	stdout, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
 		return BenchResult{}, err
@@ -151,9 +156,13 @@ func stdlibHTTP(python, path string, impl definition.Implementation, args []byte
 		return BenchResult{}, fmt.Errorf("the Python HTTP server printed %q", line)
 	}
 	url := "http://127.0.0.1:" + strconv.Itoa(port) + "/call"
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conc + 1,
+	most := conc
+	for _, c := range callers {
+		most = max(most, c)
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: most + 1,
 		DialContext: (&net.Dialer{}).DialContext}}
-	call := func() error {
+	call := func(int) error {
 		resp, err := client.Post(url, "application/json", bytes.NewReader(args))
 		if err != nil {
 			return err
@@ -167,7 +176,7 @@ func stdlibHTTP(python, path string, impl definition.Implementation, args []byte
 		}
 		return nil
 	}
-	return measureCalls("python3 stdlib HTTP server", call, n, conc)
+	return measureDoor("python3 stdlib HTTP server", cmd.Process.Pid, call, n, conc, callers)
 }
 
 // goPipe is the floor of one process boundary: this process and a warm

@@ -44,6 +44,26 @@ type BenchResult struct {
 	// Groups is how many warm groups were held at once (--density); PSSMB
 	// and Processes are then per group.
 	Groups int `json:"groups,omitempty"`
+	// CPUUs is the CPU time per call (user and system) of the server's
+	// process and of the processes under it (sandboxes, plugin processes,
+	// workers), read from their own counters (their threads' schedstat)
+	// around the n calls made one after another; ServerCPUUs and
+	// WorkerCPUUs split it between the server process and those under it. The HTTP doors
+	// and the Python standard-library server have it (--baselines).
+	CPUUs       float64 `json:"cpu_us,omitempty"`
+	ServerCPUUs float64 `json:"server_cpu_us,omitempty"`
+	WorkerCPUUs float64 `json:"worker_cpu_us,omitempty"`
+	// PinnedP50Us, PinnedP99Us and PinnedCPUUs are the same n calls with
+	// the client, the server and its workers pinned to one CPU: no
+	// cross-CPU wake-ups.
+	PinnedP50Us float64 `json:"pinned_p50_us,omitempty"`
+	PinnedP99Us float64 `json:"pinned_p99_us,omitempty"`
+	PinnedCPUUs float64 `json:"pinned_cpu_us,omitempty"`
+	// CPURatio is CPUUs over the Python standard-library server's.
+	CPURatio float64 `json:"cpu_ratio,omitempty"`
+	// CallsPerSByCallers is calls/s with each number of callers at once
+	// (--http-scaling), keyed by that number.
+	CallsPerSByCallers map[string]float64 `json:"calls_per_s_by_callers,omitempty"`
 }
 
 func runBench(env *Env, args []string) int {
@@ -58,6 +78,7 @@ func runBench(env *Env, args []string) int {
 	serveGroups := fs.String("serve-density", "", "also hold `LIST` numbers of copies of the group warm in one toolhost serve (e.g. 200), and call each over HTTP in turn: the server's warm calls and its groups' memory")
 	density := fs.String("density", "", "also measure `LIST` numbers of warm groups of the first runtime held at once (e.g. 1,10,50,200; one worker each): their first calls, a warm call to each in turn, and their proportional memory per group")
 	scaling := fs.String("scaling", "", "also measure the throughput of the first runtime with each number of callers in `LIST` (e.g. 1,2,4,8,16; as many workers)")
+	httpScaling := fs.String("http-scaling", "", "with --baselines, also measure the calls/s of POST /v1/calls, session calls and the Python HTTP server with each number of callers in `LIST` (e.g. 1,2,4,8)")
 	pos, code, ok := parse(fs, args)
 	if !ok {
 		return code
@@ -129,12 +150,35 @@ func runBench(env *Env, args []string) int {
 			dir = filepath.Dir(file)
 		}
 		*rf.runtime = runtimes[0]
-		hr, err := serveHTTP(rf, file, name, argJSON, *n, *conc)
+		var callers []int
+		if *httpScaling != "" {
+			for _, f := range strings.Split(*httpScaling, ",") {
+				c, err := strconv.Atoi(strings.TrimSpace(f))
+				if err != nil || c < 1 {
+					fmt.Fprintf(env.Stderr, "toolhost bench: --http-scaling wants numbers of callers, e.g. 1,2,4,8; got %q\n", f)
+					return ExitUsage
+				}
+				callers = append(callers, c)
+			}
+		}
+		doors, err := serveDoors(rf, file, target, argJSON, *n, *conc, callers)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "toolhost bench: %v\n", err)
 			return ExitFailure
 		}
-		results = append(results, hr)
+		results = append(results, doors...)
+		py, err := stdlibHTTP(filepath.Join(dir, target.impl.File), target.impl, argJSON, *n, *conc, callers)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "toolhost bench: %v\n", err)
+			return ExitFailure
+		}
+		for i := range doors {
+			r := &results[len(results)-len(doors)+i]
+			if py.CPUUs > 0 {
+				r.CPURatio = sig3(r.CPUUs / py.CPUUs)
+			}
+		}
+		results = append(results, py)
 		bl, err := measureBaselines(dir, target.impl, argJSON, *n, *conc)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "toolhost bench: baselines: %v\n", err)
@@ -214,7 +258,40 @@ func runBench(env *Env, args []string) int {
 		}
 		fmt.Fprintf(env.Stdout, "%-30s %14s %10s %10.1f %10.1f %12.0f %12s %12s %14s\n", r.Name, cold, spare, r.P50Us, r.P99Us, r.CallsPerS, p50r, tr, pss)
 	}
+	printCPU(env, results)
 	return ExitOK
+}
+
+// printCPU prints the rows measured with their CPU time per call: CPU
+// (server and the processes under it), pinned latency, and calls/s by
+// number of callers.
+func printCPU(env *Env, results []BenchResult) {
+	header := false
+	for _, r := range results {
+		if r.CPUUs == 0 {
+			continue
+		}
+		if !header {
+			fmt.Fprintf(env.Stdout, "\n%-34s %10s %10s %10s %10s %10s %10s %10s %10s  %s\n", "CPU per call", "cpu_us", "server_us", "worker_us", "cpu_ratio", "pin_cpu_us", "p50_us", "pin_p50", "pin_p99", "calls/s by callers")
+			header = true
+		}
+		ratio := "-"
+		if r.CPURatio > 0 {
+			ratio = strconv.FormatFloat(r.CPURatio, 'f', -1, 64) + "×"
+		}
+		var by []string
+		var keys []int
+		for k := range r.CallsPerSByCallers {
+			c, _ := strconv.Atoi(k)
+			keys = append(keys, c)
+		}
+		sort.Ints(keys)
+		for _, c := range keys {
+			by = append(by, fmt.Sprintf("%d:%.0f", c, r.CallsPerSByCallers[strconv.Itoa(c)]))
+		}
+		fmt.Fprintf(env.Stdout, "%-34s %10.1f %10.1f %10.1f %10s %10.1f %10.1f %10.1f %10.1f  %s\n", r.Name, r.CPUUs, r.ServerCPUUs, r.WorkerCPUUs, ratio,
+			r.PinnedCPUUs, r.P50Us, r.PinnedP50Us, r.PinnedP99Us, strings.Join(by, " "))
+	}
 }
 
 // benchOne measures one runtime: cold start to the first result, then n

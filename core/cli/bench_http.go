@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -14,7 +15,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -86,22 +90,35 @@ func (s *benchServer) stop() {
 
 // call makes one POST /v1/calls of body.
 func (s *benchServer) call(body []byte) error {
-	req, _ := http.NewRequestWithContext(context.Background(), "POST", s.addr+"/v1/calls", bytes.NewReader(body))
+	_, _, err := s.post("/v1/calls", body, nil, 200, `"success":true`)
+	return err
+}
+
+// post sends body to path with the tenant's token and headers, and
+// answers the response's body and headers; an error unless the status is
+// want and the body holds ok.
+func (s *benchServer) post(path string, body []byte, header http.Header, want int, ok string) ([]byte, http.Header, error) {
+	req, _ := http.NewRequestWithContext(context.Background(), "POST", s.addr+path, bytes.NewReader(body))
+	for k, v := range header {
+		req.Header[k] = v
+	}
 	req.Header.Set("Authorization", "Bearer "+s.token)
-	req.Header.Set("Content-Type", "application/json")
+	if req.Header.Get("Content-Type") == "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	if resp.StatusCode != 200 || !bytes.Contains(b, []byte(`"success":true`)) {
-		return fmt.Errorf("toolhost serve answered %s: %.300s", resp.Status, b)
+	if resp.StatusCode != want || !bytes.Contains(b, []byte(ok)) {
+		return nil, nil, fmt.Errorf("toolhost serve answered %s to %s: %.300s", resp.Status, path, b)
 	}
-	return nil
+	return b, resp.Header, nil
 }
 
 // until calls body until it succeeds (the groups load in the background).
@@ -116,27 +133,197 @@ func (s *benchServer) until(body []byte) error {
 	return nil
 }
 
-// serveHTTP measures the tool through a real `toolhost serve` process on
-// loopback: the group's folder loaded for tenant "default", then POST
-// /v1/calls with the tenant's token over keep-alive connections, exactly
-// as the Python standard-library server is called (stdlibHTTP). It is the
+// benchAgent is the agent serveDoors defines for its session calls: one
+// state, whose one tool is the benched tool.
+const benchAgent = "toolhost bench"
+
+// serveDoors measures the tool through a real `toolhost serve` process on
+// loopback, the group's folder loaded for tenant "default", through three
+// doors over keep-alive connections, exactly as the Python
+// standard-library server is called (stdlibHTTP): POST /v1/calls (the
 // whole HTTP path: authentication, strict JSON, argument checks, the
-// pipeline, metrics and the request log.
-func serveHTTP(rf runFlags, file, tool string, args []byte, n, conc int) (BenchResult, error) {
+// pipeline, metrics and the request log); a session call (POST
+// /v1/sessions/ID/calls in a session of an agent made for it, each caller
+// with a session of its own); and MCP tools/call over streamable HTTP
+// (/mcp, one MCP session). Each row has its CPU per call, pinned and
+// unpinned latency (measureDoor), and calls/s for each number of callers
+// in callers (MCP: none).
+func serveDoors(rf runFlags, file string, target *callTarget, args []byte, n, conc int, callers []int) ([]BenchResult, error) {
 	dir := *rf.files
 	if dir == "" {
 		dir = filepath.Dir(file)
 	}
-	s, err := startServe(rf, dir, conc, "--workers", fmt.Sprint(max(conc, 1)))
+	most := conc
+	for _, c := range callers {
+		most = max(most, c)
+	}
+	s, err := startServe(rf, dir, most, "--workers", fmt.Sprint(max(most, 1)))
 	if err != nil {
-		return BenchResult{}, err
+		return nil, err
 	}
 	defer s.stop()
-	body, _ := json.Marshal(map[string]any{"tool": tool, "arguments": json.RawMessage(args)})
-	if err := s.until(body); err != nil {
-		return BenchResult{}, err
+	tool := target.tool
+	if tool == nil {
+		return nil, fmt.Errorf("%s is a skill: the doors call tools", target.what)
 	}
-	return measureCalls("toolhost "+*rf.runtime+" over HTTP", func() error { return s.call(body) }, n, conc)
+	body, _ := json.Marshal(map[string]any{"tool": tool.Name, "arguments": json.RawMessage(args)})
+	if err := s.until(body); err != nil {
+		return nil, err
+	}
+	root := s.cmd.Process.Pid
+	rt := *rf.runtime
+	calls, err := measureDoor("toolhost "+rt+" POST /v1/calls", root, func(int) error { return s.call(body) }, n, conc, callers)
+	if err != nil {
+		return nil, err
+	}
+
+	// The session calls: an agent whose one state has the tool, and a
+	// session per caller (a session's calls run one at a time).
+	g, _ := json.Marshal(target.group.Name)
+	t, _ := json.Marshal(tool.ObjectName)
+	agent := fmt.Sprintf("kind: Agent\nname: %q\ninstructions: Call the benched tool.\ntool_groups: [%s]\n"+
+		"states:\n  - kind: StateConfig\n    name: Calling\n    init_state: true\n    available_tools: [%s]\n", benchAgent, g, t)
+	if _, _, err := s.post("/v1/agents", []byte(agent), http.Header{"Content-Type": {"application/yaml"}}, 201, ""); err != nil {
+		return nil, err
+	}
+	sessions := make([]string, max(most, 1))
+	for i := range sessions {
+		b, _, err := s.post("/v1/sessions", []byte(fmt.Sprintf(`{"agent":%q}`, benchAgent)), nil, 201, `"id"`)
+		if err != nil {
+			return nil, err
+		}
+		var sess struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal(b, &sess); err != nil || sess.ID == "" {
+			return nil, fmt.Errorf("a new session without an id: %.300s", b)
+		}
+		sessions[i] = "/v1/sessions/" + sess.ID + "/calls"
+	}
+	sbody, _ := json.Marshal(map[string]any{"tool": tool.ObjectName, "arguments": json.RawMessage(args)})
+	sess, err := measureDoor("toolhost "+rt+" session call", root, func(c int) error {
+		_, _, err := s.post(sessions[c], sbody, nil, 200, `"success":true`)
+		return err
+	}, n, conc, callers)
+	if err != nil {
+		return nil, err
+	}
+
+	// MCP: initialize, initialized, then tools/call.
+	mcpH := http.Header{"Accept": {"application/json, text/event-stream"}}
+	_, h, err := s.post("/mcp", []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"toolhost bench","version":"1"}}}`), mcpH, 200, `"result"`)
+	if err != nil {
+		return nil, err
+	}
+	mcpH.Set("Mcp-Session-Id", h.Get("Mcp-Session-Id"))
+	mcpH.Set("Mcp-Protocol-Version", "2025-06-18")
+	if _, _, err := s.post("/mcp", []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), mcpH, 202, ""); err != nil {
+		return nil, err
+	}
+	name, _ := json.Marshal(tool.Name)
+	var id atomic.Int64
+	mcp, err := measureDoor("toolhost "+rt+" MCP tools/call", root, func(int) error {
+		req := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%s,"arguments":%s}}`, id.Add(1), name, args)
+		b, _, err := s.post("/mcp", []byte(req), mcpH, 200, `"result"`)
+		if err == nil && bytes.Contains(b, []byte(`"isError":true`)) {
+			err = fmt.Errorf("MCP tools/call failed: %.300s", b)
+		}
+		return err
+	}, n, 1, nil)
+	if err != nil {
+		return nil, err
+	}
+	return []BenchResult{calls, sess, mcp}, nil
+}
+
+// measureDoor measures one path of calls: a few calls from each caller to
+// warm it, then n
+// calls one after another (p50, p99, and the CPU time per call of root
+// and of the processes under it, from their own counters), the same
+// pinned to one CPU with root's processes (pinned), n calls from conc
+// callers (calls/s), and n calls from each number of callers in callers.
+// call's argument is the caller's number, from 0.
+func measureDoor(name string, root int, call func(caller int) error, n, conc int, callers []int) (BenchResult, error) {
+	// Warm: every caller's connection (and session) and every worker.
+	most := conc
+	for _, c := range callers {
+		most = max(most, c)
+	}
+	if _, err := throughput(20*most, most, call); err != nil {
+		return BenchResult{}, fmt.Errorf("%s: %v", name, err)
+	}
+	r := BenchResult{Name: name, N: n, Concurrency: conc}
+	sequential := func() (p50, p99, cpu, self, below float64, err error) {
+		s0, b0, err := treeCPU(root)
+		if err != nil {
+			return
+		}
+		lat := make([]time.Duration, n)
+		for i := range lat {
+			t0 := time.Now()
+			if err = call(0); err != nil {
+				return
+			}
+			lat[i] = time.Since(t0)
+		}
+		s1, b1, err := treeCPU(root)
+		if err != nil {
+			return
+		}
+		per := func(d time.Duration) float64 { return round(float64(d.Nanoseconds()) / 1000 / float64(n)) }
+		return us(percentile(lat, 50)), us(percentile(lat, 99)), per(s1 - s0 + b1 - b0), per(s1 - s0), per(b1 - b0), nil
+	}
+	var err error
+	if r.P50Us, r.P99Us, r.CPUUs, r.ServerCPUUs, r.WorkerCPUUs, err = sequential(); err != nil {
+		return BenchResult{}, fmt.Errorf("%s: %v", name, err)
+	}
+	if err := pinned(root, func() error {
+		var err error
+		r.PinnedP50Us, r.PinnedP99Us, r.PinnedCPUUs, _, _, err = sequential()
+		return err
+	}); err != nil {
+		return BenchResult{}, fmt.Errorf("%s pinned: %v", name, err)
+	}
+	if r.CallsPerS, err = throughput(n, conc, call); err != nil {
+		return BenchResult{}, fmt.Errorf("%s: %v", name, err)
+	}
+	for _, c := range callers {
+		perS, err := throughput(n, c, call)
+		if err != nil {
+			return BenchResult{}, fmt.Errorf("%s, %d callers: %v", name, c, err)
+		}
+		if r.CallsPerSByCallers == nil {
+			r.CallsPerSByCallers = map[string]float64{}
+		}
+		r.CallsPerSByCallers[strconv.Itoa(c)] = perS
+	}
+	return r, nil
+}
+
+// throughput makes n calls from c callers at once and answers calls/s.
+func throughput(n, c int, call func(caller int) error) (float64, error) {
+	var next atomic.Int64
+	errs := make([]error, c)
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for i := range c {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(n) {
+				if err := call(i); err != nil {
+					errs[i] = err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	took := time.Since(t0)
+	if err := errors.Join(errs...); err != nil {
+		return 0, err
+	}
+	return round(float64(n) / took.Seconds()), nil
 }
 
 // groupName matches a definition's top-level name line.

@@ -178,7 +178,7 @@ func TestDoctorAndBench(t *testing.T) {
 	}
 	// The baselines, beside toolhost, with their ratios, and the JSON file.
 	outFile := filepath.Join(t.TempDir(), "bench.json")
-	if out, err := exec.Command(bin, "bench", "--n", "30", "--concurrency", "2", "--runtime", "cpython", "--baselines", "--via-plugin", "--scaling", "1,2", "--density", "3", "--serve-density", "2", "--out", outFile,
+	if out, err := exec.Command(bin, "bench", "--n", "30", "--concurrency", "2", "--runtime", "cpython", "--baselines", "--http-scaling", "1,2", "--via-plugin", "--scaling", "1,2", "--density", "3", "--serve-density", "2", "--out", outFile,
 		filepath.Join(samples, "bench", "bench.yaml"), "noop", `{"x": 1}`).CombinedOutput(); err != nil {
 		t.Fatalf("bench --baselines: %v\n%s", err, out)
 	}
@@ -209,11 +209,30 @@ func TestDoctorAndBench(t *testing.T) {
 				t.Errorf("the density row: %v", r)
 			}
 		}
+		// The HTTP doors and the Python server: CPU per call from the
+		// processes' counters, pinned latency, calls/s by callers (not MCP).
+		if name := fmt.Sprint(r["name"]); strings.Contains(name, "/v1/calls") || strings.Contains(name, "session call") || strings.Contains(name, "MCP") || strings.Contains(name, "stdlib") {
+			for _, k := range []string{"cpu_us", "server_cpu_us", "pinned_p50_us", "pinned_p99_us", "pinned_cpu_us"} {
+				if v, ok := r[k].(float64); !ok || v <= 0 {
+					t.Errorf("%v: %s = %v", name, k, r[k])
+				}
+			}
+			if v, _ := r["worker_cpu_us"].(float64); strings.HasPrefix(name, "toolhost") && v <= 0 {
+				t.Errorf("%v: worker_cpu_us = %v: the sandboxes' workers are not counted", name, r["worker_cpu_us"])
+			}
+			if v, _ := r["cpu_ratio"].(float64); strings.HasPrefix(name, "toolhost") && v <= 0 {
+				t.Errorf("%v: cpu_ratio = %v", name, r["cpu_ratio"])
+			}
+			by, _ := r["calls_per_s_by_callers"].(map[string]any)
+			if !strings.Contains(name, "MCP") && (len(by) != 2 || by["1"] == nil || by["2"] == nil) {
+				t.Errorf("%v: calls_per_s_by_callers = %v", name, r["calls_per_s_by_callers"])
+			}
+		}
 		if ratio, _ := r["p50_ratio"].(float64); i > 0 && ratio <= 0 {
 			t.Errorf("%v: p50_ratio = %v", r["name"], r["p50_ratio"])
 		}
 	}
-	if got := strings.Join(names, "|"); got != "toolhost cpython|toolhost cpython via the plugin process|toolhost cpython, 1 caller|toolhost cpython, 2 callers|toolhost cpython over HTTP|python3 process per call|python3 stdlib HTTP server|Go↔python3 pipe (the floor)|bare call inside python3|toolhost cpython, 3 warm groups|toolhost serve, 2 warm groups" {
+	if got := strings.Join(names, "|"); got != "toolhost cpython|toolhost cpython via the plugin process|toolhost cpython, 1 caller|toolhost cpython, 2 callers|toolhost cpython POST /v1/calls|toolhost cpython session call|toolhost cpython MCP tools/call|python3 stdlib HTTP server|python3 process per call|Go↔python3 pipe (the floor)|bare call inside python3|toolhost cpython, 3 warm groups|toolhost serve, 2 warm groups" {
 		t.Errorf("bench --baselines measured %s", got)
 	}
 }
