@@ -510,11 +510,9 @@ func (s *DB) AddLog(ctx context.Context, tenantID int64, sessionID, kind, event 
 	if s.queueLog(e) {
 		return nil // behind the entries held (logbuffer.go)
 	}
-	err = s.insertLog(ctx, tenantID, sessionID, kind, event, e.data, e.created)
-	if (Unavailable(err) || Full(err)) && s.holdLog(e) {
-		return nil // held, and written once the database takes writes
-	}
-	return err
+	// Stored (or held, and written once the database takes writes) by
+	// the log writer's next commit (logwriter.go).
+	return s.writeLog(ctx, e)
 }
 
 // insertLog writes one log entry.
