@@ -110,7 +110,7 @@ func (r *Registry) DeepCheck(ctx context.Context, tenant int64, yaml []byte) (*d
 		return nil, err
 	}
 	opts := r.run
-	opts.Log = r.log
+	opts.Log, opts.Owner = r.log, owner(tenant)
 	view.Runtime, view.RuntimeReason, _ = runner.ChooseRuntime(opts.Runtime, opts.Python)
 	diags, err := runner.Check(ctx, res.Group, root, opts)
 	switch {

@@ -229,7 +229,7 @@ func (r *Registry) acquire(ctx context.Context, tenant int64, g storage.Group) (
 		}
 		return (*h)(ctx, tenant, name, from, req)
 	}
-	opts.Log = r.log
+	opts.Log, opts.Owner = r.log, owner(tenant)
 	r.freshWarmQuota(ctx, tenant)
 	return r.warm.Acquire(ctx, owner(tenant), key, def, root, opts)
 }

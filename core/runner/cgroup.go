@@ -103,6 +103,9 @@ type sandboxCgroups struct {
 	// gpython code makes neither files nor shared memory; charging its
 	// every page cost about 100 us per call).
 	workerMemoryCgroup string
+	// owner is the tenant whose CPU weight the sandbox counts in
+	// (cpuweight.go; "" for none), under weights' lock.
+	owner string
 }
 
 // configure tells the launcher (cfg) about the sandbox's cgroups.
@@ -243,6 +246,8 @@ func newSandboxCgroups(l cgroupLimits, toolUID, toolGID int) (*sandboxCgroups, e
 			{ctlMemory, "memory.max", strconv.FormatInt(l.MemoryBytes+pluginMemoryBytes, 10)},
 			{ctlMemory, "memory.swap.max", "0"},
 			{ctlCPU, "cpu.max", fmt.Sprintf("%d 100000", int(l.CPUs*100000))},
+			// A whole tenant's weight until setOwner splits it.
+			{ctlCPU, "cpu.weight", strconv.Itoa(tenantWeight)},
 		}
 		for _, f := range files {
 			if !avail[f.ctl] {
@@ -397,6 +402,7 @@ func (cg *sandboxCgroups) remove() {
 	if cg == nil {
 		return
 	}
+	cg.setOwner("")
 	cg.kill()
 	removeCgroup(cg.workers)
 	removeCgroup(cg.init)

@@ -214,3 +214,71 @@ func TestStaleFrozenSandboxIsCleaned(t *testing.T) {
 		}
 	}
 }
+
+// TestCPUWeightSplit checks, on the v2 stand-in (as TestCgroupV2Layout),
+// that each tenant's CPU weight is split among its sandboxes and given
+// back when they go; TestCPUWeightPerTenant (core/cmd/toolhost) measures
+// the CPU a real server's sandboxes get on cgroup v1.
+func TestCPUWeightSplit(t *testing.T) {
+	root := t.TempDir()
+	os.WriteFile(filepath.Join(root, "cgroup.controllers"), []byte("cpu memory pids\n"), 0o644)
+	old := cgroupRoot
+	cgroupRoot = root
+	defer func() { cgroupRoot = old }()
+	mkdirHook = func(dir string) {
+		os.WriteFile(filepath.Join(dir, "cgroup.procs"), nil, 0o644)
+		os.WriteFile(filepath.Join(dir, "cgroup.controllers"), []byte("cpu memory pids\n"), 0o644)
+	}
+	defer func() { mkdirHook = nil }()
+	mk := func(owner string) *sandboxCgroups {
+		cg, err := newSandboxCgroups(cgroupLimits{Processes: 64, WorkerProcesses: 32, MemoryBytes: 1 << 30, CPUs: 1}, os.Getuid(), os.Getgid())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cg.setOwner(owner)
+		return cg
+	}
+	// gone is what remove does to the weights (remove itself waits for the
+	// stand-in's folders, which hold plain files, to empty).
+	gone := func(cg *sandboxCgroups) { cg.setOwner(""); os.RemoveAll(cg.top) }
+	a := []*sandboxCgroups{mk("a"), mk("a"), mk("a"), mk("a")}
+	b := mk("b")
+	spare := mk("")
+	steps := []struct {
+		name  string
+		do    func()
+		wantA int
+		wantB int
+	}{
+		{"four of a, one of b", func() {}, 250, 1000},
+		{"two of a gone", func() { gone(a[0]); gone(a[1]); a = a[2:] }, 500, 1000},
+		{"b adopts a spare", func() { spare.setOwner("b") }, 500, 500},
+		{"b's first gone", func() { gone(b) }, 500, 1000},
+	}
+	for _, s := range steps {
+		s.do()
+		for _, cg := range a {
+			if got := cg.cpuWeight(); got != s.wantA {
+				t.Errorf("%s: a's sandbox weighs %d, want %d", s.name, got, s.wantA)
+			}
+		}
+		if got := spare.cpuWeight(); s.name != "four of a, one of b" && s.name != "two of a gone" && got != s.wantB {
+			t.Errorf("%s: b's adopted spare weighs %d, want %d", s.name, got, s.wantB)
+		} else if got != tenantWeight && (s.name == "four of a, one of b" || s.name == "two of a gone") {
+			t.Errorf("%s: a spare weighs %d, want a whole tenant's %d", s.name, got, tenantWeight)
+		}
+		if s.name != "b's first gone" {
+			if got := b.cpuWeight(); got != s.wantB {
+				t.Errorf("%s: b's sandbox weighs %d, want %d", s.name, got, s.wantB)
+			}
+		}
+	}
+	for _, cg := range append(a, spare) {
+		gone(cg)
+	}
+	weights.Lock()
+	defer weights.Unlock()
+	if len(weights.by) != 0 {
+		t.Errorf("weights kept after every sandbox went: %v", weights.by)
+	}
+}

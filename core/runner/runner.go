@@ -68,6 +68,10 @@ type Options struct {
 	// the core may call a sandboxed cpython group's workers directly (for
 	// measuring the two paths against each other).
 	ViaPlugin bool
+	// Owner is the tenant the group's sandboxes run for: every tenant has
+	// the same CPU weight in total, split among its sandboxes
+	// (cpuweight.go). "" counts in no tenant's (the local CLI).
+	Owner string
 	// Log, if set, receives what the plugin process did on its own around
 	// a call (a worker replaced because a call left threads or processes
 	// behind).

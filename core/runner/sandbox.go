@@ -433,6 +433,9 @@ func (s *Sandbox) command(g *Group) (*launch, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Before any of the tenant's code runs, its sandbox weighs as its part
+	// of the tenant's CPU weight (a spare's is its own until adopted).
+	cg.setOwner(g.opts.Owner)
 	data, err := json.Marshal(cfg)
 	if err != nil {
 		cg.remove()

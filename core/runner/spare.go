@@ -162,7 +162,7 @@ func newSpare(g *Group) (*spare, error) {
 	load := *g.load
 	load.Group, load.Modules, load.Callables = "", map[string]string{}, nil
 	opts := g.opts
-	opts.OnToolCall = nil
+	opts.OnToolCall, opts.Owner = nil, ""
 	placeholder := &Group{def: &definition.Group{Name: "(spare)"}, root: view, opts: opts, load: &load,
 		runtime: g.runtime, view: view, spare: true}
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
@@ -199,6 +199,7 @@ func (g *Group) adopt(ctx context.Context, sp *spare) error {
 		os.RemoveAll(g.view)
 	}
 	g.view, g.ownsView = sp.view, true
+	sp.proc.cg.setOwner(g.opts.Owner)
 	return g.load1(ctx, sp.proc, true)
 }
 
