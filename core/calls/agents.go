@@ -84,7 +84,9 @@ func (s *Service) PutAgent(ctx context.Context, tenant int64, yaml []byte) (*Age
 		definition.SortDiagnostics(errs)
 		return nil, &AgentError{Errors: errs}
 	}
-	if err := s.db.PutAgent(ctx, tenant, res.Agent.Name, yaml); err != nil {
+	err = s.db.PutAgent(ctx, tenant, res.Agent.Name, yaml)
+	s.agents.forget() // also when the write's outcome is unknown
+	if err != nil {
 		return nil, err
 	}
 	s.changed.Notify(agentKey(tenant, res.Agent.Name))
@@ -93,20 +95,31 @@ func (s *Service) PutAgent(ctx context.Context, tenant int64, yaml []byte) (*Age
 
 // DeleteAgent deletes a stored agent.
 func (s *Service) DeleteAgent(ctx context.Context, tenant int64, name string) error {
-	if err := s.db.DeleteAgent(ctx, tenant, name); err != nil {
+	err := s.db.DeleteAgent(ctx, tenant, name)
+	s.agents.forget()
+	if err != nil {
 		return err
 	}
 	s.changed.Notify(agentKey(tenant, name))
 	return nil
 }
 
-// Agent returns a stored agent, parsed.
+// Agent returns a stored agent, parsed (kept by name until an agent
+// changes).
 func (s *Service) Agent(ctx context.Context, tenant int64, name string) (*definition.Agent, error) {
+	kept, gen := s.agents.byName(tenant, name)
+	if kept != nil {
+		return kept, nil
+	}
 	a, err := s.db.Agent(ctx, tenant, name)
 	if err != nil {
 		return nil, err
 	}
-	return s.agents.parse(name, a.YAML)
+	parsed, err := s.agents.parse(name, a.YAML)
+	if err == nil {
+		s.agents.keep(tenant, name, parsed, gen)
+	}
+	return parsed, err
 }
 
 // AgentView returns a stored agent as the API shows it.
@@ -304,10 +317,15 @@ func (s *tenantStore) SearchKnowledge(ctx context.Context, names []string, q str
 }
 
 // agentCache keeps parsed agents by the hash of their YAML, so that a
-// session's calls do not parse its agent again.
+// session's calls do not parse its agent again, and each tenant's agents
+// by name (agentcache.go), so that they do not read it again either.
 type agentCache struct {
 	mu     sync.Mutex
 	parsed map[[32]byte]*definition.Agent
+	named  map[agentName]*definition.Agent
+	// gen counts the drops of named: an agent read before one is not
+	// kept after it.
+	gen uint64
 }
 
 // parse returns the parsed agent of a stored definition.

@@ -94,6 +94,9 @@ func New(cfg Config) *Service {
 // heard wakes the watchers of what another node changed (all of them
 // when the change came without its name).
 func (s *Service) heard(c storage.Change) {
+	if c.Kind == storage.ChangeAgents || c.Kind == storage.ChangeAll {
+		s.agents.forget() // agentcache.go
+	}
 	if c.Name == "" && (c.Kind == storage.ChangeSession || c.Kind == storage.ChangeAgents) {
 		s.changed.NotifyAll()
 		return

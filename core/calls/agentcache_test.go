@@ -1,0 +1,130 @@
+package calls
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"toolhost/core/registry"
+	"toolhost/core/runner"
+	"toolhost/storage"
+)
+
+// feedStore is a real SQLite store whose change feed the test speaks
+// for (as another node's changes would come), and which counts the reads
+// of agents.
+type feedStore struct {
+	*storage.DB
+	reads    atomic.Int64
+	mu       sync.Mutex
+	watchers []func(storage.Change)
+}
+
+func (s *feedStore) Agent(ctx context.Context, tenant int64, name string) (storage.Agent, error) {
+	s.reads.Add(1)
+	return s.DB.Agent(ctx, tenant, name)
+}
+
+func (s *feedStore) Watch(fn func(storage.Change)) func() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.watchers = append(s.watchers, fn)
+	return func() {}
+}
+
+func (s *feedStore) hear(c storage.Change) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, fn := range s.watchers {
+		fn(c)
+	}
+}
+
+// TestAgentKeptUntilItChanges: a session's calls read their agent once,
+// not at each call (issue 28), and see a new definition as soon as it is
+// put or deleted on this node, or once the change feed tells of another
+// node's (ChangeAgents, or ChangeAll after the feed was interrupted).
+func TestAgentKeptUntilItChanges(t *testing.T) {
+	ctx := context.Background()
+	db, err := storage.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	store := &feedStore{DB: db}
+	tn, _, _ := db.CreateTenant(ctx, "t")
+	reg, err := registry.New(ctx, registry.Config{DB: store, Run: runner.Options{Executable: toolhostBin},
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Close()
+	cs := New(Config{DB: store, Registry: reg, Executable: toolhostBin})
+	defer cs.Close()
+	agent := func(instructions string) []byte {
+		return []byte("kind: Agent\nname: A\ninstructions: " + instructions + "\ntool_groups: []\nstates:\n" +
+			"  - {kind: StateConfig, name: S, init_state: true, available_tools: []}\n")
+	}
+	instructions := func() string {
+		t.Helper()
+		a, err := cs.Agent(ctx, tn.ID, "A")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(a.Instructions)
+	}
+	if _, err := cs.PutAgent(ctx, tn.ID, agent("one")); err != nil {
+		t.Fatal(err)
+	}
+	before := store.reads.Load()
+	for range 5 {
+		if got := instructions(); got != "one" {
+			t.Fatalf("instructions %q, want one", got)
+		}
+	}
+	if n := store.reads.Load() - before; n != 1 {
+		t.Errorf("5 lookups of the agent read it %d times, want once", n)
+	}
+
+	steps := []struct {
+		name   string
+		change func()
+		want   string
+	}{
+		{"put on this node", func() {
+			if _, err := cs.PutAgent(ctx, tn.ID, agent("two")); err != nil {
+				t.Fatal(err)
+			}
+		}, "two"},
+		{"another node's put, told by the feed", func() {
+			if err := db.PutAgent(ctx, tn.ID, "A", agent("three")); err != nil {
+				t.Fatal(err)
+			}
+			store.hear(storage.Change{Kind: storage.ChangeAgents, Tenant: tn.ID, Name: "A"})
+		}, "three"},
+		{"another node's put, the feed interrupted", func() {
+			if err := db.PutAgent(ctx, tn.ID, "A", agent("four")); err != nil {
+				t.Fatal(err)
+			}
+			store.hear(storage.Change{Kind: storage.ChangeAll})
+		}, "four"},
+	}
+	for _, st := range steps {
+		instructions() // kept
+		st.change()
+		if got := instructions(); got != st.want {
+			t.Errorf("%s: instructions %q, want %q", st.name, got, st.want)
+		}
+	}
+	if err := cs.DeleteAgent(ctx, tn.ID, "A"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.Agent(ctx, tn.ID, "A"); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("the deleted agent: %v, want not found", err)
+	}
+}
