@@ -65,3 +65,22 @@ func Nested(callCtx json.RawMessage) (json.RawMessage, string, error) {
 	session, _ := m["session_id"].(string)
 	return b, session, nil
 }
+
+// CallerSecrets are the secret values in a calling call's context (what
+// withSecrets put there): a nested call redacts them from its logs
+// (Request.CallerSecrets) without giving them to its tool.
+func CallerSecrets(callCtx json.RawMessage) map[string]string {
+	var c struct {
+		Secrets map[string]*string `json:"secrets"`
+	}
+	if json.Unmarshal(callCtx, &c) != nil || len(c.Secrets) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(c.Secrets))
+	for n, v := range c.Secrets {
+		if v != nil && *v != "" {
+			out[n] = *v
+		}
+	}
+	return out
+}

@@ -176,8 +176,31 @@ type Request struct {
 	AllowedTags []string
 	// Runner, when set, runs this call instead of the pipeline's Runner.
 	Runner Runner
+	// CallerSecrets are the values of the secrets of the call that made
+	// this one (toolhost.call_tool: CallerSecrets of the calling call's
+	// context). They are never given to this call's tool, but they are
+	// redacted from what this call logs (its arguments, answer, refusal)
+	// as its own group's are.
+	CallerSecrets map[string]string
 
-	args map[string]any // the checked arguments
+	args    map[string]any    // the checked arguments
+	secrets map[string]string // the group's secrets, once opened
+}
+
+// logRedactor redacts a call's log entries: its group's secrets and its
+// caller's.
+func (req *Request) logRedactor() *Redactor {
+	if len(req.CallerSecrets) == 0 {
+		return NewRedactor(req.secrets)
+	}
+	all := make(map[string]string, len(req.secrets)+len(req.CallerSecrets))
+	for n, v := range req.CallerSecrets {
+		all[n] = v
+	}
+	for n, v := range req.secrets {
+		all[n] = v
+	}
+	return NewRedactor(all)
 }
 
 // Answer is the result of a call with what the pipeline adds.
@@ -251,7 +274,7 @@ func (p *Pipeline) Run(ctx context.Context, req *Request) (*Answer, error) {
 	start := time.Now()
 	a, err := p.run(ctx, req)
 	if err != nil {
-		p.Refused(ctx, req.Door, req.Session, req.Tool.ObjectName, err)
+		p.refused(ctx, req.Door, req.Session, req.Tool.ObjectName, err, req.logRedactor())
 		return nil, err
 	}
 	p.record(ctx, req, a, time.Since(start))
@@ -273,11 +296,16 @@ func (p *Pipeline) run(ctx context.Context, req *Request) (*Answer, error) {
 // session with the reason. Doors call it for their own refusals (a tool
 // not available in the session's state, say); Run for its own.
 func (p *Pipeline) Refused(ctx context.Context, door Door, session, tool string, err error) {
+	p.refused(ctx, door, session, tool, err, nil)
+}
+
+// refused is Refused with the reason redacted (an argument's value in it).
+func (p *Pipeline) refused(ctx context.Context, door Door, session, tool string, err error, red *Redactor) {
 	if p.Observer != nil {
 		p.Observer.ObserveRefused(door, RefusalReason(err))
 	}
 	if p.Log != nil && session != "" {
-		p.Log.Log(ctx, session, "system", "tool_call_refused", map[string]any{"tool": tool, "door": string(door), "reason": err.Error()})
+		p.Log.Log(ctx, session, "system", "tool_call_refused", map[string]any{"tool": tool, "door": string(door), "reason": red.String(err.Error())})
 	}
 }
 
@@ -316,6 +344,14 @@ func (p *Pipeline) record(ctx context.Context, req *Request, a *Answer, d time.D
 	}
 	if a.Replayed {
 		entry["replayed"] = true
+	}
+	// The arguments too: a value of the group's secrets an agent passed,
+	// or of its caller's a tool passed to toolhost.call_tool.
+	if red := req.logRedactor(); red != nil {
+		if b, err := json.Marshal(entry); err == nil {
+			p.Log.Log(ctx, req.Session, "system", "tool_call", json.RawMessage(red.JSON(b)))
+			return
+		}
 	}
 	p.Log.Log(ctx, req.Session, "system", "tool_call", entry)
 }

@@ -177,6 +177,7 @@ func (p *Pipeline) execute(ctx context.Context, req *Request) (*Answer, error) {
 	if err != nil {
 		return nil, err
 	}
+	req.secrets = secrets
 	callCtx := withSecrets(withTags(req.Context, req.AllowedTags), req.Group, secrets)
 	// summary is the content an HTTP tool's summary gave, the last run's.
 	summary := ""
