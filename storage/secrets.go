@@ -36,6 +36,9 @@ type Secrets interface {
 	// SecretValues opens the named secrets of a tenant that exist (a name
 	// not set is absent from the map).
 	SecretValues(ctx context.Context, tenantID int64, names []string) (map[string]string, error)
+	// RekeySecrets seals every tenant's secrets under the store's key,
+	// opening those sealed under old (the key rotation): all or none.
+	RekeySecrets(ctx context.Context, old *SecretKey) (int, error)
 }
 
 // MaxSecretSize is the largest secret value, in bytes.
@@ -295,4 +298,74 @@ func (s *DB) SecretValues(ctx context.Context, tenantID int64, names []string) (
 		out[name] = v
 	}
 	return out, nil
+}
+
+// RekeySecrets seals every tenant's secrets anew under the store's key
+// (SetSecretKey), opening those sealed under old: the key rotation. It
+// runs in one transaction, so that a secret that does not open (another
+// key, an altered row) leaves every secret as it was. A secret already
+// under the new key is left alone, so that a rotation cut short can be
+// run again. It answers how many secrets were sealed anew. Servers still
+// holding the old key refuse the secrets until restarted with the new
+// one.
+func (s *DB) RekeySecrets(ctx context.Context, old *SecretKey) (int, error) {
+	k := s.secretKey.get()
+	if k == nil || old == nil {
+		return 0, ErrNoSecretKey
+	}
+	tx, err := s.begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	type row struct {
+		tenant      int64
+		name, keyID string
+		sealed      []byte
+	}
+	rows, err := tx.tx.QueryContext(ctx, s.q(`SELECT tenant_id, name, key_id, sealed FROM secrets ORDER BY tenant_id, name`))
+	if err != nil {
+		return 0, err
+	}
+	var all []row
+	for rows.Next() {
+		var r row
+		if err := rows.Scan(&r.tenant, &r.name, &r.keyID, &r.sealed); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		all = append(all, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	n := 0
+	tenants := map[int64]bool{}
+	for _, r := range all {
+		if r.keyID == k.id {
+			continue
+		}
+		if r.keyID != old.id {
+			return 0, fmt.Errorf("secret %q of tenant %d is sealed with key id %s, neither the old key (%s) nor the new (%s): nothing was changed", r.name, r.tenant, r.keyID, old.id, k.id)
+		}
+		v, err := old.open(r.tenant, r.name, r.sealed)
+		if err != nil {
+			return 0, fmt.Errorf("tenant %d: %w: nothing was changed", r.tenant, err)
+		}
+		sealed := k.seal(r.tenant, r.name, v)
+		if _, err := tx.exec(ctx, `UPDATE secrets SET sealed = ?, key_id = ?, size = ? WHERE tenant_id = ? AND name = ?`,
+			sealed, k.id, int64(len(sealed)), r.tenant, r.name); err != nil {
+			return 0, err
+		}
+		n++
+		tenants[r.tenant] = true
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, err
+	}
+	for t := range tenants {
+		s.notify(ctx, Change{Kind: ChangeSecrets, Tenant: t})
+	}
+	return n, nil
 }

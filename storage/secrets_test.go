@@ -168,3 +168,87 @@ func TestParseSecretKey(t *testing.T) {
 		}
 	}
 }
+
+// TestRekeySecrets (issue 30, gap c): a rotation seals every tenant's
+// secrets under the new key: each opens with it to the value it had, with
+// its size and creation time; the old key no longer opens the store
+// (CheckSecretKey refuses it, SecretValues too); a rotation run again is
+// a no-op; one given a wrong old key changes nothing. On 6e9acca there was
+// no way to change the key short of setting every secret again.
+func TestRekeySecrets(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, open opener) {
+		ctx := context.Background()
+		db := open(t, t.TempDir())
+		oldKey, newKey, wrong := mustKey(t, 1), mustKey(t, 2), mustKey(t, 3)
+		db.SetSecretKey(oldKey)
+		values := map[string]map[string]string{
+			"t": {"API_KEY": "sk-old-0001", "TOKEN": strings.Repeat("x", MaxSecretSize)},
+			"u": {"API_KEY": "sk-other-tenant"},
+		}
+		ids := map[string]int64{}
+		before := map[string][]SecretInfo{}
+		for ten, secrets := range values {
+			tn, _, err := db.CreateTenant(ctx, ten)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids[ten] = tn.ID
+			for n, v := range secrets {
+				if _, err := db.PutSecret(ctx, tn.ID, n, v); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before[ten], _ = db.Secrets(ctx, tn.ID)
+		}
+		// A wrong old key: refused, nothing changed.
+		db.SetSecretKey(newKey)
+		if n, err := db.RekeySecrets(ctx, wrong); err == nil || n != 0 || !strings.Contains(err.Error(), "nothing was changed") {
+			t.Errorf("rekey with a wrong old key: %d %v", n, err)
+		}
+		db.SetSecretKey(oldKey)
+		if err := db.CheckSecretKey(ctx); err != nil {
+			t.Errorf("after a refused rekey the old key should still open the store: %v", err)
+		}
+		db.SetSecretKey(newKey)
+		if n, err := db.RekeySecrets(ctx, oldKey); err != nil || n != 3 {
+			t.Fatalf("rekey: %d %v", n, err)
+		}
+		if err := db.CheckSecretKey(ctx); err != nil {
+			t.Errorf("the new key is refused: %v", err)
+		}
+		for ten, secrets := range values {
+			names := []string{}
+			for n := range secrets {
+				names = append(names, n)
+			}
+			got, err := db.SecretValues(ctx, ids[ten], names)
+			if err != nil || len(got) != len(secrets) {
+				t.Fatalf("%s: %v %d", ten, err, len(got))
+			}
+			for n, v := range secrets {
+				if got[n] != v {
+					t.Errorf("%s/%s: %d bytes, want %d", ten, n, len(got[n]), len(v))
+				}
+			}
+			after, _ := db.Secrets(ctx, ids[ten])
+			for i := range after {
+				if after[i].Name != before[ten][i].Name || after[i].Size != before[ten][i].Size || after[i].CreatedAt != before[ten][i].CreatedAt {
+					t.Errorf("%s: %+v, before %+v", ten, after[i], before[ten][i])
+				}
+			}
+		}
+		// Run again: nothing to do.
+		if n, err := db.RekeySecrets(ctx, oldKey); err != nil || n != 0 {
+			t.Errorf("rekey again: %d %v", n, err)
+		}
+		// The old key no longer opens the store.
+		db.SetSecretKey(oldKey)
+		var ke *SecretKeyError
+		if err := db.CheckSecretKey(ctx); !errors.As(err, &ke) || ke.Secrets != 3 || ke.Want[0] != newKey.ID() {
+			t.Errorf("the old key: %v", err)
+		}
+		if _, err := db.SecretValues(ctx, ids["t"], []string{"API_KEY"}); err == nil {
+			t.Error("the old key opened a secret")
+		}
+	})
+}
