@@ -2,6 +2,9 @@ package runner
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -45,5 +48,64 @@ func TestDirectPathReusesTheWarmWorker(t *testing.T) {
 	if len(workers) != 1 {
 		b, _ := json.Marshal(workers)
 		t.Errorf("calls one after another went to %d workers (%s), want the warm one", len(workers), b)
+	}
+}
+
+// TestResultEncodingAfterFailures: the CPython worker reuses its JSON
+// encoders from call to call (runner.py's json_dumps); one that failed
+// mid-result (a circular list, an object that is not JSON) is dropped, so
+// the worker's next calls on the same worker still answer exactly, dates
+// as ISO text.
+func TestResultEncodingAfterFailures(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "e.py"), []byte(`
+import datetime
+
+def circular():
+    a = [1]
+    a.append({"back": a})
+    return {"a": a}
+
+def opaque():
+    return {"ok": [1, {"f": print}]}
+
+def nested():
+    return {"a": [1, {"back": [2]}], "d": datetime.date(2026, 12, 5)}
+`), 0o644)
+	os.WriteFile(filepath.Join(dir, "e.yaml"), []byte(`kind: Plugin
+name: E
+description: d
+dependencies: [e.py]
+tools:
+  - {kind: Tool, object_name: Circular, name: circular, description: d, implementation: e.circular, parameters: []}
+  - {kind: Tool, object_name: Opaque, name: opaque, description: d, implementation: e.opaque, parameters: []}
+  - {kind: Tool, object_name: Nested, name: nested, description: d, implementation: e.nested, parameters: []}
+`), 0o644)
+	g := open(t, filepath.Join(dir, "e.yaml"), Options{Runtime: plugins.RuntimeCPython, Sandbox: sandbox(t, "allow"), Limits: plugins.Limits{Workers: 1}})
+	const want = `{"a":[1,{"back":[2]}],"d":"2026-12-05"}`
+	steps := []struct {
+		tool, err string
+	}{
+		{"nested", ""}, {"circular", "Circular reference"}, {"nested", ""}, {"opaque", "a value of type builtin_function_or_method"},
+		{"nested", ""}, {"circular", "Circular reference"}, {"circular", "Circular reference"}, {"nested", ""},
+	}
+	worker := 0
+	for i, s := range steps {
+		r := call(t, g, s.tool, `{}`)
+		if worker == 0 {
+			worker = r.Worker
+		}
+		if r.Worker != worker {
+			t.Errorf("step %d (%s): worker %d, want the same worker %d throughout", i, s.tool, r.Worker, worker)
+		}
+		if s.err == "" {
+			if !r.OK || string(r.Result) != want {
+				t.Errorf("step %d (%s): %s %+v; want %s", i, s.tool, r.Result, r.Error, want)
+			}
+			continue
+		}
+		if r.OK || r.Error.Kind != plugins.ErrResult || !strings.Contains(r.Error.Message, s.err) {
+			t.Errorf("step %d (%s): %s %+v; want a result error with %q", i, s.tool, r.Result, r.Error, s.err)
+		}
 	}
 }

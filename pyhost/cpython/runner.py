@@ -78,9 +78,22 @@ try:
     def _not_serialisable(o):
         raise TypeError("Object of type %s is not JSON serializable" % type(o).__name__)
 
+    # One encoder per default function, made once and reused: making one
+    # costs more than encoding a small answer. An encoder is taken out
+    # while it encodes (a nested call makes its own) and put back only
+    # after a success: one that raised may keep the ids of the containers
+    # it was in (its circular-reference markers), and is dropped.
+    _encoders = {}
+
     def json_dumps(obj, default=None):
-        encode = _json.make_encoder({}, default or _not_serialisable, _json.encode_basestring, None, ": ", ", ", False, False, False)
-        return "".join(encode(obj, 0))
+        default = default or _not_serialisable
+        encode = _encoders.pop(default, None)
+        if encode is None:
+            encode = _json.make_encoder({}, default, _json.encode_basestring, None, ": ", ", ", False, False, False)
+        text = "".join(encode(obj, 0))
+        if len(_encoders) < 4:
+            _encoders[default] = encode
+        return text
 
     json_dumps(json_loads('{"check": [1, 2.5, "\\u00e9", null, true]}'))
 except (ImportError, AttributeError, TypeError, ValueError):  # pragma: no cover (not CPython)
@@ -318,21 +331,25 @@ def arm_cpu(limits):
     _armed[0] = want
 
 
+def _refuse(o):
+    """The default of a result's encoding: dates and times as ISO text,
+    anything else not JSON an error naming its type (one function for
+    every call: json_dumps keeps one encoder per default)."""
+    dt = sys.modules.get("datetime")
+    if dt is not None and isinstance(o, (dt.date, dt.time)):
+        return o.isoformat()  # a datetime is a date too
+    raise TypeError(
+        "the result is not JSON-serialisable: a value of type %s (return dicts, "
+        "lists, str, numbers, bools or None)" % type(o).__name__
+    )
+
+
 def to_json(value, limit):
     """Serialises a result; anything but dicts, lists, tuples, str, numbers,
     bools and None is an error naming the type."""
 
-    def refuse(o):
-        dt = sys.modules.get("datetime")
-        if dt is not None and isinstance(o, (dt.date, dt.time)):
-            return o.isoformat()  # a datetime is a date too
-        raise TypeError(
-            "the result is not JSON-serialisable: a value of type %s (return dicts, "
-            "lists, str, numbers, bools or None)" % type(o).__name__
-        )
-
     try:
-        text = json_dumps(value, default=refuse)
+        text = json_dumps(value, default=_refuse)
     except ValueError as e:
         raise TypeError("the result is not JSON-serialisable: %s" % e)
     size = len(text) if text.isascii() else len(text.encode("utf-8"))
