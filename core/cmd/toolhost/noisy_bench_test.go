@@ -452,13 +452,14 @@ func nnNoisy(A *nnClient, counts map[string]int) func() {
 }
 
 // nnCPU is CPU time in clock ticks: of the server process, of it with its
-// children (live ones and those reaped), and of the whole machine.
+// children (live ones and those reaped), of the benchmark's own process
+// (both tenants' clients: the load generator) and of the whole machine.
 type nnCPU struct {
-	server, tree, machine int64
+	server, tree, clients, machine int64
 }
 
 func (c nnCPU) minus(d nnCPU) nnCPU {
-	return nnCPU{c.server - d.server, c.tree - d.tree, c.machine - d.machine}
+	return nnCPU{c.server - d.server, c.tree - d.tree, c.clients - d.clients, c.machine - d.machine}
 }
 
 // clockTicks is the kernel's USER_HZ, the unit of /proc's CPU times.
@@ -471,6 +472,7 @@ func readNNCPU(pid int) nnCPU {
 	own, reaped := procCPU(pid)
 	c.server = own
 	c.tree = own + reaped
+	c.clients, _ = procCPU(os.Getpid())
 	for _, d := range descendantsOf(pid) {
 		o, r := procCPU(d)
 		c.tree += o + r
@@ -563,6 +565,7 @@ func nnReport(b *testing.B, alone, beside *nnFigures) {
 	}{
 		{"server process CPU (s)", "server-cpu", func(c nnCPU) int64 { return c.server }},
 		{"server and children CPU (s)", "tree-cpu", func(c nnCPU) int64 { return c.tree }},
+		{"clients' CPU, this process (s)", "clients-cpu", func(c nnCPU) int64 { return c.clients }},
 		{"machine CPU (s)", "machine-cpu", func(c nnCPU) int64 { return c.machine }},
 	} {
 		a, z := float64(c.f(alone.cpu))/clockTicks, float64(c.f(beside.cpu))/clockTicks
