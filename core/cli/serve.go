@@ -191,6 +191,9 @@ func runServe(env *Env, args []string) int {
 		// clients that never hang up cannot hold connections open forever.
 		IdleTimeout: 2 * time.Minute,
 	}
+	// The console's event streams end at the shutdown, which would wait
+	// for them otherwise.
+	srv.RegisterOnShutdown(apiServer.Console.Close)
 	fmt.Fprintf(env.Stdout, "listening on http://%s\n", ln.Addr())
 	log.Info("listening", "addr", ln.Addr().String(), "data", *data)
 	done := make(chan error, 1)

@@ -78,6 +78,9 @@ type Console struct {
 	static  http.Handler
 	mu      sync.Mutex
 	signIns map[string]*signIn // cookie id → tenant
+
+	closeOnce sync.Once
+	closed    chan struct{} // closed by Close: the event streams end
 }
 
 // signIn is one browser's sign-in. The token stays in the server's

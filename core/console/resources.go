@@ -33,7 +33,7 @@ func (c *Console) resources(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	sort.Slice(gs, func(i, j int) bool { return gs[i].Name < gs[j].Name })
-	c.render(w, r, "resources", "Resources", map[string]any{"Files": files, "Groups": gs, "Installing": installing(gs), "MaxMB": c.maxFileSize() >> 20})
+	c.render(w, r, "resources", "Resources", map[string]any{"Files": files, "Groups": gs, "Version": groupsVersion(gs), "MaxMB": c.maxFileSize() >> 20})
 	return nil
 }
 

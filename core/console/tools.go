@@ -12,7 +12,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"sort"
 	"strings"
 
 	"toolhost/core/definition"
@@ -30,36 +29,25 @@ const maxDefinition = 1 << 20
 
 // tools lists the groups (GET), or checks or stores a definition (POST).
 func (c *Console) tools(w http.ResponseWriter, r *http.Request) error {
-	tenant := tenantOf(r).ID
 	if r.Method == http.MethodPost {
 		return c.upload(w, r)
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		return &consoleError{http.StatusMethodNotAllowed, "GET or POST"}
 	}
-	gs, err := c.Registry.Groups(r.Context(), tenant)
+	if r.URL.Query().Get("format") == "events" {
+		return c.watchGroups(w, r)
+	}
+	gs, err := c.sortedGroups(r)
 	if err != nil {
 		return err
 	}
-	sort.Slice(gs, func(i, j int) bool { return gs[i].Name < gs[j].Name })
 	if r.URL.Query().Get("format") == "json" {
-		// The statuses, for the page's live update.
 		w.Header().Set("Content-Type", "application/json")
 		return json.NewEncoder(w).Encode(gs)
 	}
-	c.render(w, r, "tools", "Tools", map[string]any{"Groups": gs, "Installing": installing(gs)})
+	c.render(w, r, "tools", "Tools", map[string]any{"Groups": gs, "Version": groupsVersion(gs)})
 	return nil
-}
-
-// installing reports whether a group is still loading (the page then
-// watches the statuses).
-func installing(gs []*definition.Report) bool {
-	for _, g := range gs {
-		if g.Status == definition.Installing {
-			return true
-		}
-	}
-	return false
 }
 
 // upload checks a definition and shows what storing it would do

@@ -10,14 +10,28 @@
     if (msg && !window.confirm(msg)) e.preventDefault();
   });
 
-  // Tables that stack into cards on a narrow screen show each cell under
-  // its column's name.
-  document.querySelectorAll("table.stack").forEach(function (t) {
-    var names = Array.prototype.map.call(t.querySelectorAll("thead th"), function (th) { return th.textContent.trim(); });
-    t.querySelectorAll("tbody tr").forEach(function (tr) {
-      Array.prototype.forEach.call(tr.children, function (cell, i) { if (names[i]) cell.setAttribute("data-label", names[i]); });
+  labelCells(document);
+
+  // The Menu button: on a phone (the CSS shows it under 700 px) the
+  // screens are behind it; Escape closes the menu and gives the focus back
+  // to the button. On a wide screen the button is hidden and the menu
+  // always shown.
+  var toggle = document.querySelector(".menu-toggle"), menu = document.getElementById("menu");
+  if (toggle && menu) {
+    document.documentElement.classList.add("has-menu");
+    toggle.hidden = false;
+    var setOpen = function (open) {
+      toggle.setAttribute("aria-expanded", String(open));
+      menu.classList.toggle("open", open);
+    };
+    toggle.addEventListener("click", function () { setOpen(toggle.getAttribute("aria-expanded") !== "true"); });
+    menu.addEventListener("keydown", function (e) {
+      if (e.key === "Escape" && toggle.getAttribute("aria-expanded") === "true" && getComputedStyle(toggle).display !== "none") {
+        setOpen(false);
+        toggle.focus();
+      }
     });
-  });
+  }
 
   // Schema tabs and copy buttons on a group's page.
   document.querySelectorAll(".tool-card").forEach(function (card) {
@@ -36,33 +50,61 @@
     if (navigator.clipboard) navigator.clipboard.writeText(text).then(function () { e.target.textContent = "Copied"; });
   });
 
-  // Live statuses: while a group is Installing, the statuses are read
-  // again every second and the rows updated in place.
-  var live = document.querySelector("table.groups[data-live=true]");
-  function poll() {
-    fetch("/tools?format=json", { credentials: "same-origin" }).then(function (r) { return r.json(); }).then(function (gs) {
-      var busy = false;
-      gs.forEach(function (g) {
-        if (g.status === "Installing") busy = true;
-        document.querySelectorAll("tr[data-group]").forEach(function (row) {
-          if (row.dataset.group !== g.name) return;
-          var cell = row.querySelector(".status");
-          if (cell && cell.textContent !== g.status) {
-            cell.textContent = g.status;
-            cell.className = "status status-" + g.status;
-            var extra = row.querySelectorAll(".missing, .message, .problems-count");
-            extra.forEach(function (x) { x.remove(); });
-            if (g.message) { var m = document.createElement("span"); m.className = "message"; m.textContent = " " + g.message; cell.after(m); }
-            // An Invalid group: its errors counted, as the page shows it.
-            var n = g.status === "Invalid" && g.errors ? g.errors.length : 0;
-            if (n) { var c = document.createElement("span"); c.className = "problems-count"; c.textContent = n + (n === 1 ? " error" : " errors"); cell.after(" ", c); }
+  // Tables that stack into cards on a narrow screen show each cell under
+  // its column's name.
+  function labelCells(root) {
+    root.querySelectorAll("table.stack").forEach(function (t) {
+      var names = Array.prototype.map.call(t.querySelectorAll("thead th"), function (th) { return th.textContent.trim(); });
+      t.querySelectorAll("tbody tr").forEach(function (tr) {
+        Array.prototype.forEach.call(tr.children, function (cell, i) { if (names[i]) cell.setAttribute("data-label", names[i]); });
+      });
+    });
+  }
+
+  // Live statuses: the lists of groups (section[data-version]) follow the
+  // server's stream of changes; when the version it sends is not the one
+  // shown, the page is read again and the lists replaced in place, with
+  // the focus kept on the same link and a word to screen readers.
+  var lists = document.querySelectorAll("section[data-version][id]");
+  if (lists.length && window.EventSource) {
+    var said = document.createElement("p");
+    said.className = "visually-hidden";
+    said.setAttribute("role", "status");
+    document.body.appendChild(said);
+    var reading = false, again = false;
+    var refresh = function () {
+      if (reading) { again = true; return; }
+      reading = true;
+      fetch(location.pathname + location.search, { credentials: "same-origin" }).then(function (r) {
+        if (!r.ok || new URL(r.url).pathname !== location.pathname) throw new Error("signed out");
+        return r.text();
+      }).then(function (html) {
+        var fresh = new DOMParser().parseFromString(html, "text/html");
+        var focused = document.activeElement, href = focused && focused.getAttribute && focused.getAttribute("href");
+        document.querySelectorAll("section[data-version][id]").forEach(function (old) {
+          var next = fresh.getElementById(old.id);
+          if (!next) return;
+          var had = old.contains(focused);
+          old.replaceWith(next);
+          labelCells(next);
+          if (had && href) {
+            var same = next.querySelector('a[href="' + CSS.escape(href) + '"]');
+            if (same) same.focus();
           }
         });
+        said.textContent = "The groups were updated.";
+      }).catch(function () {}).then(function () {
+        reading = false;
+        if (again) { again = false; refresh(); }
       });
-      if (busy) setTimeout(poll, 1000);
-    }).catch(function () { setTimeout(poll, 3000); });
+    };
+    var events = new EventSource("/tools?format=events");
+    events.addEventListener("groups", function (e) {
+      var shown = document.querySelector("section[data-version][id]");
+      if (shown && shown.getAttribute("data-version") !== e.data) refresh();
+    });
+    window.addEventListener("pagehide", function () { events.close(); });
   }
-  if (live) setTimeout(poll, 1000);
 
   // Uploads: each file is PUT to /resources/PATH; a folder's files keep
   // their paths inside it.
