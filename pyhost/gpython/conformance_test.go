@@ -67,6 +67,13 @@ func runCPython(t *testing.T, snips []snippet) []answer {
 // run there: each snippet is a module of a group, called through
 // Runtime.Call with its result converted to JSON.
 func runGPython(t *testing.T, snips []snippet) []answer {
+	answers, _ := runGPythonMessages(t, snips)
+	return answers
+}
+
+// runGPythonMessages is runGPython with each exception's message ("" for
+// an answer).
+func runGPythonMessages(t *testing.T, snips []snippet) ([]answer, []string) {
 	t.Helper()
 	dir := t.TempDir()
 	req := &plugins.LoadRequest{Group: "conformance", Root: dir, Modules: map[string]string{}, Runtime: plugins.RuntimeGPython}
@@ -80,7 +87,7 @@ func runGPython(t *testing.T, snips []snippet) []answer {
 	req.Limits.Workers = 1
 	rt := New(req)
 	defer rt.Close()
-	answers := make([]answer, len(snips))
+	answers, messages := make([]answer, len(snips)), make([]string, len(snips))
 	for i := range snips {
 		resp := rt.Call(gocontext.Background(), &plugins.CallRequest{Callable: plugins.Callable{Module: fmt.Sprintf("s%04d", i), Func: "run"}, TimeoutMs: 5000})
 		switch {
@@ -91,12 +98,12 @@ func runGPython(t *testing.T, snips []snippet) []answer {
 			}
 			answers[i] = []any{"ok", v}
 		case resp.Error.Kind == plugins.ErrException:
-			answers[i] = []any{"raise", resp.Error.Type}
+			answers[i], messages[i] = []any{"raise", resp.Error.Type}, resp.Error.Message
 		default:
 			answers[i] = []any{resp.Error.Kind, resp.Error.Message}
 		}
 	}
-	return answers
+	return answers, messages
 }
 
 func show(a answer) string {
@@ -107,7 +114,9 @@ func show(a answer) string {
 // TestConformance runs the differential corpus on CPython and on toolhost's
 // gpython: every snippet gives CPython's answer, or is one whose construct
 // the deep check refuses on gpython (Refusals, at its line, saying to use
-// the cpython runtime), or is a known difference that still differs. It
+// the cpython runtime), or one gpython refuses at run time
+// (NotImplementedError: "... is not supported on the gpython runtime; use
+// the cpython runtime"), or is a known difference that still differs. It
 // also runs the corpus on gpython without toolhost's fixes, to count what
 // they settle.
 func TestConformance(t *testing.T) {
@@ -116,8 +125,8 @@ func TestConformance(t *testing.T) {
 	setTypeFixes(false)
 	raw := runGPython(t, snips)
 	setTypeFixes(true)
-	got := runGPython(t, snips)
-	var same, fixed, refused, known int
+	got, messages := runGPythonMessages(t, snips)
+	var same, fixed, refused, atRun, known int
 	for i, s := range snips {
 		refusals := Refusals("snippet.py", moduleSource(s))
 		eq := reflect.DeepEqual(want[i], got[i])
@@ -136,6 +145,15 @@ func TestConformance(t *testing.T) {
 			continue
 		case len(refusals) > 0:
 			t.Errorf("%s: %q is refused but not marked so: %v", s.Name, strings.TrimSpace(s.body()), refusals)
+		case s.AtRun != "":
+			raised := reflect.DeepEqual(got[i], []any{"raise", "NotImplementedError"}) && strings.Contains(messages[i], s.AtRun) &&
+				strings.HasSuffix(messages[i], "is not supported on the gpython runtime; use the cpython runtime")
+			caught := strings.Contains(show(got[i]), "NotImplementedError") && strings.Contains(s.Prog, "except")
+			if !raised && !caught {
+				t.Errorf("%s: %q should be refused at run time (%q), got %s %q (cpython: %s)", s.Name, strings.TrimSpace(s.body()), s.AtRun, show(got[i]), messages[i], show(want[i]))
+			}
+			atRun++
+			continue
 		case s.Known != "":
 			if eq && !s.Unordered {
 				t.Errorf("%s: %q is listed as a known difference (%s) but gives CPython's answer now: take it off the list", s.Name, strings.TrimSpace(s.body()), s.Known)
@@ -153,8 +171,8 @@ func TestConformance(t *testing.T) {
 			fixed++
 		}
 	}
-	t.Logf("%d snippets: %d same on gpython itself, %d fixed by toolhost, %d refused by the deep check, %d known differences left",
-		len(snips), same, fixed, refused, known)
+	t.Logf("%d snippets: %d same on gpython itself, %d fixed by toolhost, %d refused by the deep check, %d refused at run time, %d known differences left",
+		len(snips), same, fixed, refused, atRun, known)
 	if len(snips) < 500 {
 		t.Errorf("the corpus has %d snippets; it should have several hundred", len(snips))
 	}
@@ -195,7 +213,7 @@ func TestPrintedOutput(t *testing.T) {
 	}
 }
 
-// TestModuloKeepsLines checks that the rewriting of % (rewriteModulo)
+// TestModuloKeepsLines checks that the rewriting of % (rewriteOps)
 // keeps a traceback's line numbers: an exception raised after many %
 // operators, past jumps and a long stretch of code (a line table with
 // increments over 255 bytes), names its own line.

@@ -19,6 +19,12 @@ type snippet struct {
 	// gpython: the deep check must refuse it (a refusal's message holds
 	// this text) instead of running it.
 	Refused string
+	// AtRun marks a snippet gpython cannot answer as CPython does, and
+	// whose construct the source does not show: toolhost's gpython must
+	// raise NotImplementedError saying it is not supported and to use the
+	// cpython runtime, its message holding this text (or, for a snippet
+	// that catches it, answer with the exception's type).
+	AtRun string
 	// Known marks a difference that is neither fixed nor refusable before
 	// run time (it cannot be seen in the source): the suite checks that it
 	// still differs, so that a fix moves it out of this list.
@@ -440,6 +446,75 @@ func corpus() []snippet {
 			add("slice", seq+sl)
 		}
 	}
+	// Operators gpython computed its own way (fix_operators.go): bools as
+	// ints, float floor division and modulo, powers, big shifts, exact
+	// int-float comparisons, tuple concatenation and slices.
+	for _, op := range []string{"+", "-", "*", "/", "//", "%", "**", "&", "|", "^", "<<", ">>", "<", "==", ">="} {
+		for _, p := range [][2]string{{"True", "True"}, {"True", "False"}, {"False", "2"}, {"3", "True"}, {"True", "2.5"}, {"-1.5", "True"}, {"True", "10**20"}} {
+			add("boolop", fmt.Sprintf("(%s) %s (%s)", p[0], op, p[1]))
+		}
+	}
+	for _, e := range []string{"-True", "+False", "~True", "~False", "abs(True)", "-(-False)", "divmod(True, 2)", "pow(True, 2)", "round(True)",
+		"sum([True, True, 0.5])", "True + 0.1", "[1] * True", "'ab' * True"} {
+		add("boolop", e)
+	}
+	for _, p := range []string{"x = True\nx += True\nresult = x", "x = False\nx -= True\nresult = x", "x = True\nx |= False\nresult = x",
+		"x = True\nx &= 3\nresult = x", "x = 2.5\nx //= 0.5\nresult = x", "x = 1e308\nx %= 10\nresult = x", "x = 2\nx **= -1\nresult = x",
+		"xs = [1]\nys = xs\nxs += [2]\nresult = ys", "xs = [1]\nys = xs\nxs *= 2\nresult = ys", "s = {1}\nt = s\ns |= {2}\nresult = sorted(t)",
+		"t = (1,)\nt += (2, 3)\nresult = t", "x = 1\nx <<= 2**65 - 2**65 + 3\nresult = x", "x = -5\nx >>= 2**70\nresult = x"} {
+		prog("inplace", p)
+	}
+	for _, e := range []string{"1 // 0.1", "-1 // 0.1", "1e308 // 10", "-7.5 // 2", "7.5 // -2", "0.3 // 0.1", "1.5 // 0.0", "5 // 0.0", "(-0.0) // 1",
+		"7.5 % -2", "-7.5 % 2", "1e308 % 3", "-1e308 % 7", "0.0 % -1", "5 % 0.0", "10**20 % 7.5", "(2**70) // 0.5", "divmod(1e308, 10)", "divmod(-7.5, 2)",
+		"divmod(7, -2.5)", "divmod(1, 0.0)", "divmod(0.0, -1)", "divmod(10**20, 3)", "divmod(-7, 2)", "(10**400) // 1.5"} {
+		add("floatdiv", e)
+	}
+	for _, e := range []string{"0.0 ** -1", "0 ** -1", "0 ** -1.5", "0.0 ** 0", "1e300 ** 2", "10.0 ** 400", "(-10.0) ** 401", "(-2.0) ** 3", "(-2) ** 2.0",
+		"2 ** -1", "(-8) ** -1", "pow(2, 0.5)", "pow(10, 400.0)", "float('inf') ** 2", "(-1) ** float('inf')", "2 ** float('-inf')", "float('nan') ** 0",
+		"1 ** float('nan')", "pow(2, 3, 5)", "True ** True", "pow(0, -2)", "2.0 ** 1024", "2.0 ** 1023", "(-2.0) ** 0.0", "(1e-300) ** 2"} {
+		add("pow", e)
+	}
+	for _, e := range []string{"(-8) ** (1/3)", "(-2) ** 0.5", "pow(-1, 0.5)", "(-0.5) ** 1.5", "x = -4.0\nresult = x ** 0.25"} {
+		if strings.Contains(e, "result") {
+			out = append(out, snippet{Name: fmt.Sprintf("complex/%d", len(out)), Prog: e, AtRun: "a negative number raised to a fractional power"})
+			continue
+		}
+		out = append(out, snippet{Name: fmt.Sprintf("complex/%d", len(out)), Expr: e, AtRun: "a negative number raised to a fractional power"})
+	}
+	for _, e := range []string{"1 << 2**65", "0 << 2**65", "5 >> 2**64", "-5 >> 2**64", "0 >> 2**64", "1 << -1", "1 >> -(2**70)", "True << True",
+		"(2**70) >> 3", "1 << 100", "-1 >> 1", "7 >> True"} {
+		add("shift", e)
+	}
+	for _, e := range []string{"2**53 + 1 > float(2**53)", "2**53 + 1 < 2.0**53", "float(2**63) == 2**63", "2**63 + 1 != float(2**63)",
+		"10**400 > 1e308", "-(10**400) < -1e308", "10**400 < float('inf')", "10**30 == float('nan')", "10**30 != float('nan')", "1.5 < 2**60 + 1",
+		"float(2**53) <= 2**53 + 1", "float(2**60) >= 2**60 + 1", "[2**53 + 1] == [float(2**53)]", "(2**53 + 1,) == (float(2**53),)",
+		"[2**53 + 1] != [float(2**53)]", "2**53 + 1 in [float(2**53)]", "2**53 + 1 in (float(2**53), 1)", "float(2**53) not in [2**53 + 1]",
+		"sorted([2**53 + 1, float(2**53)])", "max(float(2**53), 2**53 + 1)", "[1, 2.0] == [1.0, 2]", "{'a': 2**53 + 1} == {'a': float(2**53)}",
+		"[2**53 + 1, float(2**53)].index(float(2**53))", "[float(2**53)].count(2**53 + 1)", "(1, [2]) == (1, [2.0])"} {
+		add("exactcmp", e)
+	}
+	for _, e := range []string{"(1, 2, 3) + (4,)", "(1,) + (2, 3)", "() + (1,)", "(1, 2) + ()", "((1,) + (2,)) * 2", "(0, 1, 2, 3)[slice(5, 1)]",
+		"(0, 1, 2, 3)[3:1]", "(0, 1, 2, 3)[-1:0]", "()[0:0]", "(1, 2)[3:]", "(0, 1, 2, 3)[::-1]", "(0, 1, 2, 3)[5:1:-1]", "(0, 1, 2)[1:1]",
+		"[0, 1, 2][slice(2, 0)]", "'abc'[slice(1, 5)]"} {
+		add("tuple", e)
+	}
+	for _, e := range []string{"frozenset()", "frozenset('aba')", "frozenset(range(3))", "len(frozenset([1, 2, 2]))", "2 in frozenset([1, 2])",
+		"sorted(frozenset([3, 1]))", "frozenset((1, 2))", "frozenset({1: 2}.keys() if False else [5])", "frozenset(5)"} {
+		add("frozenset", e)
+	}
+	for _, e := range []string{"1 in {'a': 1}", "(1, 2) in {'a': 1}", "[1] in {'a': 1}", "1.5 not in {'a': 1}", "{'a': 1}.get(1)", "{'a': 1}.get(1, 'x')",
+		"{'a': 1}.get([1])", "{'a': 1}.pop(1, 'x')", "{'a': 1}.get('a')"} {
+		add("dictkey", e)
+	}
+	for _, p := range []string{"d = {}\nd[1] = 2\nresult = d", "d = {}\nd[(1, 2)] = 'x'\nresult = d", "d = {}\nd[True] = 1\nresult = d",
+		"d = {}\nd[1.5] = 0\nresult = d", "result = {x: 1 for x in range(2)}", "k = 1\nresult = {k: 2}", "result = {(1, 'a'): 0 for _ in [0]}",
+		"d = {}\nd.setdefault(1, 0)\nresult = d", "d = {}\nd.update([(1, 2)])\nresult = d", "result = dict(zip([1, 2], 'ab'))",
+		"result = dict([((1, (2, 3)), 'nested')])", "result = dict([(1, 2), (3, 4)])"} {
+		out = append(out, snippet{Name: fmt.Sprintf("dictkey/%d", len(out)), Prog: p, AtRun: "a dict key of type"})
+	}
+	for _, p := range []string{"d = {}\nd[[1]] = 2\nresult = d", "result = {k: 0 for k in [[1]]}", "result = dict([([1], 2)])"} {
+		prog("dictkey", p)
+	}
 	settle(out)
 	return out
 }
@@ -476,28 +551,20 @@ var refusedBy = []struct{ has, why string }{
 	{".encode(", "encode"},
 }
 
-// knownDiffs are the differences left: gpython's own operators and
-// number types, which toolhost cannot replace and the source does not
-// show. Most raise where CPython answers (they fail loudly); the rest are
-// floats at their limits.
+// knownDiffs are the differences left, which toolhost can neither fix
+// nor see in the source: a gpython dict is a Go map of str keys, with no
+// insertion order.
 var knownDiffs = []struct{ has, why string }{
-	{"(True) / (2)", "bool arithmetic raises TypeError"},
-	{"True + True", "bool arithmetic raises TypeError"},
-	{"-True", "bool arithmetic raises TypeError"},
-	{"(1.0) // (0)", "float floor division by zero gives inf"},
-	{"(1e308) % (10)", "float modulo of huge floats loses precision"},
-	{"(-1) << (2**65)", "shift by a big int: OverflowError for MemoryError"},
-	{"(-1) >> (2**65)", "shift by a big int raises OverflowError"},
-	{"pow(1e300, 2)", "float overflow gives inf instead of OverflowError"},
-	{"2 ** 10000.0", "float overflow gives inf instead of OverflowError"},
-	{"pow(-8, 1/3)", "negative base to a fractional power is not complex"},
-	{"(-2) ** 0.5", "negative base to a fractional power is not complex"},
-	{"frozenset(", "frozenset() of a list raises TypeError"},
-	{"2**53 + 1 == float", "int and float compare as floats"},
-	{"(0, 1, 2, 3)[5:1]", "an empty tuple slice fails"},
-	{"dict([(1, 2)", "non-str dict keys raise TypeError"},
-	{"d[1] = 2", "non-str dict keys raise TypeError"},
 	{`list({"b": 1, "a": 2}.`, "a gpython dict does not keep insertion order (keys(), values() and items() come in key order)"},
+}
+
+// refusedAtRun marks the snippets of the generated parts that gpython
+// refuses at run time (AtRun).
+var refusedAtRun = []struct{ has, why string }{
+	{"pow(-8, 1/3)", "a negative number raised to a fractional power"},
+	{"(-2) ** 0.5", "a negative number raised to a fractional power"},
+	{"d[1] = 2", "a dict key of type"},
+	{"dict([(1, 2), (3, 4)])", "a dict key of type"},
 }
 
 // unorderedDiffs are known differences that come from Go's random map
@@ -520,6 +587,11 @@ func settle(out []snippet) {
 		}
 		if out[i].Refused != "" {
 			continue
+		}
+		for _, k := range refusedAtRun {
+			if strings.Contains(text, k.has) {
+				out[i].AtRun = k.why
+			}
 		}
 		for _, k := range knownDiffs {
 			if strings.Contains(text, k.has) {

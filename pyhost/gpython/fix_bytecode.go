@@ -11,6 +11,84 @@ const (
 	imodBuiltin = "__toolhost_imod__"
 )
 
+// opKind says how an instruction is rewritten.
+type opKind int
+
+const (
+	// binaryCall replaces the instruction: LOAD_GLOBAL f, ROT_THREE,
+	// CALL_FUNCTION 2 (f(TOS1, TOS)).
+	binaryCall opKind = iota
+	// unaryCall replaces it: LOAD_GLOBAL f, ROT_TWO, CALL_FUNCTION 1.
+	unaryCall
+	// keyCheck goes before it, which keeps its place: LOAD_GLOBAL f,
+	// ROT_TWO, CALL_FUNCTION 1 (TOS = f(TOS)).
+	keyCheck
+	// storeCheck goes before STORE_SUBSCR: DUP_TOP_TWO, LOAD_GLOBAL f,
+	// ROT_THREE, CALL_FUNCTION 2, POP_TOP (f(container, key) raises or
+	// gives None).
+	storeCheck
+)
+
+// opRewrite is what an instruction becomes: a call of the builtin named.
+type opRewrite struct {
+	kind opKind
+	name string
+}
+
+// extra is how many bytes the rewrite adds to an instruction of size.
+func (r opRewrite) extra(size int) int {
+	switch r.kind {
+	case keyCheck:
+		return 7
+	case storeCheck:
+		return 9
+	}
+	return 7 - size
+}
+
+// opRewrites are the operators whose gpython code answers otherwise than
+// CPython for some operands (fix_operators.go), by opcode.
+var opRewrites = map[vm.OpCode]opRewrite{
+	vm.BINARY_MODULO:        {binaryCall, modBuiltin},
+	vm.INPLACE_MODULO:       {binaryCall, imodBuiltin},
+	vm.BINARY_ADD:           {binaryCall, "__toolhost_add__"},
+	vm.INPLACE_ADD:          {binaryCall, "__toolhost_iadd__"},
+	vm.BINARY_SUBTRACT:      {binaryCall, "__toolhost_sub__"},
+	vm.INPLACE_SUBTRACT:     {binaryCall, "__toolhost_isub__"},
+	vm.BINARY_MULTIPLY:      {binaryCall, "__toolhost_mul__"},
+	vm.INPLACE_MULTIPLY:     {binaryCall, "__toolhost_imul__"},
+	vm.BINARY_TRUE_DIVIDE:   {binaryCall, "__toolhost_truediv__"},
+	vm.INPLACE_TRUE_DIVIDE:  {binaryCall, "__toolhost_truediv__"},
+	vm.BINARY_FLOOR_DIVIDE:  {binaryCall, "__toolhost_floordiv__"},
+	vm.INPLACE_FLOOR_DIVIDE: {binaryCall, "__toolhost_floordiv__"},
+	vm.BINARY_POWER:         {binaryCall, "__toolhost_pow__"},
+	vm.INPLACE_POWER:        {binaryCall, "__toolhost_pow__"},
+	vm.BINARY_LSHIFT:        {binaryCall, "__toolhost_lshift__"},
+	vm.INPLACE_LSHIFT:       {binaryCall, "__toolhost_lshift__"},
+	vm.BINARY_RSHIFT:        {binaryCall, "__toolhost_rshift__"},
+	vm.INPLACE_RSHIFT:       {binaryCall, "__toolhost_rshift__"},
+	vm.BINARY_AND:           {binaryCall, "__toolhost_and__"},
+	vm.INPLACE_AND:          {binaryCall, "__toolhost_iand__"},
+	vm.BINARY_OR:            {binaryCall, "__toolhost_or__"},
+	vm.INPLACE_OR:           {binaryCall, "__toolhost_ior__"},
+	vm.BINARY_XOR:           {binaryCall, "__toolhost_xor__"},
+	vm.INPLACE_XOR:          {binaryCall, "__toolhost_ixor__"},
+	vm.UNARY_NEGATIVE:       {unaryCall, "__toolhost_neg__"},
+	vm.UNARY_POSITIVE:       {unaryCall, "__toolhost_pos__"},
+	vm.UNARY_INVERT:         {unaryCall, "__toolhost_invert__"},
+	vm.STORE_MAP:            {keyCheck, "__toolhost_key__"},
+	vm.MAP_ADD:              {keyCheck, "__toolhost_key__"},
+	vm.STORE_SUBSCR:         {storeCheck, "__toolhost_store__"},
+}
+
+// compareRewrites are the comparisons rewritten, by COMPARE_OP's argument
+// (<, <=, ==, !=, >, >=, in, not in).
+var compareRewrites = map[int]string{0: "__toolhost_lt__", 1: "__toolhost_le__", 2: "__toolhost_eq__", 3: "__toolhost_ne__",
+	4: "__toolhost_gt__", 5: "__toolhost_ge__", 6: "__toolhost_in__", 7: "__toolhost_not_in__"}
+
+// subscrBuiltin is a[i] where i may be a slice.
+const subscrBuiltin = "__toolhost_subscr__"
+
 // relJumps take a delta from the next instruction; absJumps a code offset.
 var (
 	relJumps = map[vm.OpCode]bool{vm.JUMP_FORWARD: true, vm.FOR_ITER: true, vm.SETUP_LOOP: true,
@@ -27,16 +105,16 @@ type instr struct {
 	size int
 }
 
-// rewriteModulo makes every % of a code object a call of toolhost's
-// operator (percentMod): gpython's str % formats with Go's fmt ("%s" % None
-// is '{}'), and its operators are Go methods toolhost cannot replace.
-// BINARY_MODULO (one byte) becomes LOAD_GLOBAL __toolhost_mod__,
-// ROT_THREE, CALL_FUNCTION 2 (seven bytes); jumps and the line table are
-// moved to match. Code with EXTENDED_ARG (a function past 65,535 names or
-// bytes) is left as it is.
-func rewriteModulo(code *py.Code) {
+// rewriteOps makes the operators of a code object calls of toolhost's
+// (opRewrites, fix_operators.go and percentMod): gpython's operators are
+// Go methods toolhost cannot replace. BINARY_ADD (one byte) becomes
+// LOAD_GLOBAL __toolhost_add__, ROT_THREE, CALL_FUNCTION 2 (seven bytes);
+// jumps and the line table are moved to match. A comparison whose right
+// operand is a constant str, None or small int is left as it is (gpython
+// gets those right), as is a subscript by a constant int or str. Code with
+// EXTENDED_ARG (a function past 65,535 names or bytes) is left as it is.
+func rewriteOps(code *py.Code) {
 	var ins []instr
-	count := 0
 	b := code.Code
 	for i := 0; i < len(b); {
 		op := vm.OpCode(b[i])
@@ -50,11 +128,29 @@ func rewriteModulo(code *py.Code) {
 		if op == vm.EXTENDED_ARG {
 			return
 		}
-		if op == vm.BINARY_MODULO || op == vm.INPLACE_MODULO {
-			count++
-		}
 		ins = append(ins, in)
 		i += in.size
+	}
+	// plan says what each instruction becomes (ok false: left as it is).
+	plan := make([]opRewrite, len(ins))
+	planned := make([]bool, len(ins))
+	count, deep := 0, false
+	for k, in := range ins {
+		r, ok := opRewrites[in.op]
+		switch in.op {
+		case vm.COMPARE_OP:
+			name, isCmp := compareRewrites[in.arg]
+			ok = isCmp && !(k > 0 && ins[k-1].op == vm.LOAD_CONST && exactConst(code, ins[k-1].arg))
+			r = opRewrite{binaryCall, name}
+		case vm.BINARY_SUBSCR:
+			ok = !(k > 0 && ins[k-1].op == vm.LOAD_CONST && indexConst(code, ins[k-1].arg))
+			r = opRewrite{binaryCall, subscrBuiltin}
+		}
+		if ok {
+			plan[k], planned[k] = r, true
+			count++
+			deep = deep || r.kind == storeCheck
+		}
 	}
 	if count == 0 {
 		return
@@ -62,12 +158,12 @@ func rewriteModulo(code *py.Code) {
 	// newAt maps an old offset to its new one (offsets past the end too).
 	shift := make([]int, len(b)+1)
 	extra := 0
-	for _, in := range ins {
+	for k, in := range ins {
 		for j := in.at; j < in.at+in.size; j++ {
 			shift[j] = extra
 		}
-		if in.op == vm.BINARY_MODULO || in.op == vm.INPLACE_MODULO {
-			extra += 6
+		if planned[k] {
+			extra += plan[k].extra(in.size)
 		}
 	}
 	shift[len(b)] = extra
@@ -82,10 +178,6 @@ func rewriteModulo(code *py.Code) {
 		names = append(names, name)
 		return len(names) - 1
 	}
-	mod, imod := nameIndex(modBuiltin), nameIndex(imodBuiltin)
-	if imod > 0xffff {
-		return
-	}
 	out := make([]byte, 0, len(b)+extra)
 	emit := func(op vm.OpCode, arg int) bool {
 		out = append(out, byte(op))
@@ -97,15 +189,22 @@ func rewriteModulo(code *py.Code) {
 		}
 		return true
 	}
-	for _, in := range ins {
+	for k, in := range ins {
 		ok := true
 		switch {
-		case in.op == vm.BINARY_MODULO || in.op == vm.INPLACE_MODULO:
-			name := mod
-			if in.op == vm.INPLACE_MODULO {
-				name = imod
+		case planned[k]:
+			f := nameIndex(plan[k].name)
+			switch plan[k].kind {
+			case binaryCall:
+				ok = emit(vm.LOAD_GLOBAL, f) && emit(vm.ROT_THREE, 0) && emit(vm.CALL_FUNCTION, 2)
+			case unaryCall:
+				ok = emit(vm.LOAD_GLOBAL, f) && emit(vm.ROT_TWO, 0) && emit(vm.CALL_FUNCTION, 1)
+			case keyCheck:
+				ok = emit(vm.LOAD_GLOBAL, f) && emit(vm.ROT_TWO, 0) && emit(vm.CALL_FUNCTION, 1) && emit(in.op, in.arg)
+			case storeCheck:
+				ok = emit(vm.DUP_TOP_TWO, 0) && emit(vm.LOAD_GLOBAL, f) && emit(vm.ROT_THREE, 0) &&
+					emit(vm.CALL_FUNCTION, 2) && emit(vm.POP_TOP, 0) && emit(in.op, 0)
 			}
-			ok = emit(vm.LOAD_GLOBAL, name) && emit(vm.ROT_THREE, 0) && emit(vm.CALL_FUNCTION, 2)
 		case relJumps[in.op]:
 			target := in.at + in.size + in.arg
 			if target > len(b) {
@@ -142,4 +241,36 @@ func rewriteModulo(code *py.Code) {
 	}
 	code.Code, code.Names, code.Lnotab = string(out), names, string(lnotab)
 	code.Stacksize++
+	if deep {
+		code.Stacksize += 2
+	}
+}
+
+// exactConst reports a constant that gpython compares as CPython does with
+// anything: a str, None or an int within 2**53 (a float meets it
+// exactly).
+func exactConst(code *py.Code, i int) bool {
+	if i >= len(code.Consts) {
+		return false
+	}
+	switch c := code.Consts[i].(type) {
+	case py.String, py.NoneType:
+		return true
+	case py.Int:
+		return c <= 1<<53 && c >= -(1<<53)
+	}
+	return false
+}
+
+// indexConst reports a constant subscript that is not a slice: an int or
+// a str.
+func indexConst(code *py.Code, i int) bool {
+	if i >= len(code.Consts) {
+		return false
+	}
+	switch code.Consts[i].(type) {
+	case py.String, py.Int:
+		return true
+	}
+	return false
 }

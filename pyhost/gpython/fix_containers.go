@@ -4,8 +4,8 @@ import (
 	"github.com/go-python/gpython/py"
 )
 
-// equal is a == b.
-func equal(a, b py.Object) (bool, error) { return compare(py.Eq, a, b) }
+// equal is a == b, ints and floats compared exactly (equalExact).
+func equal(a, b py.Object) (bool, error) { return equalExact(a, b) }
 
 // listIndex is the offset i of a list of n items (negative from the end).
 func listIndex(o py.Object, n int, clamp bool) (int, error) {
@@ -184,6 +184,25 @@ func registerContainerFixes() {
 	view("keys", func(k string, _ py.Object) py.Object { return py.String(k) })
 	view("values", func(_ string, v py.Object) py.Object { return v })
 	view("items", func(k string, v py.Object) py.Object { return py.Tuple{py.String(k), v} })
+	// get of a key other than a str raised KeyError; no such key is in a
+	// gpython dict.
+	dict("get", func(d py.StringDict, args py.Tuple, _ py.StringDict) (py.Object, error) {
+		if len(args) < 1 || len(args) > 2 {
+			return nil, py.ExceptionNewf(py.TypeError, "get expected 1 or 2 arguments, got %d", len(args))
+		}
+		if err := hashable(args[0]); err != nil {
+			return nil, err
+		}
+		if k, ok := args[0].(py.String); ok {
+			if v, found := d[string(k)]; found {
+				return v, nil
+			}
+		}
+		if len(args) == 2 {
+			return args[1], nil
+		}
+		return py.None, nil
+	})
 	dict("pop", func(d py.StringDict, args py.Tuple, _ py.StringDict) (py.Object, error) {
 		if len(args) < 1 || len(args) > 2 {
 			return nil, py.ExceptionNewf(py.TypeError, "pop expected 1 or 2 arguments, got %d", len(args))

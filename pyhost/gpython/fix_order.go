@@ -12,6 +12,9 @@ import (
 // of a dict's items failed.
 func lessThan(a, b py.Object) (bool, error) {
 	a, b = boolAsInt(a), boolAsInt(b)
+	if c, ok := compareExact(a, b); ok {
+		return c < 0, nil
+	}
 	switch x := a.(type) {
 	case py.Tuple:
 		if y, ok := b.(py.Tuple); ok {

@@ -9,7 +9,7 @@ import (
 )
 
 // percentMod is a % b: printf-style formatting as CPython's when a is a
-// str, else gpython's own operator.
+// str, CPython's float modulo for floats, else gpython's own operator.
 func percentMod(_ py.Object, args py.Tuple) (py.Object, error) {
 	if len(args) != 2 {
 		return nil, py.ExceptionNewf(py.TypeError, "%% needs two operands")
@@ -17,7 +17,7 @@ func percentMod(_ py.Object, args py.Tuple) (py.Object, error) {
 	if s, ok := args[0].(py.String); ok {
 		return percentFormat(string(s), args[1])
 	}
-	return py.Mod(args[0], args[1])
+	return numberMod(args[0], args[1])
 }
 
 // percentIMod is a %= b.
@@ -28,7 +28,10 @@ func percentIMod(_ py.Object, args py.Tuple) (py.Object, error) {
 	if s, ok := args[0].(py.String); ok {
 		return percentFormat(string(s), args[1])
 	}
-	return py.IMod(args[0], args[1])
+	if _, _, ok, _ := floatPair(args[0], args[1]); ok {
+		return numberMod(args[0], args[1])
+	}
+	return py.IMod(plainInt(args[0]), plainInt(args[1]))
 }
 
 // percentFormat is CPython's str % values: %[(key)][flags][width][.precision]type

@@ -22,7 +22,7 @@ func compileModule(src, name string) (*py.Code, error) {
 // fixCode corrects a code object and every code object nested in it.
 func fixCode(code *py.Code) {
 	fixCell2arg(code)
-	rewriteModulo(code)
+	rewriteOps(code)
 	for _, c := range code.Consts {
 		if nested, ok := c.(*py.Code); ok {
 			fixCode(nested)
@@ -124,6 +124,7 @@ func init() {
 		py.StringDictType: {dictNew, py.StringDictType.New},
 		py.IntType:        {intNew, py.IntType.New},
 		py.RangeType:      {rangeNew, py.RangeType.New},
+		py.FrozenSetType:  {frozensetNew, py.FrozenSetType.New},
 	}
 	setTypeFixes(true)
 }
@@ -160,6 +161,18 @@ func fixBuiltins(b *py.Module) {
 	}
 	isinstance := b.Globals["isinstance"]
 	print := b.Globals["print"]
+	for name, fn := range operatorBuiltins {
+		b.Globals[name] = fn
+	}
+	b.Globals["pow"] = py.MustNewMethod("pow", builtinPow(b.Globals["pow"]), 0, "")
+	b.Globals["divmod"] = py.MustNewMethod("divmod", builtinDivmod(b.Globals["divmod"]), 0, "")
+	abs := b.Globals["abs"]
+	b.Globals["abs"] = py.MustNewMethod("abs", func(_ py.Object, args py.Tuple, kw py.StringDict) (py.Object, error) {
+		if len(args) == 1 {
+			args = py.Tuple{plainInt(args[0])} // abs(True) raised TypeError
+		}
+		return py.Call(abs, args, kw)
+	}, 0, "")
 	for name, fn := range map[string]func(py.Object, py.Tuple, py.StringDict) (py.Object, error){
 		"round":  builtinRound,
 		"format": builtinFormat,
@@ -169,12 +182,6 @@ func fixBuiltins(b *py.Module) {
 		"ascii":    builtinASCII,
 		"reversed": builtinReversed,
 		"sorted":   builtinSorted,
-		modBuiltin: func(self py.Object, args py.Tuple, _ py.StringDict) (py.Object, error) {
-			return percentMod(self, args)
-		},
-		imodBuiltin: func(self py.Object, args py.Tuple, _ py.StringDict) (py.Object, error) {
-			return percentIMod(self, args)
-		},
 		"hash":     builtinHash,
 		"callable": builtinCallable,
 		"issubclass": func(_ py.Object, args py.Tuple, _ py.StringDict) (py.Object, error) {
@@ -332,7 +339,7 @@ func dictNew(_ *py.Type, args py.Tuple, kwargs py.StringDict) (py.Object, error)
 func dictKey(k py.Object) (string, error) {
 	s, ok := k.(py.String)
 	if !ok {
-		return "", py.ExceptionNewf(py.TypeError, "gpython dicts take only str keys, not %s; use the cpython runtime", k.Type().Name)
+		return "", nonStrKey(k)
 	}
 	return string(s), nil
 }

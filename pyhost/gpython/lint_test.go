@@ -16,7 +16,7 @@ func TestRefusals(t *testing.T) {
 		line, col int
 		want      string // "" for no refusal
 	}{
-		{"x = \"%d km\" % 3\n", 0, 0, ""}, // % is rewritten to toolhost's (rewriteModulo)
+		{"x = \"%d km\" % 3\n", 0, 0, ""}, // % is rewritten to toolhost's (rewriteOps)
 		{"x = \"{} km\".format(3)\n", 0, 0, ""},
 		{"def f(a):\n    return (1, a) < (1, 2)\n", 2, 12, "ordering tuples or lists"},
 		{"def f(a):\n    return a < 2\n", 0, 0, ""},
@@ -63,10 +63,11 @@ func FuzzRefusals(f *testing.F) {
 	})
 }
 
-// FuzzRewriteModulo compiles any source, rewrites its % operators
-// (rewriteModulo) and checks the code it made: every instruction whole,
-// no % left (unless the code was left as it was), every jump inside the
-// code, and a line table that still covers it.
+// FuzzRewriteModulo compiles any source, rewrites its operators
+// (rewriteOps: %, the arithmetic, comparisons, slices, dict stores) and
+// checks the code it made: every instruction whole, no rewritten operator
+// left (unless the code was left as it was), every jump inside the code,
+// and a line table that still covers it.
 func FuzzRewriteModulo(f *testing.F) {
 	for _, s := range []string{"x = '%d' % 1\n", "for i in range(3):\n    if i % 2:\n        continue\n", "def f(a):\n    try:\n        return a % 2\n    finally:\n        a %= 3\n",
 		"while x % 3:\n    x += 1\nelse:\n    y = [i % 2 for i in z if i % 3]\n"} {
@@ -80,7 +81,7 @@ func FuzzRewriteModulo(f *testing.F) {
 		var check func(c *py.Code)
 		check = func(c *py.Code) {
 			before := c.Code
-			rewriteModulo(c)
+			rewriteOps(c)
 			b := c.Code
 			for i := 0; i < len(b); {
 				op := vm.OpCode(b[i])
@@ -92,8 +93,8 @@ func FuzzRewriteModulo(f *testing.F) {
 					}
 					arg, size = int(b[i+1])|int(b[i+2])<<8, 3
 				}
-				if (op == vm.BINARY_MODULO || op == vm.INPLACE_MODULO) && b != before {
-					t.Fatalf("a %% left at %d", i)
+				if _, ok := opRewrites[op]; ok && op != vm.STORE_MAP && op != vm.MAP_ADD && op != vm.STORE_SUBSCR && b != before {
+					t.Fatalf("an operator (%v) left at %d", op, i)
 				}
 				if relJumps[op] && i+size+arg > len(b) || absJumps[op] && arg > len(b) {
 					t.Fatalf("a jump out of the code at %d: %v %d", i, op, arg)

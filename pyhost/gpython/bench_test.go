@@ -1,0 +1,48 @@
+package gpython
+
+import (
+	gocontext "context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"toolhost/plugins"
+)
+
+// BenchmarkLoop runs tools whose loops are mostly operators, the hot path
+// that toolhost's rewritten operators sit on: one op is one call of the
+// tool, which runs 100,000 iterations.
+func BenchmarkLoop(b *testing.B) {
+	src := `
+def add():
+    s = 0
+    for i in range(100000):
+        s += i
+    return s
+
+def mixed():
+    s, xs, d = 0.0, [0] * 10, {}
+    for i in range(100000):
+        if i < 50000 and i % 3 == 0:
+            s = s + i * 2.5 - 1
+        xs[i % 10] = xs[i % 10] + 1
+        d["k"] = i
+    return s
+`
+	dir := b.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "m.py"), []byte(src), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	rt := New(&plugins.LoadRequest{Group: "bench", Root: dir, Modules: map[string]string{"m": "m.py"}, Runtime: plugins.RuntimeGPython})
+	defer rt.Close()
+	for _, fn := range []string{"add", "mixed"} {
+		b.Run(fn, func(b *testing.B) {
+			for b.Loop() {
+				resp := rt.Call(gocontext.Background(), &plugins.CallRequest{Callable: plugins.Callable{Module: "m", Func: fn}, TimeoutMs: 60000})
+				if !resp.OK {
+					b.Fatalf("%s: %+v", fn, resp.Error)
+				}
+			}
+		})
+	}
+}
