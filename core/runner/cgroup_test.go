@@ -122,7 +122,7 @@ func TestCgroupV2WithoutControllers(t *testing.T) {
 	}{
 		{"none", "", nil, 0},
 		{"pids only", "pids", []string{"pids.max"}, 16},
-		{"memory and cpu", "memory cpu", []string{"memory.max", "memory.swap.max", "cpu.max"}, 0},
+		{"memory and cpu", "memory cpu", []string{"memory.max", "memory.swap.max", "cpu.max", "cpu.weight"}, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			root := t.TempDir()
