@@ -20,6 +20,10 @@ var bin string
 // TestMain builds the binary and, for the tests of several nodes, serves
 // a private PostgreSQL cluster (started on first use, stopped at the end).
 func TestMain(m *testing.M) {
+	if os.Getenv(nnLoadEnv) != "" {
+		// This process is BenchmarkNoisyNeighbour's tenant A.
+		os.Exit(nnLoadMain())
+	}
 	var cleanup func()
 	bin, cleanup = testbin.Build()
 	code := pgtest.Main(m)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"sort"
 	"strconv"
 	"strings"
@@ -141,11 +142,15 @@ func nnGroupYAML(name, tool, module string) string {
 //
 // In one run, B is measured alone for 30 s, then beside A (A starts 3 s
 // before B's measurement and runs until it ends: 30 s, or more until B's
-// last new group is Ready and its callers' last calls answered). The
+// last new group is Ready and its callers' last calls answered). A's
+// clients run in a process of their own (nnStartLoad), as they would on
+// machines of their own, so that B's callers do not queue behind them in
+// this process's Go scheduler. The
 // benchmark reports, alone, beside A and their ratio, B's p50 and p99 of
 // plain and templated calls and the median of B's time to Ready; and in
 // each phase the CPU time of the server process, of it with its children
-// (sandboxes, template workers) and of the machine, and the most warm
+// (sandboxes, template workers), of B's clients, of A's load generator
+// and of the machine, and the most warm
 // groups /metrics showed (against --max-warm). It prints a table
 // saying whether each target of issue 25 is met (p50 within 2x of alone,
 // p99 within 5x, time to Ready within 2x). It checks no speed: only B's
@@ -161,7 +166,7 @@ func BenchmarkNoisyNeighbour(b *testing.B) {
 			b.Logf("server's log:\n%s", tail(errs.String(), 4000))
 		}
 	})
-	A, B := newNNClient(s, tokA, 128), newNNClient(s, tokB, 2)
+	A, B := newNNClient(s.base, tokA, 128), newNNClient(s.base, tokB, 2)
 
 	setup := time.Now()
 	for _, f := range []struct {
@@ -218,8 +223,8 @@ type nnClient struct {
 
 // newNNClient is a client of tenant token on s keeping up to conns
 // connections alive.
-func newNNClient(s *server, token string, conns int) *nnClient {
-	return &nnClient{base: s.base, token: token, client: &http.Client{
+func newNNClient(base, token string, conns int) *nnClient {
+	return &nnClient{base: base, token: token, client: &http.Client{
 		Transport: &http.Transport{MaxIdleConns: conns, MaxIdleConnsPerHost: conns},
 		Timeout:   90 * time.Second,
 	}}
@@ -312,10 +317,14 @@ type nnFigures struct {
 func nnPhaseRun(s *server, B, A *nnClient, newGroups *atomic.Int64) *nnFigures {
 	pid := s.cmd.Process.Pid
 	p := &nnFigures{name: "alone", noisy: map[string]int{}}
-	stopA := func() {}
+	stopA := func() nnCPU { return nnCPU{} }
 	if A != nil {
 		p.name = "beside A"
-		stopA = nnNoisy(A, p.noisy)
+		var err error
+		if stopA, err = nnStartLoad(A, p.noisy); err != nil {
+			p.failed = append(p.failed, "tenant A's load: "+err.Error())
+			return p
+		}
 		time.Sleep(nnRamp)
 	}
 	var mu sync.Mutex
@@ -374,8 +383,67 @@ func nnPhaseRun(s *server, B, A *nnClient, newGroups *atomic.Int64) *nnFigures {
 	wg.Wait()
 	p.wall = time.Since(t0)
 	p.cpu = readNNCPU(pid).minus(cpu0)
-	stopA()
+	p.cpu.load = stopA().load
 	return p
+}
+
+// nnLoadEnv names the environment variable that makes the test binary
+// tenant A's load generator (nnLoadMain): "BASE TOKEN".
+const nnLoadEnv = "TOOLHOST_NN_LOAD"
+
+// nnStartLoad starts tenant A's load in a process of its own (the test
+// binary again, nnLoadMain) and answers the function that stops it and
+// answers its CPU time; counts gets the outcomes of A's requests. A's
+// clients stand for machines of their own: in this process their 40
+// goroutines would share the Go scheduler with B's two callers, and B's
+// latency would measure the load generator's queue, not the server's.
+// The generator is not given a lower priority: it competes for the CPUs
+// with the server as remote clients' network traffic would not, so the
+// figures stay on the server's side of fair.
+func nnStartLoad(A *nnClient, counts map[string]int) (stop func() nnCPU, err error) {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), nnLoadEnv+"="+A.base+" "+A.token)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	return func() nnCPU {
+		stdin.Close()
+		err := cmd.Wait()
+		var c nnCPU
+		if st := cmd.ProcessState; st != nil {
+			c.load = int64((st.UserTime() + st.SystemTime()) * clockTicks / time.Second)
+		}
+		if err != nil || json.Unmarshal(out.Bytes(), &counts) != nil {
+			counts[fmt.Sprintf("load generator failed: %v: %.200s", err, out.String())]++
+		}
+		return c
+	}, nil
+}
+
+// nnLoadMain is tenant A's load generator (the test binary run with
+// nnLoadEnv): it runs nnNoisy until its standard input closes, then
+// writes the counts of A's outcomes as JSON on its standard output.
+func nnLoadMain() int {
+	base, token, ok := strings.Cut(os.Getenv(nnLoadEnv), " ")
+	if !ok {
+		fmt.Fprintln(os.Stderr, nnLoadEnv+": want BASE TOKEN")
+		return 2
+	}
+	A := newNNClient(base, token, 128)
+	counts := map[string]int{}
+	stop := nnNoisy(A, counts)
+	io.Copy(io.Discard, os.Stdin)
+	stop()
+	if err := json.NewEncoder(os.Stdout).Encode(counts); err != nil {
+		return 1
+	}
+	return 0
 }
 
 // nnNoisy starts tenant A's load and answers the function that stops it
@@ -453,13 +521,14 @@ func nnNoisy(A *nnClient, counts map[string]int) func() {
 
 // nnCPU is CPU time in clock ticks: of the server process, of it with its
 // children (live ones and those reaped), of the benchmark's own process
-// (both tenants' clients: the load generator) and of the whole machine.
+// (B's clients), of tenant A's load generator (its own process, for its
+// whole run) and of the whole machine.
 type nnCPU struct {
-	server, tree, clients, machine int64
+	server, tree, clients, load, machine int64
 }
 
 func (c nnCPU) minus(d nnCPU) nnCPU {
-	return nnCPU{c.server - d.server, c.tree - d.tree, c.clients - d.clients, c.machine - d.machine}
+	return nnCPU{c.server - d.server, c.tree - d.tree, c.clients - d.clients, c.load - d.load, c.machine - d.machine}
 }
 
 // clockTicks is the kernel's USER_HZ, the unit of /proc's CPU times.
@@ -565,7 +634,8 @@ func nnReport(b *testing.B, alone, beside *nnFigures) {
 	}{
 		{"server process CPU (s)", "server-cpu", func(c nnCPU) int64 { return c.server }},
 		{"server and children CPU (s)", "tree-cpu", func(c nnCPU) int64 { return c.tree }},
-		{"clients' CPU, this process (s)", "clients-cpu", func(c nnCPU) int64 { return c.clients }},
+		{"B's clients' CPU, this process (s)", "clients-cpu", func(c nnCPU) int64 { return c.clients }},
+		{"A's load generator CPU, its process (s)", "load-cpu", func(c nnCPU) int64 { return c.load }},
 		{"machine CPU (s)", "machine-cpu", func(c nnCPU) int64 { return c.machine }},
 	} {
 		a, z := float64(c.f(alone.cpu))/clockTicks, float64(c.f(beside.cpu))/clockTicks
