@@ -1151,3 +1151,76 @@ func TestConsoleAttackInBrowser(t *testing.T) {
 		}
 	})
 }
+
+// TestConsoleLiveStreamsBounded: a tenant's open live lists (GET
+// /tools?format=events) are bounded, so that one tenant cannot make each
+// change of its groups cost the node thousands of reads or hold thousands
+// of connections; past the bound a stream is refused with 429, another
+// tenant's streams are not counted against it, and a closed stream frees
+// its place.
+func TestConsoleLiveStreamsBounded(t *testing.T) {
+	srv, _, c, db := consoleServer(t)
+	_, other, _ := db.CreateTenant(context.Background(), "other")
+	c2 := signIn(t, srv, other)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	open := func(c *http.Client) (*http.Response, context.CancelFunc) {
+		t.Helper()
+		sctx, stop := context.WithCancel(ctx)
+		req, _ := http.NewRequestWithContext(sctx, "GET", srv.URL+"/tools?format=events", nil)
+		req.Header.Set("Accept", "text/event-stream")
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode == 200 {
+			// The first event says the stream is counted and serving.
+			buf := make([]byte, 512)
+			var got string
+			for !strings.Contains(got, "event: groups") {
+				n, err := resp.Body.Read(buf)
+				if err != nil {
+					t.Fatalf("stream: %v after %q", err, got)
+				}
+				got += string(buf[:n])
+			}
+		}
+		return resp, stop
+	}
+	var stops []context.CancelFunc
+	for i := range console.LiveStreams {
+		resp, stop := open(c)
+		if resp.StatusCode != 200 {
+			t.Fatalf("stream %d: %d", i+1, resp.StatusCode)
+		}
+		stops = append(stops, stop)
+	}
+	resp, _ := open(c)
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("stream %d of one tenant: %d (Retry-After %q), want 429 with Retry-After", console.LiveStreams+1, resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	resp.Body.Close()
+	if resp, stop := open(c2); resp.StatusCode != 200 {
+		t.Errorf("another tenant's stream: %d, want 200", resp.StatusCode)
+	} else {
+		stop()
+	}
+	// A stream closed by its browser frees its place.
+	stops[0]()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		resp, stop := open(c)
+		if resp.StatusCode == 200 {
+			stop()
+			break
+		}
+		resp.Body.Close()
+		if time.Now().After(deadline) {
+			t.Fatalf("a closed stream's place was not freed: %d", resp.StatusCode)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, stop := range stops[1:] {
+		stop()
+	}
+}

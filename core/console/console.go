@@ -78,6 +78,7 @@ type Console struct {
 	static  http.Handler
 	mu      sync.Mutex
 	signIns map[string]*signIn // cookie id → tenant
+	live    map[int64]int      // open live streams by tenant (joinLive)
 
 	closeOnce sync.Once
 	closed    chan struct{} // closed by Close: the event streams end

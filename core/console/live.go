@@ -24,6 +24,19 @@ const liveFor = 5 * time.Minute
 // proxies do not close it.
 const liveKeepAlive = 25 * time.Second
 
+// LiveStreams bounds a tenant's open live streams (its signed-in tabs on
+// the Tools and Resources screens, on this node): each holds a connection
+// and reads the tenant's groups at every change, so a tenant opening
+// thousands would make every change of its groups cost the node that many
+// reads. Past it a stream is refused with 429 and the page shows its list
+// as loaded, without live updates.
+const LiveStreams = 16
+
+// liveSettle is the least time between two reads of one stream's list: a
+// burst of changes (a tenant storing many groups) is read once at its end
+// rather than once per change.
+const liveSettle = 250 * time.Millisecond
+
 // groupsVersion names the state of a tenant's list of groups as the Tools
 // page shows it: it changes whenever a group is stored, deleted, or
 // changes status, errors or generation.
@@ -48,6 +61,12 @@ func (c *Console) sortedGroups(r *http.Request) ([]*definition.Report, error) {
 // tenant's groups, until the browser leaves, the console closes (Close)
 // or liveFor has passed.
 func (c *Console) watchGroups(w http.ResponseWriter, r *http.Request) error {
+	tenant := tenantOf(r).ID
+	if !c.joinLive(tenant) {
+		w.Header().Set("Retry-After", "60")
+		return &consoleError{http.StatusTooManyRequests, fmt.Sprintf("too many live lists open: at most %d for a tenant", LiveStreams)}
+	}
+	defer c.leaveLive(tenant)
 	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -63,7 +82,7 @@ func (c *Console) watchGroups(w http.ResponseWriter, r *http.Request) error {
 	for {
 		// Watched before the list is read: a change in between is not
 		// missed.
-		changed, stop := c.Registry.Changed(tenantOf(r).ID)
+		changed, stop := c.Registry.Changed(tenant)
 		gs, err := c.sortedGroups(r)
 		if err != nil {
 			stop()
@@ -80,6 +99,14 @@ func (c *Console) watchGroups(w http.ResponseWriter, r *http.Request) error {
 		select {
 		case <-changed:
 			stop()
+			// Let a burst of changes end before the list is read again.
+			settle := time.NewTimer(liveSettle)
+			select {
+			case <-settle.C:
+			case <-r.Context().Done():
+			case <-c.closing():
+			}
+			settle.Stop()
 		case <-ping.C:
 			stop()
 			fmt.Fprint(w, ": still here\n\n")
@@ -93,6 +120,30 @@ func (c *Console) watchGroups(w http.ResponseWriter, r *http.Request) error {
 			stop()
 			return nil
 		}
+	}
+}
+
+// joinLive counts one more live stream of tenant, false when it has
+// LiveStreams open already.
+func (c *Console) joinLive(tenant int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.live[tenant] >= LiveStreams {
+		return false
+	}
+	if c.live == nil {
+		c.live = map[int64]int{}
+	}
+	c.live[tenant]++
+	return true
+}
+
+// leaveLive counts one live stream of tenant less.
+func (c *Console) leaveLive(tenant int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.live[tenant]--; c.live[tenant] <= 0 {
+		delete(c.live, tenant)
 	}
 }
 
