@@ -57,7 +57,7 @@ name: Echoer
 description: Echoes.
 dependencies: [echoer.py]
 tools:
-  - {kind: Tool, object_name: EchoArg, name: echo_arg, description: Echoes x., implementation: echoer.echo, parameters: [{name: x, type: str, description: what to echo}]}
+  - {kind: Tool, object_name: EchoArg, name: echo_arg, description: Echoes x., implementation: echoer.echo, idempotency: auto, parameters: [{name: x, type: str, description: what to echo}]}
 `
 
 const leakAgent = `kind: Agent
@@ -83,7 +83,9 @@ states:
 // answers, the session's log (GET logs), the CLI's toolhost logs, the
 // server's own log and the data folder. On 6e9acca the nested call's
 // logged arguments (and echo_arg's logged result) held the value: that
-// group declares no secrets, so its call redacted nothing.
+// group declares no secrets, so its call redacted nothing. echo_arg is
+// idempotent, so that its answer is kept in the ledger (the database):
+// on 1b78f0f the answer kept there held the caller's value.
 func TestSecretsNeverLogged(t *testing.T) {
 	const key = "0000000000000000000000000000000000000000000000000000000000000007"
 	const value = "sk-live-Hq7Wm2Rz9Tt4"
