@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -160,4 +161,80 @@ func TestSecretsNeverLogged(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// encodedGroup writes its secret encoded as tools commonly write what
+// they hold: inside JSON (Python's json.dumps: quotes and backslashes
+// escaped, non-ASCII as \uXXXX) and in base64, to its stderr and in its
+// result.
+const encodedGroup = `kind: Plugin
+name: Encoder
+description: Writes its secret encoded.
+dependencies: [encoder.py]
+secrets: [PASSPHRASE]
+tools:
+  - {kind: Tool, object_name: Encoded, name: write_encoded, description: Writes the passphrase encoded., implementation: encoder.encoded, parameters: []}
+`
+
+const encoderPy = `import base64, json, sys, toolhost
+
+def encoded():
+    v = toolhost.secret("PASSPHRASE")
+    forms = {"json": json.dumps({"p": v}), "base64": base64.b64encode(v.encode()).decode(),
+             "urlsafe": base64.urlsafe_b64encode(v.encode()).decode()}
+    for name, text in forms.items():
+        sys.stderr.write(name + " " + text + "\n")
+    return forms
+`
+
+// TestSecretsRedactedEncoded: a secret written JSON-escaped or in base64
+// (in a tool's output and its result) is redacted too. On 1b78f0f only
+// the value as it is was: json.dumps of a passphrase with a quote, a
+// backslash or a non-ASCII letter, and its base64, reached the answer.
+func TestSecretsRedactedEncoded(t *testing.T) {
+	const key = "0000000000000000000000000000000000000000000000000000000000000007"
+	const value = `Pä"ss\wörd<&>-Zq81~?`
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "encoder.yaml"), []byte(encodedGroup), 0o644)
+	os.WriteFile(filepath.Join(dir, "encoder.py"), []byte(encoderPy), 0o644)
+	s, _ := startServerEnv(t, []string{"TOOLHOST_SECRET_KEY=" + key}, t.TempDir(), freePort(t), "--load", dir, "--timeout", "20")
+	token := s.loadedToken()
+	s.waitStatus(token, "Encoder", "Ready")
+	body, _ := json.Marshal(map[string]string{"value": value})
+	if code := s.do(token, "PUT", "/v1/secrets/PASSPHRASE", bytes.NewReader(body), nil); code != 200 {
+		t.Fatalf("PUT: %d", code)
+	}
+	var raw json.RawMessage
+	if code := s.do(token, "POST", "/v1/calls", strings.NewReader(`{"tool":"write_encoded","arguments":{}}`), &raw); code != 200 {
+		t.Fatalf("call: %d %s", code, raw)
+	}
+	// The answer as the agent reads it: its strings decoded, the
+	// result's JSON text too.
+	var a struct {
+		Content map[string]string `json:"content"`
+		Logs    []string          `json:"logs"`
+	}
+	if err := json.Unmarshal(raw, &a); err != nil {
+		t.Fatalf("%v: %s", err, raw)
+	}
+	text := string(raw) + "\n" + strings.Join(a.Logs, "\n")
+	for _, v := range a.Content {
+		text += "\n" + v
+	}
+	pyJSON, _ := exec.Command("python3", "-c", "import json, sys; print(json.dumps(sys.argv[1])[1:-1])", value).Output()
+	forms := map[string]string{
+		"the value":               value,
+		"json.dumps":              strings.TrimSpace(string(pyJSON)),
+		"base64":                  base64.StdEncoding.EncodeToString([]byte(value)),
+		"base64 (URL alphabet)":   base64.URLEncoding.EncodeToString([]byte(value)),
+		"base64 without its tail": base64.StdEncoding.EncodeToString([]byte(value))[:len(value)/3*4],
+	}
+	for name, f := range forms {
+		if strings.Contains(text, f) {
+			t.Errorf("the answer holds the secret as %s (%s): %s", name, f, text)
+		}
+	}
+	if n := strings.Count(text, "[secret PASSPHRASE]"); n < 6 {
+		t.Errorf("%d redactions in the answer, want the three forms in the output and the result: %s", n, text)
+	}
 }
