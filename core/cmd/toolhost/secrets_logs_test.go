@@ -238,3 +238,64 @@ func TestSecretsRedactedEncoded(t *testing.T) {
 		t.Errorf("%d redactions in the answer, want the three forms in the output and the result: %s", n, text)
 	}
 }
+
+// cutGroup writes its secret where a limit cuts what is kept: at the end
+// of the printed output kept (the first 64 KiB), and at the start of the
+// last output a crashed worker's message quotes (its last 4 KiB).
+const cutGroup = `kind: Plugin
+name: Cutter
+description: Writes its secret where limits cut.
+dependencies: [cutter.py]
+secrets: [API_KEY]
+tools:
+  - {kind: Tool, object_name: CutOutput, name: cut_output, description: Prints past the output limit., implementation: cutter.cut_output, parameters: []}
+  - {kind: Tool, object_name: CutTail, name: cut_tail, description: Crashes after long output., implementation: cutter.cut_tail, parameters: []}
+`
+
+const cutterPy = `import os, sys, toolhost
+
+def cut_output():
+    v = toolhost.secret("API_KEY")
+    sys.stdout.write("x" * (65536 - 12) + v + "\n")
+    return "printed"
+
+def cut_tail():
+    v = toolhost.secret("API_KEY")
+    os.write(2, ("first line\n" + v + "\n" + "y" * 4070 + "\nlast line\n").encode())
+    os._exit(3)
+`
+
+// TestSecretsCutAtLimits: a secret that a limit cuts in two (the output
+// kept up to its limit, the crash message's last 4 KiB of output) shows
+// no part of itself: the redaction cannot know a piece, so the line cut
+// is not shown. On 1b78f0f the output ended with the value's first 12
+// characters and the crash message began with its last 14.
+func TestSecretsCutAtLimits(t *testing.T) {
+	const key = "0000000000000000000000000000000000000000000000000000000000000007"
+	const value = "sk-live-Hq7Wm2Rz9Tt4"
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "cutter.yaml"), []byte(cutGroup), 0o644)
+	os.WriteFile(filepath.Join(dir, "cutter.py"), []byte(cutterPy), 0o644)
+	s, _ := startServerEnv(t, []string{"TOOLHOST_SECRET_KEY=" + key}, t.TempDir(), freePort(t), "--load", dir, "--timeout", "20")
+	token := s.loadedToken()
+	s.waitStatus(token, "Cutter", "Ready")
+	if code := s.do(token, "PUT", "/v1/secrets/API_KEY", strings.NewReader(`{"value":"`+value+`"}`), nil); code != 200 {
+		t.Fatalf("PUT: %d", code)
+	}
+	for _, c := range []struct{ tool, want, piece string }{
+		{"cut_output", "[output truncated]", value[:12]},
+		{"cut_tail", "last line", value[6:]},
+	} {
+		var raw json.RawMessage
+		if code := s.do(token, "POST", "/v1/calls", strings.NewReader(`{"tool":"`+c.tool+`","arguments":{}}`), &raw); code != 200 {
+			t.Fatalf("%s: %d %.300s", c.tool, code, raw)
+		}
+		text := string(raw)
+		if !strings.Contains(text, c.want) {
+			t.Errorf("%s: the answer lacks %q: %.300s", c.tool, c.want, text)
+		}
+		if i := strings.Index(text, c.piece); i >= 0 {
+			t.Errorf("%s: the answer holds a piece of the secret (%s): ...%s...", c.tool, c.piece, text[max(0, i-40):min(len(text), i+60)])
+		}
+	}
+}
