@@ -193,7 +193,9 @@ func (p *Pipeline) execute(ctx context.Context, req *Request) (*Answer, error) {
 			return resp
 		}
 		summary = ""
-		return run.Run(ctx, inv)
+		// The calls this one makes (toolhost.call_tool) redact what its
+		// log is redacted of.
+		return run.Run(runner.WithRedact(ctx, req.logSecrets()), inv)
 	}
 	a := &Answer{Tool: t.ObjectName}
 	if ui := t.Pipeline.UI; ui != nil {

@@ -26,6 +26,7 @@ tools:
   - {kind: Tool, object_name: Streams, name: write_streams, description: Writes the key to its streams., implementation: leaky.streams, parameters: []}
   - {kind: Tool, object_name: Crash, name: crash_worker, description: Writes the key in pieces and crashes., implementation: leaky.crash, parameters: []}
   - {kind: Tool, object_name: Nested, name: pass_on, description: Passes the key to another group's tool., implementation: leaky.nested, parameters: []}
+  - {kind: Tool, object_name: NestedTwice, name: pass_on_twice, description: Passes the key to a tool that passes it on., implementation: leaky.nested_twice, parameters: []}
 `
 
 const leakyPy = `import os, subprocess, sys, toolhost
@@ -51,6 +52,11 @@ def nested():
     v = toolhost.secret("API_KEY")
     a = toolhost.call_tool("echo_arg", {"x": v})
     return {"echoed": a["content"] == v}
+
+def nested_twice():
+    v = toolhost.secret("API_KEY")
+    a = toolhost.call_tool("relay", {"x": v})
+    return {"relayed": a["content"] == v}
 `
 
 const echoGroup = `kind: Plugin
@@ -59,6 +65,26 @@ description: Echoes.
 dependencies: [echoer.py]
 tools:
   - {kind: Tool, object_name: EchoArg, name: echo_arg, description: Echoes x., implementation: echoer.echo, idempotency: auto, parameters: [{name: x, type: str, description: what to echo}]}
+  - {kind: Tool, object_name: Relay, name: relay, description: Passes x to a third group's tool., implementation: echoer.relay, parameters: [{name: x, type: str, description: what to pass}]}
+`
+
+// echoAgainGroup is the third group of a chain: Leaky passes its key to
+// Echoer's relay, which passes it here.
+const echoAgainGroup = `kind: Plugin
+name: EchoerAgain
+description: Echoes too.
+dependencies: [echoer2.py]
+tools:
+  - {kind: Tool, object_name: EchoAgain, name: echo_again, description: Echoes x., implementation: echoer2.echo, parameters: [{name: x, type: str, description: what to echo}]}
+`
+
+const echoerPy = `import toolhost
+
+def echo(x):
+    return x
+
+def relay(x):
+    return toolhost.call_tool("echo_again", {"x": x})["content"]
 `
 
 const leakAgent = `kind: Agent
@@ -74,7 +100,7 @@ states:
     init_state: true
     final_state: true
     available_tools:
-      SingleStatefulOutboundAgent: [Streams, Crash, Nested, EchoArg, FinishSession]
+      SingleStatefulOutboundAgent: [Streams, Crash, Nested, NestedTwice, EchoArg, FinishSession]
 `
 
 // TestSecretsNeverLogged (issue 30, gaps a and b): a tenant's secret a
@@ -86,13 +112,16 @@ states:
 // logged arguments (and echo_arg's logged result) held the value: that
 // group declares no secrets, so its call redacted nothing. echo_arg is
 // idempotent, so that its answer is kept in the ledger (the database):
-// on 1b78f0f the answer kept there held the caller's value.
+// on 1b78f0f the answer kept there held the caller's value. Passed on
+// again (pass_on_twice: Leaky, Echoer's relay, EchoerAgain), the value is
+// redacted from the third call's log too: on 1b78f0f a call redacted
+// only its direct caller's secrets, and echo_again's logged the value.
 func TestSecretsNeverLogged(t *testing.T) {
 	const key = "0000000000000000000000000000000000000000000000000000000000000007"
 	const value = "sk-live-Hq7Wm2Rz9Tt4"
 	dir := t.TempDir()
 	for name, src := range map[string]string{"leaky.yaml": leakGroup, "leaky.py": leakyPy, "echoer.yaml": echoGroup,
-		"echoer.py": "def echo(x):\n    return x\n"} {
+		"echoer.py": echoerPy, "echoer2.yaml": echoAgainGroup, "echoer2.py": "def echo(x):\n    return x\n"} {
 		os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644)
 	}
 	data := t.TempDir()
@@ -101,6 +130,7 @@ func TestSecretsNeverLogged(t *testing.T) {
 	token := s.loadedToken()
 	s.waitStatus(token, "Leaky", "Ready")
 	s.waitStatus(token, "Echoer", "Ready")
+	s.waitStatus(token, "EchoerAgain", "Ready")
 	if code := s.do(token, "PUT", "/v1/secrets/API_KEY", strings.NewReader(`{"value":"`+value+`"}`), nil); code != 200 {
 		t.Fatalf("PUT: %d", code)
 	}
@@ -122,6 +152,7 @@ func TestSecretsNeverLogged(t *testing.T) {
 		{"write_streams", []string{`"success":true`, `stderr ` + red, `print ` + red}},
 		{"crash_worker", []string{`"success":false`, `split ` + red}},
 		{"pass_on", []string{`"success":true`, `"echoed":true`}},
+		{"pass_on_twice", []string{`"success":true`, `"relayed":true`}},
 	}
 	for _, c := range calls {
 		var raw json.RawMessage
