@@ -440,7 +440,8 @@ func requirementsVenv(ctx context.Context, def *definition.Group, root, runtime 
 		return "", &LoadError{Group: def.Name, Problems: []string{
 			strings.Join(names, ", ") + " lists packages, which the gpython runtime cannot install; run the group on cpython"}}
 	}
-	return EnsureVenv(ctx, opts.Python, all, strings.Join(names, ", "), opts.Packages, opts.Sandbox)
+	// The install's sandbox counts in the group's tenant's CPU weight.
+	return EnsureVenv(withOwner(ctx, opts.Owner), opts.Python, all, strings.Join(names, ", "), opts.Packages, opts.Sandbox)
 }
 
 func resolveRuntime(opts Options) (string, error) {
