@@ -2,8 +2,11 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
+
+	"github.com/mattn/go-sqlite3"
 )
 
 // Log entries are written by one goroutine per store, in batches with a
@@ -94,9 +97,14 @@ func (s *DB) writeLogs() {
 	}
 }
 
-// closeLogs stops the writer once the entries handed to it are written.
+// closeLogs stops the writer once the entries handed to it are written;
+// entries logged afterwards are written directly (and fail once the
+// database is closed).
 func (s *DB) closeLogs() {
 	w := &s.logw
+	// Through start: a writer not started yet never will be (writeLog
+	// finds it closed), and ch is read after it was made.
+	w.start.Do(func() {})
 	w.mu.Lock()
 	started := w.ch != nil && !w.closed
 	w.closed = true
@@ -124,7 +132,8 @@ func (s *DB) logContext() (context.Context, context.CancelFunc) {
 // callers. A batch that meets held entries queues behind them; one the
 // database cannot take now is held; one that fails otherwise (an entry of
 // its own: a foreign key) is written entry by entry, so that only the
-// entry at fault fails.
+// entry at fault fails; but one that met SQLite's write lock held past
+// its busy timeout fails as a whole.
 func (s *DB) commitLogs(batch []*logRequest) {
 	if s.queueLog(batch[0].e) {
 		for i, r := range batch {
@@ -153,6 +162,13 @@ func (s *DB) commitLogs(batch []*logRequest) {
 			} else {
 				r.done <- err
 			}
+		}
+	case locked(err):
+		// Another connection kept the write lock past the busy timeout:
+		// entry by entry, each would wait it out again, and every later
+		// caller behind them.
+		for _, r := range batch {
+			r.done <- err
 		}
 	default:
 		for _, r := range batch {
@@ -194,4 +210,11 @@ func (s *DB) insertLogs(batch []*logRequest) error {
 		}
 	}
 	return tx.Commit()
+}
+
+// locked reports whether err is SQLite's busy or locked: the write lock
+// held by another connection past the busy timeout.
+func locked(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked)
 }

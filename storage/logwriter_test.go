@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -99,5 +101,107 @@ func TestLogsGroupCommit(t *testing.T) {
 		t.Errorf("the WAL holds %d frames after %d entries: about a commit per entry, want a few batched commits", f, n)
 	} else {
 		t.Logf("%d entries, %d WAL frames", n, f)
+	}
+}
+
+// TestLogsLockedFailOnce: when another connection keeps the write lock
+// past the busy timeout, a batch of log entries fails once, each of its
+// callers told; it is not written again entry by entry, each entry
+// waiting out the busy timeout anew while every later caller (and Close)
+// waits behind it. On d2e917f n entries held their callers for about n
+// busy timeouts. The store's connections are one here, with a short busy
+// timeout.
+func TestLogsLockedFailOnce(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ten, _, err := db.CreateTenant(ctx, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const busy = 100 * time.Millisecond
+	db.sql.SetMaxOpenConns(1)
+	if _, err := db.sql.Exec(fmt.Sprintf(`PRAGMA busy_timeout = %d`, busy.Milliseconds())); err != nil {
+		t.Fatal(err)
+	}
+	other, err := sql.Open("sqlite3", "file:"+filepath.Join(dir, "toolhost.db")+"?_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	lock, err := other.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Rollback()
+	if _, err := lock.Exec(`INSERT INTO logs (tenant_id, session_id, kind, event, data, created_at) VALUES (?, 'lock', 'system', 'lock', '{}', ?)`, ten.ID, now()); err != nil {
+		t.Fatal(err)
+	}
+	const n = 40
+	start := time.Now()
+	var wg sync.WaitGroup
+	var failed sync.Map
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := db.AddLog(ctx, ten.ID, "s1", "system", fmt.Sprint("e", i), map[string]int{"i": i}); err != nil {
+				failed.Store(i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	took := time.Since(start)
+	nf := 0
+	failed.Range(func(any, any) bool { nf++; return true })
+	if nf != n {
+		t.Errorf("%d of %d AddLogs failed while the database was locked, want all", nf, n)
+	}
+	// A few batches, each failing after one busy timeout; entry by entry
+	// it is n timeouts.
+	if took > n*busy/2 {
+		t.Errorf("%d AddLogs on a locked database took %v: about one busy timeout (%v) per entry", n, took, busy)
+	} else {
+		t.Logf("%d AddLogs failed in %v", n, took)
+	}
+}
+
+// TestLogsAfterClose: an entry logged after Close fails (the database is
+// closed) and starts no writer: on d2e917f the first AddLog after a Close
+// started one that waited forever on a channel nobody closes, and a
+// Close racing the first AddLog read the channel while it was being made.
+func TestLogsAfterClose(t *testing.T) {
+	writers := func() int {
+		buf := make([]byte, 1<<20)
+		return strings.Count(string(buf[:runtime.Stack(buf, true)]), "storage.(*DB).writeLogs(")
+	}
+	before := writers()
+	ctx := context.Background()
+	db, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ten, _, err := db.CreateTenant(ctx, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		db.AddLog(ctx, ten.ID, "s1", "system", "racing", map[string]int{}) // stored or refused
+	}()
+	db.Close()
+	wg.Wait()
+	if err := db.AddLog(ctx, ten.ID, "s1", "system", "late", map[string]int{}); err == nil {
+		t.Error("an entry logged after Close was taken")
+	}
+	time.Sleep(50 * time.Millisecond)
+	if n := writers() - before; n != 0 {
+		t.Errorf("%d log writers left running after Close", n)
 	}
 }

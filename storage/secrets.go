@@ -308,6 +308,10 @@ func (s *DB) SecretValues(ctx context.Context, tenantID int64, names []string) (
 // run again. It answers how many secrets were sealed anew. Servers still
 // holding the old key refuse the secrets until restarted with the new
 // one.
+// rekeyRead, when set (by tests), runs in RekeySecrets between reading
+// the secrets and sealing them anew.
+var rekeyRead func()
+
 func (s *DB) RekeySecrets(ctx context.Context, old *SecretKey) (int, error) {
 	k := s.secretKey.get()
 	if k == nil || old == nil {
@@ -340,6 +344,9 @@ func (s *DB) RekeySecrets(ctx context.Context, old *SecretKey) (int, error) {
 	if err := rows.Err(); err != nil {
 		return 0, err
 	}
+	if rekeyRead != nil {
+		rekeyRead()
+	}
 	n := 0
 	tenants := map[int64]bool{}
 	for _, r := range all {
@@ -354,9 +361,16 @@ func (s *DB) RekeySecrets(ctx context.Context, old *SecretKey) (int, error) {
 			return 0, fmt.Errorf("tenant %d: %w: nothing was changed", r.tenant, err)
 		}
 		sealed := k.seal(r.tenant, r.name, v)
-		if _, err := tx.exec(ctx, `UPDATE secrets SET sealed = ?, key_id = ?, size = ? WHERE tenant_id = ? AND name = ?`,
-			sealed, k.id, int64(len(sealed)), r.tenant, r.name); err != nil {
+		// Only the row as read: on PostgreSQL another node may put the
+		// secret meanwhile (rows read are not locked), and its value
+		// must not be overwritten with the one read here.
+		res, err := tx.exec(ctx, `UPDATE secrets SET sealed = ?, key_id = ?, size = ? WHERE tenant_id = ? AND name = ? AND key_id = ? AND sealed = ?`,
+			sealed, k.id, int64(len(sealed)), r.tenant, r.name, r.keyID, r.sealed)
+		if err != nil {
 			return 0, err
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return 0, fmt.Errorf("secret %q of tenant %d was changed or deleted during the rotation: nothing was changed; run it again", r.name, r.tenant)
 		}
 		n++
 		tenants[r.tenant] = true

@@ -252,3 +252,54 @@ func TestRekeySecrets(t *testing.T) {
 		}
 	})
 }
+
+// TestRekeyKeepsConcurrentPut: a secret put by another node while a
+// rotation runs (between its read and its writes) is not overwritten
+// with the value the rotation read: the rotation fails, changing
+// nothing, and the new value stays. On 47bef70 the rotation succeeded
+// and the put was lost. PostgreSQL only: on SQLite the rotation holds
+// the write lock from its start, and no put can come between.
+func TestRekeyKeepsConcurrentPut(t *testing.T) {
+	forEachBackendNodes(t, func(t *testing.T, open nodes) {
+		if strings.HasSuffix(t.Name(), "/sqlite") {
+			t.Skip("SQLite's BEGIN IMMEDIATE: no write can come between")
+		}
+		ctx := context.Background()
+		a, b := open(t)
+		oldKey, newKey := mustKey(t, 1), mustKey(t, 2)
+		a.SetSecretKey(newKey)
+		b.SetSecretKey(oldKey) // a node not yet restarted with the new key
+		tn, _, err := b.CreateTenant(ctx, "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.PutSecret(ctx, tn.ID, "API_KEY", "sk-before"); err != nil {
+			t.Fatal(err)
+		}
+		rekeyRead = func() {
+			if _, err := b.PutSecret(ctx, tn.ID, "API_KEY", "sk-put-meanwhile"); err != nil {
+				t.Error(err)
+			}
+		}
+		defer func() { rekeyRead = nil }()
+		n, err := a.RekeySecrets(ctx, oldKey)
+		rekeyRead = nil
+		if err == nil || !strings.Contains(err.Error(), "nothing was changed") {
+			t.Errorf("rekey with a put meanwhile: %d %v, want it refused", n, err)
+		}
+		got, err := b.SecretValues(ctx, tn.ID, []string{"API_KEY"})
+		if err != nil || got["API_KEY"] != "sk-put-meanwhile" {
+			if v, err2 := a.SecretValues(ctx, tn.ID, []string{"API_KEY"}); err2 == nil {
+				t.Fatalf("the put meanwhile was lost: the secret is %q under the new key", v["API_KEY"])
+			}
+			t.Fatalf("the put meanwhile: %v %v", got, err)
+		}
+		// Run again: it goes through.
+		if n, err := a.RekeySecrets(ctx, oldKey); err != nil || n != 1 {
+			t.Fatalf("rekey again: %d %v", n, err)
+		}
+		if got, err := a.SecretValues(ctx, tn.ID, []string{"API_KEY"}); err != nil || got["API_KEY"] != "sk-put-meanwhile" {
+			t.Errorf("after the rotation: %v %v", got, err)
+		}
+	})
+}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"toolhost/core/registry"
 	"toolhost/core/runner"
@@ -48,8 +49,13 @@ func (s *feedStore) hear(c storage.Change) {
 // TestAgentKeptUntilItChanges: a session's calls read their agent once,
 // not at each call (issue 28), and see a new definition as soon as it is
 // put or deleted on this node, or once the change feed tells of another
-// node's (ChangeAgents, or ChangeAll after the feed was interrupted).
+// node's (ChangeAgents, or ChangeAll after the feed was interrupted), or,
+// when the other node's notification was lost, once the agent kept
+// expires (on ab8173d it was kept until any agent changed).
 func TestAgentKeptUntilItChanges(t *testing.T) {
+	old := agentKeepFor
+	agentKeepFor = 200 * time.Millisecond // the lookups below take less
+	defer func() { agentKeepFor = old }()
 	ctx := context.Background()
 	db, err := storage.Open(t.TempDir())
 	if err != nil {
@@ -113,6 +119,14 @@ func TestAgentKeptUntilItChanges(t *testing.T) {
 			}
 			store.hear(storage.Change{Kind: storage.ChangeAll})
 		}, "four"},
+		{"another node's put whose notification was lost", func() {
+			// Committed, but its pg_notify failed (storage/postgres.go):
+			// nothing is heard; the agent kept expires.
+			if err := db.PutAgent(ctx, tn.ID, "A", agent("five")); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(agentKeepFor + 10*time.Millisecond)
+		}, "five"},
 	}
 	for _, st := range steps {
 		instructions() // kept

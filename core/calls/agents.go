@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"toolhost/core/definition"
 	"toolhost/core/registry"
@@ -111,13 +112,14 @@ func (s *Service) Agent(ctx context.Context, tenant int64, name string) (*defini
 	if kept != nil {
 		return kept, nil
 	}
+	read := time.Now() // before the read: its age counts from then
 	a, err := s.db.Agent(ctx, tenant, name)
 	if err != nil {
 		return nil, err
 	}
 	parsed, err := s.agents.parse(name, a.YAML)
 	if err == nil {
-		s.agents.keep(tenant, name, parsed, gen)
+		s.agents.keep(tenant, name, parsed, gen, read)
 	}
 	return parsed, err
 }
@@ -322,7 +324,7 @@ func (s *tenantStore) SearchKnowledge(ctx context.Context, names []string, q str
 type agentCache struct {
 	mu     sync.Mutex
 	parsed map[[32]byte]*definition.Agent
-	named  map[agentName]*definition.Agent
+	named  map[agentName]keptAgent
 	// gen counts the drops of named: an agent read before one is not
 	// kept after it.
 	gen uint64

@@ -42,7 +42,7 @@ func (s *Service) toolCall(ctx context.Context, tenant int64, caller string, fro
 		return fail(&BuiltinError{Tool: req.Tool})
 	}
 	a, err := s.Pipeline(tenant).Run(ctx, &pipeline.Request{Door: pipeline.DoorCallTool, Group: t.Def, Tool: t.Tool, Args: req.Args,
-		Session: session, Context: nested, IdempotencyKey: req.IdempotencyKey, AllowedTags: pipeline.NestedTags(from.Context), CallerSecrets: pipeline.CallerSecrets(from.Context)})
+		Session: session, Context: nested, IdempotencyKey: req.IdempotencyKey, AllowedTags: pipeline.NestedTags(from.Context), CallerSecrets: pipeline.CallerSecrets(from)})
 	if err != nil {
 		return fail(err)
 	}

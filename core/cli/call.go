@@ -309,7 +309,7 @@ func localToolCall(ctx context.Context, p *pipeline.Pipeline, def *definition.Gr
 		return fail(fmt.Sprintf("no tool %q in the group (toolhost call reaches only the tools of its own group)", req.Tool))
 	}
 	a, err := p.Run(ctx, &pipeline.Request{Door: pipeline.DoorCallTool, Group: def, Tool: tool, Args: req.Args, Context: nested,
-		IdempotencyKey: req.IdempotencyKey, AllowedTags: pipeline.NestedTags(from.Context), CallerSecrets: pipeline.CallerSecrets(from.Context)})
+		IdempotencyKey: req.IdempotencyKey, AllowedTags: pipeline.NestedTags(from.Context), CallerSecrets: pipeline.CallerSecrets(from)})
 	if err != nil {
 		return fail(err.Error())
 	}

@@ -3,6 +3,8 @@ package pipeline
 import (
 	"encoding/json"
 	"fmt"
+
+	"toolhost/core/runner"
 )
 
 // MaxCallDepth bounds tools calling tools (toolhost.call_tool), so that a
@@ -66,17 +68,26 @@ func Nested(callCtx json.RawMessage) (json.RawMessage, string, error) {
 	return b, session, nil
 }
 
-// CallerSecrets are the secret values in a calling call's context (what
-// withSecrets put there): a nested call redacts them from its logs
-// (Request.CallerSecrets) without giving them to its tool.
-func CallerSecrets(callCtx json.RawMessage) map[string]string {
+// CallerSecrets are the secret values a call made by tool code
+// (toolhost.call_tool) redacts from its logs without giving them to its
+// tool (Request.CallerSecrets): those in the calling call's context (what
+// withSecrets put there), and those the calling call was redacted of
+// itself (Caller.Redact: the secrets of the calls that led to it, so
+// that a value passed on along a chain of calls stays redacted).
+func CallerSecrets(from *runner.Caller) map[string]string {
 	var c struct {
 		Secrets map[string]*string `json:"secrets"`
 	}
-	if json.Unmarshal(callCtx, &c) != nil || len(c.Secrets) == 0 {
+	json.Unmarshal(from.Context, &c)
+	if len(c.Secrets) == 0 && len(from.Redact) == 0 {
 		return nil
 	}
-	out := make(map[string]string, len(c.Secrets))
+	out := make(map[string]string, len(c.Secrets)+len(from.Redact))
+	for n, v := range from.Redact {
+		if v != "" {
+			out[n] = v
+		}
+	}
 	for n, v := range c.Secrets {
 		if v != nil && *v != "" {
 			out[n] = *v

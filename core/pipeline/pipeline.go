@@ -176,11 +176,12 @@ type Request struct {
 	AllowedTags []string
 	// Runner, when set, runs this call instead of the pipeline's Runner.
 	Runner Runner
-	// CallerSecrets are the values of the secrets of the call that made
-	// this one (toolhost.call_tool: CallerSecrets of the calling call's
-	// context). They are never given to this call's tool, but they are
-	// redacted from what this call logs (its arguments, answer, refusal)
-	// as its own group's are.
+	// CallerSecrets are the values of the secrets of the calls that made
+	// this one (toolhost.call_tool: CallerSecrets of the calling call,
+	// its group's and its own callers'). They are never given to this
+	// call's tool, but they are redacted from what this call logs (its
+	// arguments, answer, refusal) and its ledger entry as its own
+	// group's are, and from the calls it makes in turn.
 	CallerSecrets map[string]string
 
 	args    map[string]any    // the checked arguments
@@ -188,10 +189,14 @@ type Request struct {
 }
 
 // logRedactor redacts a call's log entries: its group's secrets and its
-// caller's.
-func (req *Request) logRedactor() *Redactor {
+// callers'.
+func (req *Request) logRedactor() *Redactor { return NewRedactor(req.logSecrets()) }
+
+// logSecrets are the values a call's log entries are redacted of: its
+// group's secrets and its callers'.
+func (req *Request) logSecrets() map[string]string {
 	if len(req.CallerSecrets) == 0 {
-		return NewRedactor(req.secrets)
+		return req.secrets
 	}
 	all := make(map[string]string, len(req.secrets)+len(req.CallerSecrets))
 	for n, v := range req.CallerSecrets {
@@ -200,7 +205,7 @@ func (req *Request) logRedactor() *Redactor {
 	for n, v := range req.secrets {
 		all[n] = v
 	}
-	return NewRedactor(all)
+	return all
 }
 
 // Answer is the result of a call with what the pipeline adds.

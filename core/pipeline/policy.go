@@ -130,7 +130,11 @@ func (p *Pipeline) policy(ctx context.Context, req *Request) (*Answer, error) {
 		return a, nil
 	}
 	a.IdempotencyKey = key
-	b, _ := json.Marshal(a)
+	// The ledger keeps the answer in the database: without the caller's
+	// secrets either (a nested call's answer may echo what its caller
+	// passed; the group's own are out of it already). A replay shows
+	// them redacted.
+	b, _ := json.Marshal(NewRedactor(req.CallerSecrets).answer(a))
 	if err := p.Ledger.Complete(context.WithoutCancel(ctx), key, claim, b); err != nil && !errors.Is(err, storage.ErrClaimLost) {
 		return nil, err
 	}
@@ -189,7 +193,9 @@ func (p *Pipeline) execute(ctx context.Context, req *Request) (*Answer, error) {
 			return resp
 		}
 		summary = ""
-		return run.Run(ctx, inv)
+		// The calls this one makes (toolhost.call_tool) redact what its
+		// log is redacted of.
+		return run.Run(runner.WithRedact(ctx, req.logSecrets()), inv)
 	}
 	a := &Answer{Tool: t.ObjectName}
 	if ui := t.Pipeline.UI; ui != nil {

@@ -3,10 +3,12 @@ package pipeline
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
+	"unicode/utf16"
 
 	"toolhost/core/definition"
 	"toolhost/plugins"
@@ -81,14 +83,18 @@ func withSecrets(callCtx json.RawMessage, g *definition.Group, vals map[string]s
 type Redactor struct{ r *strings.Replacer }
 
 // NewRedactor is the redactor of a set of secrets (nil when none has a
-// value). Longer values are replaced first, so that a value inside
-// another is not left half shown.
+// value). Each value's forms (secretForms) are replaced too; longer
+// texts first, so that a value inside another is not left half shown.
 func NewRedactor(vals map[string]string) *Redactor {
 	type pair struct{ name, value string }
 	var ps []pair
 	for n, v := range vals {
-		if v != "" {
-			ps = append(ps, pair{n, v})
+		if v == "" {
+			continue
+		}
+		// The value, and the ways tools commonly write it.
+		for _, f := range append([]string{v}, secretForms(v)...) {
+			ps = append(ps, pair{n, f})
 		}
 	}
 	if len(ps) == 0 {
@@ -98,13 +104,54 @@ func NewRedactor(vals map[string]string) *Redactor {
 		if len(ps[i].value) != len(ps[j].value) {
 			return len(ps[i].value) > len(ps[j].value)
 		}
+		if ps[i].value != ps[j].value {
+			return ps[i].value < ps[j].value
+		}
 		return ps[i].name < ps[j].name
 	})
 	args := make([]string, 0, 2*len(ps))
-	for _, p := range ps {
+	for i, p := range ps {
+		if i > 0 && p.value == ps[i-1].value {
+			continue // the first name's (a form may be its value again)
+		}
 		args = append(args, p.value, "[secret "+p.name+"]")
 	}
 	return &Redactor{strings.NewReplacer(args...)}
+}
+
+// secretForms are the ways a value is commonly written besides itself:
+// escaped inside a JSON string (as Go writes it, with and without its
+// HTML escapes, and as Python's json.dumps does, non-ASCII as \uXXXX), and
+// in base64 (the standard and URL alphabets, of its whole 3-byte groups,
+// which read the same whatever follows the value; from 12 characters).
+// A tool may write a value in any other way: the redaction is for what
+// is written carelessly, not to stop a tool that means to.
+func secretForms(v string) []string {
+	var out []string
+	for _, html := range []bool{false, true} {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(html)
+		enc.Encode(v)
+		out = append(out, strings.TrimSuffix(strings.TrimSuffix(b.String(), "\n"), `"`)[1:])
+	}
+	var ascii strings.Builder
+	for _, r := range out[0] {
+		switch {
+		case r < 0x80:
+			ascii.WriteRune(r)
+		case r > 0xffff:
+			r1, r2 := utf16.EncodeRune(r)
+			fmt.Fprintf(&ascii, `\u%04x\u%04x`, r1, r2)
+		default:
+			fmt.Fprintf(&ascii, `\u%04x`, r)
+		}
+	}
+	out = append(out, ascii.String())
+	if whole := len(v) / 3 * 3; whole >= 9 {
+		out = append(out, base64.StdEncoding.EncodeToString([]byte(v[:whole])), base64.URLEncoding.EncodeToString([]byte(v[:whole])))
+	}
+	return out
 }
 
 // String redacts a text.

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -119,4 +120,20 @@ func (cg *sandboxCgroups) cpuWeight() int {
 	}
 	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 	return n
+}
+
+// ownerKey is the context key of withOwner's tenant.
+type ownerKey struct{}
+
+// withOwner is ctx carrying the tenant a sandbox made under it (an
+// install's) counts in: a pip install runs the code of the packages it
+// builds, and would otherwise weigh a whole tenant of its own.
+func withOwner(ctx context.Context, owner string) context.Context {
+	return context.WithValue(ctx, ownerKey{}, owner)
+}
+
+// ownerOf is what withOwner put in ctx ("" for none).
+func ownerOf(ctx context.Context) string {
+	o, _ := ctx.Value(ownerKey{}).(string)
+	return o
 }

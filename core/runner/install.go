@@ -99,6 +99,8 @@ func (s *Sandbox) installInSandbox(ctx context.Context, py *Python, build string
 		return "", err
 	}
 	defer cg.remove()
+	// Its part of the tenant's CPU weight (cpuweight.go), before pip runs.
+	cg.setOwner(ownerOf(ctx))
 	data, err := json.Marshal(cfg)
 	if err != nil {
 		return "", err

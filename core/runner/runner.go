@@ -90,6 +90,29 @@ type Caller struct {
 	// variables, call depth); tool code saw a copy of it, and nothing it
 	// sends back replaces it.
 	Context json.RawMessage
+	// Redact are the secret values the call's own log is redacted of
+	// (its group's and those of the calls that led to it: WithRedact),
+	// so that a call it makes redacts them too. Host-side only: tool
+	// code never sees them.
+	Redact map[string]string
+}
+
+// redactKey is the context key of WithRedact's values.
+type redactKey struct{}
+
+// WithRedact is ctx carrying the secret values a call's log is redacted
+// of, for the Caller record of the call run with it (Caller.Redact).
+func WithRedact(ctx context.Context, vals map[string]string) context.Context {
+	if len(vals) == 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, redactKey{}, vals)
+}
+
+// redactOf is what WithRedact put in ctx.
+func redactOf(ctx context.Context) map[string]string {
+	v, _ := ctx.Value(redactKey{}).(map[string]string)
+	return v
 }
 
 // callTable holds the calls of a group in flight, by token.
@@ -417,7 +440,8 @@ func requirementsVenv(ctx context.Context, def *definition.Group, root, runtime 
 		return "", &LoadError{Group: def.Name, Problems: []string{
 			strings.Join(names, ", ") + " lists packages, which the gpython runtime cannot install; run the group on cpython"}}
 	}
-	return EnsureVenv(ctx, opts.Python, all, strings.Join(names, ", "), opts.Packages, opts.Sandbox)
+	// The install's sandbox counts in the group's tenant's CPU weight.
+	return EnsureVenv(withOwner(ctx, opts.Owner), opts.Python, all, strings.Join(names, ", "), opts.Packages, opts.Sandbox)
 }
 
 func resolveRuntime(opts Options) (string, error) {
@@ -675,7 +699,7 @@ func (g *Group) CallTimeout(ctx context.Context, impl definition.Implementation,
 		req.Convert = g.dates[impl.Owner]
 	}
 	if g.opts.OnToolCall != nil {
-		req.Token = g.calls.add(&Caller{Group: g.def.Name, Callable: req.Callable, Context: callCtx})
+		req.Token = g.calls.add(&Caller{Group: g.def.Name, Callable: req.Callable, Context: callCtx, Redact: redactOf(ctx)})
 		defer g.calls.remove(req.Token)
 	}
 	// The plugin enforces the timeout; the grace period covers a plugin

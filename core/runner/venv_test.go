@@ -345,3 +345,44 @@ func TestFinishVenvTrustsNothingBuilt(t *testing.T) {
 		t.Errorf("marker: %v %v", fi, err)
 	}
 }
+
+// TestInstallWeighsInItsTenant (issue 25): a group's pip install runs in
+// a sandbox counted in its tenant's CPU weight, as the group's own
+// sandboxes are (cpuweight.go): two sandboxes are seen in the tenant's
+// weight while the group opens, the install's and the group's. On
+// 0a0a771 only the group's was: the install (which runs the code of the
+// packages it builds) weighed a whole tenant of its own.
+func TestInstallWeighsInItsTenant(t *testing.T) {
+	sb := sandbox(t, "allow")
+	needMechanisms(t, sb, plugins.MechRoot, plugins.MechKill)
+	wheels := t.TempDir()
+	buildWheel(t, wheels, "tinylib", "1.0", "def shout(s):\n    return s\n")
+	const owner = "tenant-installing"
+	seen := map[*sandboxCgroups]bool{}
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			weights.Lock()
+			for cg := range weights.by[owner] {
+				seen[cg] = true
+			}
+			weights.Unlock()
+			select {
+			case <-stop:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+	}()
+	g := open(t, writeGroup(t, "tinylib==1.0\n"), Options{Sandbox: sb, Owner: owner,
+		Packages: Packages{Wheelhouse: wheels, CacheDir: t.TempDir()}})
+	close(stop)
+	<-done
+	if g.Venv() == "" {
+		t.Fatal("no environment was built")
+	}
+	if len(seen) < 2 {
+		t.Errorf("%d sandboxes seen in the tenant's CPU weight while its group opened, want 2 (the install's and the group's)", len(seen))
+	}
+}
