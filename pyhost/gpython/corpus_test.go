@@ -552,11 +552,9 @@ var refusedBy = []struct{ has, why string }{
 }
 
 // knownDiffs are the differences left, which toolhost can neither fix
-// nor see in the source: a gpython dict is a Go map of str keys, with no
-// insertion order.
-var knownDiffs = []struct{ has, why string }{
-	{`list({"b": 1, "a": 2}.`, "a gpython dict does not keep insertion order (keys(), values() and items() come in key order)"},
-}
+// nor see in the source: none now (the last, dict insertion order, is
+// kept by fix_dictorder.go).
+var knownDiffs = []struct{ has, why string }{}
 
 // refusedAtRun marks the snippets of the generated parts that gpython
 // refuses at run time (AtRun).
@@ -568,10 +566,9 @@ var refusedAtRun = []struct{ has, why string }{
 }
 
 // unorderedDiffs are known differences that come from Go's random map
-// order: they differ in some runs only.
-var unorderedDiffs = []struct{ has, why string }{
-	{"r = list(d)", "iterating a gpython dict goes in Go's random map order, not insertion order"},
-}
+// order: they differ in some runs only. None now: iterating a dict goes
+// in insertion order.
+var unorderedDiffs = []struct{ has, why string }{}
 
 func settle(out []snippet) {
 	for i := range out {
