@@ -105,6 +105,7 @@ var opRewrites = map[vm.OpCode]opRewrite{
 	vm.STORE_SUBSCR:         {storeCheck, "__toolhost_store__"},
 	vm.GET_ITER:             {unaryCall, "__toolhost_iter__"},
 	vm.UNPACK_SEQUENCE:      {keyCheck, "__toolhost_unpack__"},
+	vm.UNPACK_EX:            {keyCheck, "__toolhost_unpack__"},
 }
 
 // Names of the builtins and the local the dict order rewrites use

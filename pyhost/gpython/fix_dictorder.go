@@ -101,12 +101,25 @@ func dictOrderEntries() int {
 
 // noteKey notes k as put in d now, unless d holds it already (a key that
 // is replaced keeps its place). Call it before storing k.
+//
+// A small dict whose keys came in sorted order (each new key greater
+// than those it holds) needs no entry: its order is its keys' order,
+// which is what orderedKeys gives for a dict without one. That spares
+// the common small dicts ({"id": ..., "name": ...}, a=..., b=...) the
+// entry and its weak pointer.
 func noteKey(d py.StringDict, k string) {
 	if _, ok := d[k]; ok || fixesOff {
 		return
 	}
 	dictOrders.Lock()
-	o := orderOf(d, true)
+	o := orderOf(d, false)
+	if o == nil && len(d) < sortedSmall && greatest(d, k) {
+		dictOrders.Unlock()
+		return
+	}
+	if o == nil {
+		o = orderOf(d, true)
+	}
 	if o != nil {
 		o.keys, o.exact = append(o.keys, k), false
 		if len(o.keys) > 2*len(d)+16 {
@@ -114,6 +127,20 @@ func noteKey(d py.StringDict, k string) {
 		}
 	}
 	dictOrders.Unlock()
+}
+
+// sortedSmall is the size below which a dict whose keys came in sorted
+// order has no entry.
+const sortedSmall = 8
+
+// greatest reports whether k is greater than every key of d.
+func greatest(d py.StringDict, k string) bool {
+	for x := range d {
+		if x >= k {
+			return false
+		}
+	}
+	return true
 }
 
 // dictSet is d[k] = v, noting k.
@@ -155,11 +182,27 @@ func holdsAll(d py.StringDict, keys []string) bool {
 // its last place, then the keys never noted, in key order.
 func compactOrder(d py.StringDict, noted []string) []string {
 	out := make([]string, 0, len(d))
-	seen := make(map[string]bool, len(d))
+	var seen map[string]bool
+	if len(noted) > sortedSmall {
+		seen = make(map[string]bool, len(d))
+	}
+	has := func(k string) bool {
+		if seen != nil {
+			return seen[k]
+		}
+		for _, x := range out {
+			if x == k {
+				return true
+			}
+		}
+		return false
+	}
 	for i := len(noted) - 1; i >= 0; i-- {
 		k := noted[i]
-		if _, ok := d[k]; ok && !seen[k] {
-			seen[k] = true
+		if _, ok := d[k]; ok && !has(k) {
+			if seen != nil {
+				seen[k] = true
+			}
 			out = append(out, k)
 		}
 	}
@@ -169,7 +212,7 @@ func compactOrder(d py.StringDict, noted []string) []string {
 	if len(out) < len(d) {
 		var rest []string
 		for k := range d {
-			if !seen[k] {
+			if !has(k) {
 				rest = append(rest, k)
 			}
 		}
@@ -291,6 +334,12 @@ func (ctx *context) callOrdered(packed py.Object) (py.Object, error) {
 	if nk > 0 || flags&2 != 0 {
 		kwargs = py.NewStringDictSized(nk)
 	}
+	// A function without **kwargs binds keywords to its parameters: their
+	// order does not show, and needs no noting.
+	set := dictSet
+	if f := plainFunction(fn); f != nil && f.Code.Flags&py.CO_VARKEYWORDS == 0 {
+		set = func(d py.StringDict, k string, v py.Object) { d[k] = v }
+	}
 	multiple := func(k string) error {
 		return py.ExceptionNewf(py.TypeError, "%s() got multiple values for keyword argument '%s'", funcName(fn), k)
 	}
@@ -302,7 +351,7 @@ func (ctx *context) callOrdered(packed py.Object) (py.Object, error) {
 		if _, dup := kwargs[string(k)]; dup {
 			return nil, multiple(string(k))
 		}
-		dictSet(kwargs, string(k), items[i+1])
+		set(kwargs, string(k), items[i+1])
 	}
 	if flags&1 != 0 {
 		args = append(py.Tuple(nil), args...)
@@ -323,12 +372,26 @@ func (ctx *context) callOrdered(packed py.Object) (py.Object, error) {
 			if _, dup := kwargs[k]; dup {
 				return nil, multiple(k)
 			}
-			dictSet(kwargs, k, star[k])
+			set(kwargs, k, star[k])
 		}
 	}
 	ctx.kwPending = kwargs
 	defer func() { ctx.kwPending = nil }()
 	return py.Call(fn, args, kwargs)
+}
+
+// plainFunction is the Python function fn calls, bound or not (nil for
+// anything else).
+func plainFunction(fn py.Object) *py.Function {
+	switch f := fn.(type) {
+	case *py.Function:
+		return f
+	case *py.BoundMethod:
+		if g, ok := f.Method.(*py.Function); ok {
+			return g
+		}
+	}
+	return nil
 }
 
 // funcName is a callable's name for a message.

@@ -128,7 +128,17 @@ func opIAdd(a, b py.Object) (py.Object, error) {
 	case py.Tuple:
 		return opAdd(a, b)
 	case *py.List:
-		b = inOrder(b) // xs += d extends by d's keys in order
+		if _, ok := b.(*py.List); !ok {
+			// xs += iterable extends xs in place (a dict by its keys in
+			// order); gpython's took lists only.
+			items, err := py.SequenceList(inOrder(b))
+			if err != nil {
+				return nil, err
+			}
+			x := a.(*py.List)
+			x.Items = append(x.Items, items.Items...)
+			return x, nil
+		}
 	}
 	return py.IAdd(plainInt(a), plainInt(b))
 }
