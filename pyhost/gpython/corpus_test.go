@@ -590,6 +590,12 @@ var dictOrderProgs = []string{
 	"def gen():\n    d = {}\n    for k in 'zyx':\n        d[k] = len(d)\n        yield list(d)\nresult = list(gen())",
 	"d = {str(i): i for i in range(30, 0, -1)}\nresult = list(d)[:5] + list(d)[-3:]",
 	"d = dict.__new__(dict) if False else {}\nd.setdefault('q', 1)\nd.setdefault('p', 2)\nresult = list(d)",
+	"d = {'b': 1, 'a': 2}\nd['c'] = 3\nresult = [d.popitem(), d.popitem(), d]",
+	"d = {}\ntry:\n    d.popitem()\n    result = 'no error'\nexcept KeyError as e:\n    result = ('KeyError', str(e))",
+	"result = list(dict.fromkeys(['b', 'a', 'b', 'c']))",
+	"result = list(dict.fromkeys('cab', 0).items())",
+	"result = {}.fromkeys(['y', 'x'])",
+	"d = {'b': 1, 'a': 2}\nk, v = d.popitem()\nd[k] = v\nd['z'] = 0\nresult = list(d)",
 }
 
 // refusedBy says which constructs the deep check refuses on gpython, by
@@ -619,8 +625,6 @@ var refusedBy = []struct{ has, why string }{
 	{".to_bytes(", "to_bytes"},
 	{"float.fromhex", "fromhex"},
 	{".hex()", "hex"},
-	{"dict.fromkeys", "fromkeys"},
-	{".popitem()", "popitem"},
 	{".encode(", "encode"},
 }
 

@@ -263,6 +263,49 @@ func registerContainerFixes() {
 	dict("copy", func(d py.StringDict, _ py.Tuple, _ py.StringDict) (py.Object, error) {
 		return orderedCopy(d), nil
 	})
+	// popitem takes the last key put in (dicts keep insertion order).
+	dict("popitem", func(d py.StringDict, args py.Tuple, _ py.StringDict) (py.Object, error) {
+		if len(args) > 0 {
+			return nil, py.ExceptionNewf(py.TypeError, "popitem() takes no arguments (%d given)", len(args))
+		}
+		keys := orderedKeys(d)
+		if len(keys) == 0 {
+			return nil, py.ExceptionNewf(py.KeyError, "popitem(): dictionary is empty")
+		}
+		k := keys[len(keys)-1]
+		v := d[k]
+		delete(d, k)
+		return py.Tuple{py.String(k), v}, nil
+	})
+	// fromkeys, taken from dict or from a dict, makes a dict of the keys in
+	// the order given.
+	method(py.StringDictType, "fromkeys", func(self py.Object, args py.Tuple, kwargs py.StringDict) (py.Object, error) {
+		if len(kwargs) > 0 {
+			return nil, py.ExceptionNewf(py.TypeError, "fromkeys() takes no keyword arguments")
+		}
+		if len(args) < 1 || len(args) > 2 {
+			return nil, py.ExceptionNewf(py.TypeError, "fromkeys expected 1 or 2 arguments, got %d", len(args))
+		}
+		var v py.Object = py.None
+		if len(args) == 2 {
+			v = args[1]
+		}
+		d := py.NewStringDict()
+		var kerr error
+		err := py.Iterate(inOrder(args[0]), func(o py.Object) bool {
+			k, err := dictKey(o)
+			if err != nil {
+				kerr = err
+				return true
+			}
+			dictSet(d, k, v)
+			return false
+		})
+		if err != nil {
+			return nil, err
+		}
+		return d, kerr
+	})
 	dict("clear", func(d py.StringDict, _ py.Tuple, _ py.StringDict) (py.Object, error) {
 		for k := range d {
 			delete(d, k)
