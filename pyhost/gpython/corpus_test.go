@@ -596,6 +596,10 @@ var dictOrderProgs = []string{
 	"result = list(dict.fromkeys('cab', 0).items())",
 	"result = {}.fromkeys(['y', 'x'])",
 	"d = {'b': 1, 'a': 2}\nk, v = d.popitem()\nd[k] = v\nd['z'] = 0\nresult = list(d)",
+	"def f():\n    zz = 1\n    aa = 2\n    return list(locals())\nresult = f()",
+	"result = [k for k in list(globals()) if k in ('run', 'norm')]",
+	"def f(b, a):\n    return '{b}-{a}'.format(**locals()) + '%(a)s' % locals() + str(locals()['b']) + str('a' in locals())\nresult = f(1, 2)",
+	"result = globals().get('zzz', 'none')",
 }
 
 // refusedBy says which constructs the deep check refuses on gpython, by
@@ -606,6 +610,8 @@ var refusedBy = []struct{ has, why string }{
 	{"[1, 2] < [1, 2, 0]", "ordering tuples or lists"},
 	{`(1, "a") < (1, "b")`, "ordering tuples or lists"},
 	{"[1] < [\"a\"]", "ordering tuples or lists"},
+	{"list(locals())", "the order of locals()"},
+	{"list(globals())", "the order of globals()"},
 	{"{1: 2", "only str keys"},
 	{"{3: 1", "only str keys"},
 	{"key=str.lower", "a method taken from its type"},

@@ -31,6 +31,11 @@ func TestRefusals(t *testing.T) {
 		{"def bit_length(x):\n    return 1\nclass C:\n    pass\nn = C().bit_length\n", 0, 0, ""},
 		{"class P:\n    def __init__(self):\n        self.real = 1\nv = P().real\n", 0, 0, ""},
 		{"def f(:\n", 0, 0, ""}, // a syntax error is the import's to report
+		{"def f(a):\n    return list(locals())\n", 2, 17, "the order of locals()"},
+		{"for k in globals():\n    pass\n", 1, 10, "the order of globals()"},
+		{"def f(a):\n    return '{a}'.format(**locals()) + '%(a)s' % locals() + str(locals()['a']) + str('a' in globals())\n", 0, 0, ""},
+		{"x = globals().get('x')\n", 0, 0, ""},
+		{"def locals():\n    return {}\nk = list(locals())\n", 0, 0, ""},
 	}
 	for _, tt := range tests {
 		got := Refusals("m.py", tt.src)
