@@ -43,6 +43,10 @@ type context struct {
 	callCtx gocontext.Context
 	// callbacks serve toolhost.call_tool.
 	callbacks plugins.Callbacks
+	// kwPending is the keyword arguments of the call being made by
+	// toolhost's call (callOrdered), in their order, until the function
+	// called takes them as its **kwargs (kwOrder).
+	kwPending py.StringDict
 
 	closeOnce sync.Once
 	running   sync.WaitGroup
@@ -81,6 +85,7 @@ func newContext(root string, modules map[string]string) (*context, error) {
 		return nil, py.ExceptionNewf(py.OSError, "open() is not available on the gpython runtime; run the group on cpython to use files")
 	}, 0, "open() is not available on the gpython runtime")
 	fixBuiltins(builtins)
+	ctx.orderBuiltins(builtins)
 	return ctx, nil
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/big"
-	"sort"
 	"strconv"
 
 	"github.com/go-python/gpython/py"
@@ -15,15 +14,76 @@ import (
 // maxDepth bounds the nesting of converted values.
 const maxDepth = 256
 
-// fromJSON turns a JSON document into Python objects.
+// fromJSON turns a JSON document into Python objects; an object's keys
+// keep their order in its dict (a key given twice keeps its first place
+// and its last value, as in CPython).
 func fromJSON(data []byte) (py.Object, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
+	tok, err := dec.Token()
+	if err != nil {
 		return nil, err
 	}
-	return toPy(v)
+	return tokenValue(dec, tok, 0)
+}
+
+// maxJSONDepth bounds the nesting of a JSON document read (as
+// encoding/json's Decode does).
+const maxJSONDepth = 10000
+
+// tokenValue is the value that starts with tok.
+func tokenValue(dec *json.Decoder, tok json.Token, depth int) (py.Object, error) {
+	delim, ok := tok.(json.Delim)
+	if !ok {
+		return toPy(tok)
+	}
+	if depth >= maxJSONDepth {
+		return nil, fmt.Errorf("JSON nested more than %d deep", maxJSONDepth)
+	}
+	next := func() (py.Object, error) {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		return tokenValue(dec, t, depth+1)
+	}
+	var out py.Object
+	switch delim {
+	case '[':
+		l := py.NewList()
+		for dec.More() {
+			o, err := next()
+			if err != nil {
+				return nil, err
+			}
+			l.Append(o)
+		}
+		out = l
+	case '{':
+		d := py.NewStringDict()
+		for dec.More() {
+			kt, err := dec.Token()
+			if err != nil {
+				return nil, err
+			}
+			k, ok := kt.(string)
+			if !ok {
+				return nil, fmt.Errorf("an object key must be a string")
+			}
+			o, err := next()
+			if err != nil {
+				return nil, err
+			}
+			dictSet(d, k, o)
+		}
+		out = d
+	default:
+		return nil, fmt.Errorf("unexpected %v", delim)
+	}
+	if _, err := dec.Token(); err != nil { // the closing delimiter
+		return nil, err
+	}
+	return out, nil
 }
 
 // toPy converts a decoded JSON value (numbers as json.Number).
@@ -109,13 +169,8 @@ func writeJSON(b *bytes.Buffer, o py.Object, depth int) error {
 	case py.Tuple:
 		return writeList(b, x, depth)
 	case py.StringDict:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
 		b.WriteByte('{')
-		for i, k := range keys {
+		for i, k := range orderedKeys(x) {
 			if i > 0 {
 				b.WriteByte(',')
 			}

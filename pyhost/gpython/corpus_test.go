@@ -515,8 +515,91 @@ func corpus() []snippet {
 	for _, p := range []string{"d = {}\nd[[1]] = 2\nresult = d", "result = {k: 0 for k in [[1]]}", "result = dict([([1], 2)])"} {
 		prog("dictkey", p)
 	}
+	// Dict insertion order (fix_dictorder.go): every way a dict gets its
+	// keys, observed every way order shows.
+	for _, b := range dictBuilders {
+		for _, o := range dictObservers {
+			prog("dictorder", b+"\n"+o)
+		}
+	}
+	for _, p := range dictOrderProgs {
+		prog("dictorder", p)
+	}
 	settle(out)
 	return out
+}
+
+// dictBuilders make a dict d, each in its own way, its keys put in an
+// order that is not their sorted order.
+var dictBuilders = []string{
+	`d = {"b": 1, "a": 2, "c": 3}`,
+	"d = {}\nd['b'] = 1\nd['a'] = 2\nd['c'] = 3",
+	"d = dict(b=1, a=2, c=3)",
+	`d = dict([("b", 1), ("a", 2), ("c", 3)])`,
+	`d = dict(zip(["b", "a", "c"], [1, 2, 3]))`,
+	`d = {k: i for i, k in enumerate(["b", "a", "c"])}`,
+	"d = {'z': 0}\nd.update({'b': 1, 'a': 2})\nd.update(c=3, a=4)",
+	"d = {}\nd.update([('b', 1), ('a', 2)], c=3)",
+	"d = {}\nfor k in ['b', 'a', 'c', 'a']:\n    d.setdefault(k, []).append(1)",
+	`d = {"b": 1, "a": 2, "c": 3}.copy()`,
+	`d = dict({"b": 1, "a": 2, "c": 3}, z=0)`,
+	"d = {'b': 1, 'a': 2, 'c': 3}\nd.pop('b')\nd['b'] = 4",
+	"d = {'b': 1, 'a': 2, 'c': 3}\ndel d['b']\nd['b'] = 4\nd['a'] = 5",
+	"def f(**kw):\n    return kw\nd = f(b=1, a=2, c=3)",
+	"def f(**kw):\n    return kw\nd = f(**{'b': 1, 'a': 2, 'c': 3})",
+	"def f(x, *args, **kw):\n    kw['z'] = x\n    return kw\nd = f(1, 2, c=3, **{'b': 1, 'a': 2})",
+	"import json\nd = json.loads('{\"b\": 1, \"a\": {\"y\": 1, \"x\": 2}, \"c\": 3, \"b\": 4}')",
+	"d = {}\nfor w in 'the cat the dog a cat'.split():\n    d[w] = d.get(w, 0) + 1",
+	"d = {'x': 1}\nd.clear()\nd['b'] = 1\nd['a'] = 2",
+	"d = {}\nfor i in range(40):\n    d['k%d' % (i * 7 % 40)] = i\n    if i % 3 == 0:\n        del d['k%d' % (i * 7 % 40)]",
+	"d = {'a': 0, 'b': 0}\nfor i in range(50):\n    v = d.pop('a')\n    d['a'] = v + 1\n    d['c%d' % (i % 3)] = i",
+	"d = {'outer': {'b': 1, 'a': 2, 'c': {'z': 1, 'y': 2}}}['outer']",
+	"d = {'b': 1}\nd2 = d\nd2['a'] = 2\nd['c'] = 3",
+}
+
+// dictObservers show d's order.
+var dictObservers = []string{
+	"result = list(d)",
+	"result = (list(d.keys()), list(d.values()), list(d.items()))",
+	"result = [k for k in d]",
+	"r = []\nfor k in d:\n    r.append(k)\nresult = r",
+	"result = ','.join(d)",
+	"result = (str(d), repr(d), '%s' % d, '{}'.format(d))",
+	"import json\nresult = (json.dumps(d), json.dumps(d, indent=1), json.dumps(d, sort_keys=True))",
+	"result = (list(enumerate(d)), list(zip(d, d.values())), tuple(d), next(iter(d)))",
+	"result = (list(reversed(d)), sorted(d, key=lambda k: 0), min(d, key=lambda k: 0), max(d, key=lambda k: 0))",
+	"first, *rest = d\nresult = (first, rest)",
+	"result = (list(map(lambda k: k, d)), list(filter(None, d)))",
+	"x = []\nx.extend(d)\nx += d\nresult = x",
+	"result = list({k: d[k] for k in d})",
+	"result = list(dict(**d)) + list(dict(d))",
+	"def g(**kw):\n    return list(kw)\nresult = g(**d)",
+	"result = [(k, v) for k, v in d.items()]",
+}
+
+// dictOrderProgs are further programs whose answer shows dict order.
+var dictOrderProgs = []string{
+	"a, b, c = {'c': 1, 'a': 2, 'b': 3}\nresult = a + b + c",
+	"d = {'b': 1, 'a': 2}\nresult = [list(d.items()), d == {'a': 2, 'b': 1}]",
+	"def f(a, **kw):\n    return list(kw.items())\nresult = f(z=1, a=0, y=2, x=3)",
+	"def f(*args):\n    return args\nresult = f(*{'b': 1, 'a': 2})",
+	"import json\nresult = json.dumps(json.loads('{\"z\": [{\"b\": 1, \"a\": 2}], \"y\": null}'))",
+	"d = {}\nd['b'], d['a'] = 1, 2\nresult = list(d)",
+	"d = {'b': 1, 'a': 2}\nd['b'] += 1\nd['c'] = 0\nresult = list(d.items())",
+	"class C:\n    pass\nc = C()\nc.d = {}\nc.d['y'] = 1\nc.d['x'] = 2\nresult = list(c.d)",
+	"def gen():\n    d = {}\n    for k in 'zyx':\n        d[k] = len(d)\n        yield list(d)\nresult = list(gen())",
+	"d = {str(i): i for i in range(30, 0, -1)}\nresult = list(d)[:5] + list(d)[-3:]",
+	"d = dict.__new__(dict) if False else {}\nd.setdefault('q', 1)\nd.setdefault('p', 2)\nresult = list(d)",
+	"d = {'b': 1, 'a': 2}\nd['c'] = 3\nresult = [d.popitem(), d.popitem(), d]",
+	"d = {}\ntry:\n    d.popitem()\n    result = 'no error'\nexcept KeyError as e:\n    result = ('KeyError', str(e))",
+	"result = list(dict.fromkeys(['b', 'a', 'b', 'c']))",
+	"result = list(dict.fromkeys('cab', 0).items())",
+	"result = {}.fromkeys(['y', 'x'])",
+	"d = {'b': 1, 'a': 2}\nk, v = d.popitem()\nd[k] = v\nd['z'] = 0\nresult = list(d)",
+	"def f():\n    zz = 1\n    aa = 2\n    return list(locals())\nresult = f()",
+	"result = [k for k in list(globals()) if k in ('run', 'norm')]",
+	"def f(b, a):\n    return '{b}-{a}'.format(**locals()) + '%(a)s' % locals() + str(locals()['b']) + str('a' in locals())\nresult = f(1, 2)",
+	"result = globals().get('zzz', 'none')",
 }
 
 // refusedBy says which constructs the deep check refuses on gpython, by
@@ -527,6 +610,8 @@ var refusedBy = []struct{ has, why string }{
 	{"[1, 2] < [1, 2, 0]", "ordering tuples or lists"},
 	{`(1, "a") < (1, "b")`, "ordering tuples or lists"},
 	{"[1] < [\"a\"]", "ordering tuples or lists"},
+	{"list(locals())", "the order of locals()"},
+	{"list(globals())", "the order of globals()"},
 	{"{1: 2", "only str keys"},
 	{"{3: 1", "only str keys"},
 	{"key=str.lower", "a method taken from its type"},
@@ -546,17 +631,13 @@ var refusedBy = []struct{ has, why string }{
 	{".to_bytes(", "to_bytes"},
 	{"float.fromhex", "fromhex"},
 	{".hex()", "hex"},
-	{"dict.fromkeys", "fromkeys"},
-	{".popitem()", "popitem"},
 	{".encode(", "encode"},
 }
 
 // knownDiffs are the differences left, which toolhost can neither fix
-// nor see in the source: a gpython dict is a Go map of str keys, with no
-// insertion order.
-var knownDiffs = []struct{ has, why string }{
-	{`list({"b": 1, "a": 2}.`, "a gpython dict does not keep insertion order (keys(), values() and items() come in key order)"},
-}
+// nor see in the source: none now (the last, dict insertion order, is
+// kept by fix_dictorder.go).
+var knownDiffs = []struct{ has, why string }{}
 
 // refusedAtRun marks the snippets of the generated parts that gpython
 // refuses at run time (AtRun).
@@ -568,10 +649,9 @@ var refusedAtRun = []struct{ has, why string }{
 }
 
 // unorderedDiffs are known differences that come from Go's random map
-// order: they differ in some runs only.
-var unorderedDiffs = []struct{ has, why string }{
-	{"r = list(d)", "iterating a gpython dict goes in Go's random map order, not insertion order"},
-}
+// order: they differ in some runs only. None now: iterating a dict goes
+// in insertion order.
+var unorderedDiffs = []struct{ has, why string }{}
 
 func settle(out []snippet) {
 	for i := range out {

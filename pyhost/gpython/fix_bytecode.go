@@ -27,6 +27,22 @@ const (
 	// ROT_THREE, CALL_FUNCTION 2, POP_TOP (f(container, key) raises or
 	// gives None).
 	storeCheck
+	// storeMap replaces STORE_MAP (an item of a dict display): BUILD_TUPLE
+	// 2, LOAD_GLOBAL f, ROT_THREE, CALL_FUNCTION 2 (f(dict, (value, key))
+	// stores and gives the dict back).
+	storeMap
+	// mapAdd replaces MAP_ADD (an item of a dict comprehension, whose dict
+	// saveDict keeps in a local): BUILD_TUPLE 2, LOAD_GLOBAL f, ROT_TWO,
+	// LOAD_FAST dict, CALL_FUNCTION 2, POP_TOP (f((value, key), dict)).
+	mapAdd
+	// saveDict follows the BUILD_MAP that starts a dict comprehension:
+	// DUP_TOP, STORE_FAST dict.
+	saveDict
+	// callOrdered replaces a call with keyword or star arguments:
+	// BUILD_TUPLE n, LOAD_CONST argc, BUILD_TUPLE 3, LOAD_GLOBAL f,
+	// ROT_TWO, CALL_FUNCTION 1 (f((function, arguments, argc)) makes the
+	// call with its keywords in order).
+	callOrdered
 )
 
 // opRewrite is what an instruction becomes: a call of the builtin named.
@@ -42,6 +58,14 @@ func (r opRewrite) extra(size int) int {
 		return 7
 	case storeCheck:
 		return 9
+	case storeMap:
+		return 10 - size
+	case mapAdd:
+		return 14 - size
+	case saveDict:
+		return 4
+	case callOrdered:
+		return 16 - size
 	}
 	return 7 - size
 }
@@ -76,10 +100,25 @@ var opRewrites = map[vm.OpCode]opRewrite{
 	vm.UNARY_NEGATIVE:       {unaryCall, "__toolhost_neg__"},
 	vm.UNARY_POSITIVE:       {unaryCall, "__toolhost_pos__"},
 	vm.UNARY_INVERT:         {unaryCall, "__toolhost_invert__"},
-	vm.STORE_MAP:            {keyCheck, "__toolhost_key__"},
-	vm.MAP_ADD:              {keyCheck, "__toolhost_key__"},
+	vm.STORE_MAP:            {storeMap, "__toolhost_store_map__"},
+	vm.MAP_ADD:              {mapAdd, "__toolhost_map_add__"},
 	vm.STORE_SUBSCR:         {storeCheck, "__toolhost_store__"},
+	vm.GET_ITER:             {unaryCall, "__toolhost_iter__"},
+	vm.UNPACK_SEQUENCE:      {keyCheck, "__toolhost_unpack__"},
+	vm.UNPACK_EX:            {keyCheck, "__toolhost_unpack__"},
 }
+
+// Names of the builtins and the local the dict order rewrites use
+// (fix_dictorder.go).
+const (
+	callBuiltin    = "__toolhost_call__"
+	kwOrderBuiltin = "__toolhost_kw_order__"
+	dictLocal      = "__toolhost_dict__"
+)
+
+// starCalls are the calls with star arguments, by the flags
+// callOrdered passes: 1 for *args, 2 for **kwargs.
+var starCalls = map[vm.OpCode]int{vm.CALL_FUNCTION: 0, vm.CALL_FUNCTION_VAR: 1, vm.CALL_FUNCTION_KW: 2, vm.CALL_FUNCTION_VAR_KW: 3}
 
 // compareRewrites are the comparisons rewritten, by COMPARE_OP's argument
 // (<, <=, ==, !=, >, >=, in, not in).
@@ -135,6 +174,20 @@ func rewriteOps(code *py.Code) {
 	plan := make([]opRewrite, len(ins))
 	planned := make([]bool, len(ins))
 	count, deep := 0, false
+	// A dict comprehension keeps its dict in a local of its own, for
+	// MAP_ADD's rewrite; a function taking **kwargs starts by putting
+	// them in the order of the call's keywords.
+	comp := code.Name == "<dictcomp>" && len(ins) > 0 && ins[0].op == vm.BUILD_MAP
+	kwArg := -1
+	if code.Flags&py.CO_VARKEYWORDS != 0 {
+		kwArg = int(code.Argcount + code.Kwonlyargcount)
+		if code.Flags&py.CO_VARARGS != 0 {
+			kwArg++
+		}
+		if kwArg >= len(code.Varnames) {
+			kwArg = -1
+		}
+	}
 	for k, in := range ins {
 		r, ok := opRewrites[in.op]
 		switch in.op {
@@ -145,6 +198,15 @@ func rewriteOps(code *py.Code) {
 		case vm.BINARY_SUBSCR:
 			ok = !(k > 0 && ins[k-1].op == vm.LOAD_CONST && indexConst(code, ins[k-1].arg))
 			r = opRewrite{binaryCall, subscrBuiltin}
+		case vm.MAP_ADD:
+			if !comp {
+				r = opRewrite{keyCheck, "__toolhost_key__"}
+			}
+		case vm.BUILD_MAP:
+			ok, r = comp && k == 0, opRewrite{saveDict, ""}
+		case vm.CALL_FUNCTION, vm.CALL_FUNCTION_VAR, vm.CALL_FUNCTION_KW, vm.CALL_FUNCTION_VAR_KW:
+			ok = in.op != vm.CALL_FUNCTION || in.arg>>8&0xff != 0
+			r = opRewrite{callOrdered, callBuiltin}
 		}
 		if ok {
 			plan[k], planned[k] = r, true
@@ -152,12 +214,15 @@ func rewriteOps(code *py.Code) {
 			deep = deep || r.kind == storeCheck
 		}
 	}
-	if count == 0 {
+	if count == 0 && kwArg < 0 {
 		return
 	}
 	// newAt maps an old offset to its new one (offsets past the end too).
 	shift := make([]int, len(b)+1)
 	extra := 0
+	if kwArg >= 0 {
+		extra = 10 // the prologue: LOAD_GLOBAL, LOAD_FAST, CALL_FUNCTION 1, POP_TOP
+	}
 	for k, in := range ins {
 		for j := in.at; j < in.at+in.size; j++ {
 			shift[j] = extra
@@ -178,6 +243,21 @@ func rewriteOps(code *py.Code) {
 		names = append(names, name)
 		return len(names) - 1
 	}
+	consts, varnames := code.Consts, code.Varnames
+	constIndex := func(c py.Int) int {
+		for i, o := range consts {
+			if x, ok := o.(py.Int); ok && x == c {
+				return i
+			}
+		}
+		consts = append(consts, c)
+		return len(consts) - 1
+	}
+	local := -1
+	if comp {
+		varnames = append(append([]string(nil), varnames...), dictLocal)
+		local = len(varnames) - 1
+	}
 	out := make([]byte, 0, len(b)+extra)
 	emit := func(op vm.OpCode, arg int) bool {
 		out = append(out, byte(op))
@@ -189,9 +269,19 @@ func rewriteOps(code *py.Code) {
 		}
 		return true
 	}
+	if kwArg >= 0 && !(emit(vm.LOAD_GLOBAL, nameIndex(kwOrderBuiltin)) && emit(vm.LOAD_FAST, kwArg) &&
+		emit(vm.CALL_FUNCTION, 1) && emit(vm.POP_TOP, 0)) {
+		return
+	}
 	for k, in := range ins {
 		ok := true
 		switch {
+		case planned[k] && plan[k].kind == saveDict:
+			ok = emit(in.op, in.arg) && emit(vm.DUP_TOP, 0) && emit(vm.STORE_FAST, local)
+		case planned[k] && plan[k].kind == callOrdered:
+			n := in.arg&0xff + 2*(in.arg>>8&0xff) + starCalls[in.op]&1 + starCalls[in.op]>>1
+			ok = emit(vm.BUILD_TUPLE, n) && emit(vm.LOAD_CONST, constIndex(py.Int(in.arg|starCalls[in.op]<<16))) &&
+				emit(vm.BUILD_TUPLE, 3) && emit(vm.LOAD_GLOBAL, nameIndex(plan[k].name)) && emit(vm.ROT_TWO, 0) && emit(vm.CALL_FUNCTION, 1)
 		case planned[k]:
 			f := nameIndex(plan[k].name)
 			switch plan[k].kind {
@@ -204,6 +294,11 @@ func rewriteOps(code *py.Code) {
 			case storeCheck:
 				ok = emit(vm.DUP_TOP_TWO, 0) && emit(vm.LOAD_GLOBAL, f) && emit(vm.ROT_THREE, 0) &&
 					emit(vm.CALL_FUNCTION, 2) && emit(vm.POP_TOP, 0) && emit(in.op, 0)
+			case storeMap:
+				ok = emit(vm.BUILD_TUPLE, 2) && emit(vm.LOAD_GLOBAL, f) && emit(vm.ROT_THREE, 0) && emit(vm.CALL_FUNCTION, 2)
+			case mapAdd:
+				ok = emit(vm.BUILD_TUPLE, 2) && emit(vm.LOAD_GLOBAL, f) && emit(vm.ROT_TWO, 0) && emit(vm.LOAD_FAST, local) &&
+					emit(vm.CALL_FUNCTION, 2) && emit(vm.POP_TOP, 0)
 			}
 		case relJumps[in.op]:
 			target := in.at + in.size + in.arg
@@ -240,7 +335,9 @@ func rewriteOps(code *py.Code) {
 		lnotab = append(lnotab, byte(ad), byte(ld))
 	}
 	code.Code, code.Names, code.Lnotab = string(out), names, string(lnotab)
-	code.Stacksize++
+	code.Nlocals += int32(len(varnames) - len(code.Varnames))
+	code.Consts, code.Varnames = consts, varnames
+	code.Stacksize += 2
 	if deep {
 		code.Stacksize += 2
 	}

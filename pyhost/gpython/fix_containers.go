@@ -155,6 +155,18 @@ func registerContainerFixes() {
 		}
 		return py.NewBool(i >= 0), nil
 	})
+	// extend takes a dict's keys in insertion order.
+	list("extend", func(l *py.List, args py.Tuple) (py.Object, error) {
+		if len(args) != 1 {
+			return nil, py.ExceptionNewf(py.TypeError, "extend() takes exactly one argument (%d given)", len(args))
+		}
+		items, err := py.SequenceList(inOrder(args[0]))
+		if err != nil {
+			return nil, err
+		}
+		l.Items = append(l.Items, items.Items...)
+		return py.None, nil
+	})
 	list("copy", func(l *py.List, _ py.Tuple) (py.Object, error) { return l.Copy(), nil })
 	list("clear", func(l *py.List, _ py.Tuple) (py.Object, error) {
 		l.Items = l.Items[:0]
@@ -166,16 +178,15 @@ func registerContainerFixes() {
 			return fn(self.(py.StringDict), args, kwargs)
 		})
 	}
-	// keys(), values() and items() in key order, the same every time
-	// (gpython's came in Go's random map order; CPython's come in
-	// insertion order, which a gpython dict does not keep).
+	// keys(), values() and items() in insertion order (orderedKeys;
+	// gpython's came in Go's random map order).
 	view := func(name string, item func(k string, v py.Object) py.Object) {
 		dict(name, func(d py.StringDict, args py.Tuple, _ py.StringDict) (py.Object, error) {
 			if len(args) > 0 {
 				return nil, py.ExceptionNewf(py.TypeError, "%s() takes no arguments (%d given)", name, len(args))
 			}
 			out := make(py.Tuple, 0, len(d))
-			for _, k := range sortedKeys(d) {
+			for _, k := range orderedKeys(d) {
 				out = append(out, item(k, d[k]))
 			}
 			return out, nil
@@ -232,7 +243,7 @@ func registerContainerFixes() {
 		if len(args) == 2 {
 			def = args[1]
 		}
-		d[k] = def
+		dictSet(d, k, def)
 		return def, nil
 	})
 	dict("update", func(d py.StringDict, args py.Tuple, kwargs py.StringDict) (py.Object, error) {
@@ -244,17 +255,56 @@ func registerContainerFixes() {
 				return nil, err
 			}
 		}
-		for k, v := range kwargs {
-			d[k] = v
+		for _, k := range orderedKeys(kwargs) {
+			dictSet(d, k, kwargs[k])
 		}
 		return py.None, nil
 	})
 	dict("copy", func(d py.StringDict, _ py.Tuple, _ py.StringDict) (py.Object, error) {
-		c := py.NewStringDictSized(len(d))
-		for k, v := range d {
-			c[k] = v
+		return orderedCopy(d), nil
+	})
+	// popitem takes the last key put in (dicts keep insertion order).
+	dict("popitem", func(d py.StringDict, args py.Tuple, _ py.StringDict) (py.Object, error) {
+		if len(args) > 0 {
+			return nil, py.ExceptionNewf(py.TypeError, "popitem() takes no arguments (%d given)", len(args))
 		}
-		return c, nil
+		keys := orderedKeys(d)
+		if len(keys) == 0 {
+			return nil, py.ExceptionNewf(py.KeyError, "popitem(): dictionary is empty")
+		}
+		k := keys[len(keys)-1]
+		v := d[k]
+		delete(d, k)
+		return py.Tuple{py.String(k), v}, nil
+	})
+	// fromkeys, taken from dict or from a dict, makes a dict of the keys in
+	// the order given.
+	method(py.StringDictType, "fromkeys", func(self py.Object, args py.Tuple, kwargs py.StringDict) (py.Object, error) {
+		if len(kwargs) > 0 {
+			return nil, py.ExceptionNewf(py.TypeError, "fromkeys() takes no keyword arguments")
+		}
+		if len(args) < 1 || len(args) > 2 {
+			return nil, py.ExceptionNewf(py.TypeError, "fromkeys expected 1 or 2 arguments, got %d", len(args))
+		}
+		var v py.Object = py.None
+		if len(args) == 2 {
+			v = args[1]
+		}
+		d := py.NewStringDict()
+		var kerr error
+		err := py.Iterate(inOrder(args[0]), func(o py.Object) bool {
+			k, err := dictKey(o)
+			if err != nil {
+				kerr = err
+				return true
+			}
+			dictSet(d, k, v)
+			return false
+		})
+		if err != nil {
+			return nil, err
+		}
+		return d, kerr
 	})
 	dict("clear", func(d py.StringDict, _ py.Tuple, _ py.StringDict) (py.Object, error) {
 		for k := range d {

@@ -18,12 +18,13 @@ type jsonOptions struct {
 	keySep      string
 	ensureASCII bool
 	allowNaN    bool
+	sortKeys    bool
 }
 
 // pyJSONDumps is json.dumps as CPython writes it: ", " and ": " between
 // items and keys, floats as repr (2.0, 1e+16), non-ASCII escaped unless
-// ensure_ascii=False, indent, separators and allow_nan honoured. Dict keys
-// come out sorted: gpython's dicts have no order (sort_keys is accepted).
+// ensure_ascii=False, indent, separators, sort_keys and allow_nan
+// honoured. Dict keys come in insertion order (orderedKeys), or sorted.
 func pyJSONDumps(_ py.Object, args py.Tuple, kwargs py.StringDict) (py.Object, error) {
 	if fixesOff {
 		return jsonDumps(nil, args)
@@ -59,6 +60,8 @@ func pyJSONDumps(_ py.Object, args py.Tuple, kwargs py.StringDict) (py.Object, e
 				o.ensureASCII = b
 			case "allow_nan":
 				o.allowNaN = b
+			case "sort_keys":
+				o.sortKeys = b
 			}
 		default:
 			return nil, py.ExceptionNewf(py.TypeError, "dumps() got an unexpected keyword argument '%s' (the gpython runtime's json takes indent, separators, sort_keys, ensure_ascii and allow_nan; use the cpython runtime for more)", k)
@@ -138,7 +141,11 @@ func (o *jsonOptions) write(b *strings.Builder, v py.Object, level int) error {
 			return nil
 		}
 		b.WriteString("{")
-		for i, k := range sortedKeys(x) {
+		keys := orderedKeys(x)
+		if o.sortKeys {
+			keys = sortedKeys(x)
+		}
+		for i, k := range keys {
 			if i > 0 {
 				b.WriteString(o.itemSep)
 			}

@@ -253,7 +253,7 @@ func registerStrFixes() {
 		}
 		var parts []string
 		var ierr error
-		err := py.Iterate(args[0], func(o py.Object) bool {
+		err := py.Iterate(inOrder(args[0]), func(o py.Object) bool {
 			p, ok := o.(py.String)
 			if !ok {
 				ierr = py.ExceptionNewf(py.TypeError, "sequence item %d: expected str instance, %s found", len(parts), o.Type().Name)

@@ -267,7 +267,7 @@ func writeRepr(b *strings.Builder, o py.Object, depth int) error {
 		return seq("(", ")", x)
 	case py.StringDict:
 		b.WriteString("{")
-		for i, k := range sortedKeys(x) {
+		for i, k := range orderedKeys(x) {
 			if i > 0 {
 				b.WriteString(", ")
 			}

@@ -124,8 +124,21 @@ func opAdd(a, b py.Object) (py.Object, error) {
 }
 
 func opIAdd(a, b py.Object) (py.Object, error) {
-	if _, ok := a.(py.Tuple); ok {
+	switch a.(type) {
+	case py.Tuple:
 		return opAdd(a, b)
+	case *py.List:
+		if _, ok := b.(*py.List); !ok {
+			// xs += iterable extends xs in place (a dict by its keys in
+			// order); gpython's took lists only.
+			items, err := py.SequenceList(inOrder(b))
+			if err != nil {
+				return nil, err
+			}
+			x := a.(*py.List)
+			x.Items = append(x.Items, items.Items...)
+			return x, nil
+		}
 	}
 	return py.IAdd(plainInt(a), plainInt(b))
 }
@@ -503,12 +516,15 @@ func nonStrKey(k py.Object) error {
 }
 
 // checkStore refuses d[k] = v for a dict d and a key k other than a str
-// (gpython raised KeyError).
+// (gpython raised KeyError), and notes the key's place in the dict's
+// order (noteKey) before the store.
 func checkStore(container, key py.Object) (py.Object, error) {
-	if _, ok := container.(py.StringDict); ok {
-		if _, ok := key.(py.String); !ok {
+	if d, ok := container.(py.StringDict); ok {
+		k, ok := key.(py.String)
+		if !ok {
 			return nil, nonStrKey(key)
 		}
+		noteKey(d, string(k))
 	}
 	return py.None, nil
 }
@@ -614,6 +630,10 @@ func init() {
 	unary("__toolhost_key__", checkKey)
 	binary("__toolhost_store__", checkStore)
 	binary(subscrBuiltin, opSubscript)
+	unary("__toolhost_iter__", opIter)
+	unary("__toolhost_unpack__", opUnpack)
+	binary("__toolhost_store_map__", opStoreMap)
+	binary("__toolhost_map_add__", opMapAdd)
 	binary("__toolhost_lt__", comparison(py.Lt, func(c int) bool { return c < 0 }))
 	binary("__toolhost_le__", comparison(py.Le, func(c int) bool { return c <= 0 }))
 	binary("__toolhost_eq__", opEq)

@@ -126,7 +126,7 @@ func builtinSorted(_ py.Object, args py.Tuple, kwargs py.StringDict) (py.Object,
 	if err != nil {
 		return nil, err
 	}
-	l, err := py.SequenceList(args[0])
+	l, err := py.SequenceList(inOrder(args[0]))
 	if err != nil {
 		return nil, err
 	}

@@ -126,6 +126,11 @@ func init() {
 		py.RangeType:      {rangeNew, py.RangeType.New},
 		py.FrozenSetType:  {frozensetNew, py.FrozenSetType.New},
 	}
+	// The constructors that iterate their arguments take a dict's keys in
+	// insertion order (list(d), tuple(d), enumerate(d), zip, map, filter).
+	for _, t := range []*py.Type{py.ListType, py.TupleType, py.EnumerateType, py.ZipType, py.MapType, py.FilterType} {
+		newFixes[t] = [2]py.NewFunc{orderedNew(t.New), t.New}
+	}
 	setTypeFixes(true)
 }
 
@@ -163,6 +168,16 @@ func fixBuiltins(b *py.Module) {
 	print := b.Globals["print"]
 	for name, fn := range operatorBuiltins {
 		b.Globals[name] = fn
+	}
+	// iter(d) and sum(d) go through a dict's keys in insertion order.
+	for _, name := range []string{"iter", "sum"} {
+		orig := b.Globals[name]
+		b.Globals[name] = py.MustNewMethod(name, func(_ py.Object, args py.Tuple, kw py.StringDict) (py.Object, error) {
+			if len(args) > 0 {
+				args = append(py.Tuple{inOrder(args[0])}, args[1:]...)
+			}
+			return py.Call(orig, args, kw)
+		}, 0, "")
 	}
 	b.Globals["pow"] = py.MustNewMethod("pow", builtinPow(b.Globals["pow"]), 0, "")
 	b.Globals["divmod"] = py.MustNewMethod("divmod", builtinDivmod(b.Globals["divmod"]), 0, "")
@@ -329,8 +344,8 @@ func dictNew(_ *py.Type, args py.Tuple, kwargs py.StringDict) (py.Object, error)
 			return nil, err
 		}
 	}
-	for k, v := range kwargs {
-		d[k] = v
+	for _, k := range orderedKeys(kwargs) {
+		dictSet(d, k, kwargs[k])
 	}
 	return d, nil
 }
@@ -347,13 +362,13 @@ func dictKey(k py.Object) (string, error) {
 // dictUpdate adds a mapping's items, or an iterable's pairs, to d.
 func dictUpdate(d py.StringDict, src py.Object) error {
 	if m, ok := src.(py.StringDict); ok {
-		for k, v := range m {
-			d[k] = v
+		for _, k := range orderedKeys(m) {
+			dictSet(d, k, m[k])
 		}
 		return nil
 	}
 	var ierr error
-	err := py.Iterate(src, func(item py.Object) bool {
+	err := py.Iterate(inOrder(src), func(item py.Object) bool {
 		pair, err := py.SequenceTuple(item)
 		if err != nil || len(pair) != 2 {
 			ierr = py.ExceptionNewf(py.TypeError, "cannot convert dictionary update sequence element to a sequence of 2 items")
@@ -364,7 +379,7 @@ func dictUpdate(d py.StringDict, src py.Object) error {
 			ierr = err
 			return true
 		}
-		d[k] = pair[1]
+		dictSet(d, k, pair[1])
 		return false
 	})
 	if err != nil {
@@ -403,8 +418,10 @@ func builtinReversed(_ py.Object, args py.Tuple, _ py.StringDict) (py.Object, er
 	if len(args) != 1 {
 		return nil, py.ExceptionNewf(py.TypeError, "reversed expected 1 argument, got %d", len(args))
 	}
-	switch args[0].(type) {
+	switch x := args[0].(type) {
 	case *py.List, py.Tuple, py.String, *py.Range:
+	case py.StringDict:
+		args = py.Tuple{dictKeysTuple(x)} // reversed(d) since Python 3.8
 	default:
 		return nil, py.ExceptionNewf(py.TypeError, "'%s' object is not reversible", args[0].Type().Name)
 	}
@@ -447,7 +464,7 @@ func minMax(name string, args py.Tuple, kwargs py.StringDict) (py.Object, error)
 	case 0:
 		return nil, py.ExceptionNewf(py.TypeError, "%s expected at least 1 argument, got 0", name)
 	case 1:
-		l, err := py.SequenceList(args[0])
+		l, err := py.SequenceList(inOrder(args[0]))
 		if err != nil {
 			return nil, err
 		}

@@ -42,6 +42,35 @@ func Refusals(file, src string) (out []plugins.SourceProblem) {
 		}
 		return true
 	})
+	// locals() and globals() used where their order does not show: as
+	// **kwargs, subscripted, looked up in, or as %'s mapping.
+	orderFree := map[ast.Expr]bool{}
+	ast.Walk(mod, func(n ast.Ast) bool {
+		switch x := n.(type) {
+		case *ast.Call:
+			if x.Kwargs != nil {
+				orderFree[x.Kwargs] = true
+			}
+		case *ast.Subscript:
+			orderFree[x.Value] = true
+		case *ast.Attribute:
+			switch x.Attr {
+			case "get", "setdefault", "pop", "update", "__getitem__", "__contains__":
+				orderFree[x.Value] = true
+			}
+		case *ast.Compare:
+			for i, op := range x.Ops {
+				if op == ast.In || op == ast.NotIn {
+					orderFree[x.Comparators[i]] = true
+				}
+			}
+		case *ast.BinOp:
+			if x.Op == ast.Modulo {
+				orderFree[x.Right] = true
+			}
+		}
+		return true
+	})
 	add := func(n ast.Ast, format string, a ...any) {
 		out = append(out, plugins.SourceProblem{File: file, Line: n.GetLineno(), Column: n.GetColOffset() + 1,
 			Message: fmt.Sprintf(format, a...) + "; use the cpython runtime"})
@@ -66,12 +95,16 @@ func Refusals(file, src string) (out []plugins.SourceProblem) {
 			if why, ok := missingAttrs[string(x.Attr)]; ok && !defined[string(x.Attr)] {
 				add(x, "%s", why)
 			}
-			if name, ok := x.Value.(*ast.Name); ok && builtinTypeNames[string(name.Id)] && !strings.HasPrefix(string(x.Attr), "__") {
+			if name, ok := x.Value.(*ast.Name); ok && builtinTypeNames[string(name.Id)] && !strings.HasPrefix(string(x.Attr), "__") &&
+				!(name.Id == "dict" && x.Attr == "fromkeys") { // a class method: toolhost has it
 				add(x, "%s.%s (a method taken from its type) does not work on gpython: write a lambda, e.g. lambda s: s.%s()", name.Id, x.Attr, x.Attr)
 			}
 		case *ast.Call:
 			if n, ok := x.Func.(*ast.Name); ok && n.Id == "super" && !defined["super"] {
 				add(n, "super() is not available on gpython: call the base class's method by name (Base.method(self, ...))")
+			}
+			if n, ok := x.Func.(*ast.Name); ok && (n.Id == "locals" || n.Id == "globals") && !defined[string(n.Id)] && !orderFree[x] {
+				add(n, "the order of %s() on gpython is its names' sorted order, not the order they were bound in", n.Id)
 			}
 		case *ast.Dict:
 			for _, k := range x.Keys {
@@ -140,7 +173,5 @@ var missingAttrs = map[string]string{
 	"to_bytes":         "int.to_bytes is not available on gpython",
 	"fromhex":          "float.fromhex is not available on gpython",
 	"hex":              "float.hex is not available on gpython",
-	"fromkeys":         "dict.fromkeys is not available on gpython",
-	"popitem":          "dict.popitem is not available on gpython (its dicts have no order)",
 	"encode":           "str.encode gives bytes that gpython cannot use as CPython does",
 }

@@ -31,6 +31,11 @@ func TestRefusals(t *testing.T) {
 		{"def bit_length(x):\n    return 1\nclass C:\n    pass\nn = C().bit_length\n", 0, 0, ""},
 		{"class P:\n    def __init__(self):\n        self.real = 1\nv = P().real\n", 0, 0, ""},
 		{"def f(:\n", 0, 0, ""}, // a syntax error is the import's to report
+		{"def f(a):\n    return list(locals())\n", 2, 17, "the order of locals()"},
+		{"for k in globals():\n    pass\n", 1, 10, "the order of globals()"},
+		{"def f(a):\n    return '{a}'.format(**locals()) + '%(a)s' % locals() + str(locals()['a']) + str('a' in globals())\n", 0, 0, ""},
+		{"x = globals().get('x')\n", 0, 0, ""},
+		{"def locals():\n    return {}\nk = list(locals())\n", 0, 0, ""},
 	}
 	for _, tt := range tests {
 		got := Refusals("m.py", tt.src)
@@ -64,13 +69,16 @@ func FuzzRefusals(f *testing.F) {
 }
 
 // FuzzRewriteModulo compiles any source, rewrites its operators
-// (rewriteOps: %, the arithmetic, comparisons, slices, dict stores) and
+// (rewriteOps: %, the arithmetic, comparisons, slices, dict stores,
+// iteration, calls with keyword or star arguments) and
 // checks the code it made: every instruction whole, no rewritten operator
 // left (unless the code was left as it was), every jump inside the code,
 // and a line table that still covers it.
 func FuzzRewriteModulo(f *testing.F) {
 	for _, s := range []string{"x = '%d' % 1\n", "for i in range(3):\n    if i % 2:\n        continue\n", "def f(a):\n    try:\n        return a % 2\n    finally:\n        a %= 3\n",
-		"while x % 3:\n    x += 1\nelse:\n    y = [i % 2 for i in z if i % 3]\n"} {
+		"while x % 3:\n    x += 1\nelse:\n    y = [i % 2 for i in z if i % 3]\n",
+		"def f(a, *b, **kw):\n    d = {'x': a, 'y': {k: v for k, v in kw.items()}}\n    return g(*b, z=1, **d)\n",
+		"for k, v in {'b': 1, 'a': 2}.items():\n    first, *rest = [k, v]\n    h(k, key=v)\n"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, src string) {
@@ -93,8 +101,11 @@ func FuzzRewriteModulo(f *testing.F) {
 					}
 					arg, size = int(b[i+1])|int(b[i+2])<<8, 3
 				}
-				if _, ok := opRewrites[op]; ok && op != vm.STORE_MAP && op != vm.MAP_ADD && op != vm.STORE_SUBSCR && b != before {
+				if r, ok := opRewrites[op]; ok && op != vm.MAP_ADD && r.kind != keyCheck && r.kind != storeCheck && b != before {
 					t.Fatalf("an operator (%v) left at %d", op, i)
+				}
+				if _, star := starCalls[op]; star && (op != vm.CALL_FUNCTION || arg>>8 != 0) && b != before {
+					t.Fatalf("a call with keyword or star arguments (%v %d) left at %d", op, arg, i)
 				}
 				if relJumps[op] && i+size+arg > len(b) || absJumps[op] && arg > len(b) {
 					t.Fatalf("a jump out of the code at %d: %v %d", i, op, arg)

@@ -276,7 +276,10 @@ func (r *Runtime) Call(ctx gocontext.Context, req *plugins.CallRequest) *plugins
 				done <- outcome{err: fmt.Errorf("the gpython interpreter failed: %v", p)}
 			}
 		}()
+		// A **kwargs parameter takes the arguments in their JSON order.
+		in.ctx.kwPending = kwargs
 		res, err := py.Call(fn, nil, kwargs)
+		in.ctx.kwPending = nil
 		done <- outcome{res, err}
 	}()
 	select {
