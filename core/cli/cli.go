@@ -71,6 +71,11 @@ func init() {
 // Main runs the command named by args[0] (args excludes the program name)
 // and returns the exit code.
 func Main(env *Env, args []string) int {
+	if _, ok := env.Stderr.(*terminal); !ok && isTerminal(env.Stderr) {
+		// A person watches stderr: progress on long work is drawn
+		// there, on a line that the command's other writes keep clear.
+		env.Stderr = newTerminal(env.Stderr)
+	}
 	if len(args) == 0 {
 		usage(env.Stderr)
 		return ExitUsage
