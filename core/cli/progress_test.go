@@ -5,28 +5,9 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
-
-// lockedBuffer is a bytes.Buffer safe for the ticks' goroutine.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestProgressLine: what the terminal's one line shows of the work under
 // way, what another write to stderr does to it, and what is left when
@@ -71,7 +52,9 @@ func TestProgressLine(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var out lockedBuffer
+			// Written under the terminal's lock only, and read once the
+			// work has ended: a plain buffer.
+			var out bytes.Buffer
 			tt.run(&Env{Stderr: newTerminal(&out)})
 			got := out.String()
 			rest := got

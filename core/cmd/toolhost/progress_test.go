@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -112,29 +111,17 @@ func runWithStderr(t *testing.T, dir string, tty bool, stdin, until string, args
 	if tty {
 		cmd.Stderr.(*os.File).Close() // the child has its own
 	}
-	var out bytes.Buffer
-	var mu sync.Mutex
+	out := &syncBuffer{}
 	outDone := make(chan struct{})
 	go func() {
 		defer close(outDone)
-		b := make([]byte, 4096)
-		for {
-			n, err := outR.Read(b)
-			mu.Lock()
-			out.Write(b[:n])
-			mu.Unlock()
-			if err != nil {
-				return
-			}
-		}
+		io.Copy(out, outR)
 	}()
 	io.WriteString(in, stdin)
 	if until != "" {
 		deadline := time.Now().Add(2 * time.Minute)
 		for {
-			mu.Lock()
 			got := strings.Contains(out.String(), until)
-			mu.Unlock()
 			if got || time.Now().After(deadline) {
 				break
 			}
