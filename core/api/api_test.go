@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -184,12 +185,55 @@ func TestOpenAPIDescribesEveryEndpoint(t *testing.T) {
 		"/v1/sessions/{id}/finish": {"post"}, "/v1/sessions/{id}/instructions": {"get"}, "/v1/sessions/{id}/messages": {"get"},
 		"/v1/sessions/{id}/traces": {"post"}, "/v1/sessions/{id}/logs": {"get"}, "/v1/knowledge": {"get"}, "/v1/knowledge/{name}": {"put", "get", "delete"}, "/v1/unanswered": {"get"}, "/v1/unanswered/{id}": {"delete"},
 		"/v1/continuations": {"post"}, "/v1/render": {"post"}, "/v1/warnings": {"get"}, "/v1/usage": {"get"},
+		"/v1/secrets": {"get"}, "/v1/secrets/{name}": {"put", "delete"},
+		"/mcp": {"post", "get", "delete"}, "/mcp/agents/{agent}": {"post", "get", "delete"},
 	}
 	for path, methods := range want {
 		for _, m := range methods {
 			if _, ok := doc.Paths[path][m]; !ok {
 				t.Errorf("openapi lacks %s %s", m, path)
 			}
+		}
+	}
+}
+
+// TestOpenAPIHasEveryRoute reads the routers' sources (this package's
+// routes.go and the MCP handler's http.go): every path they match exactly
+// is in the OpenAPI document, and every prefix they route by begins a
+// documented path, so that a route added without its description fails.
+func TestOpenAPIHasEveryRoute(t *testing.T) {
+	var doc struct {
+		Paths map[string]map[string]any `json:"paths"`
+	}
+	if err := json.Unmarshal(openAPI, &doc); err != nil {
+		t.Fatal(err)
+	}
+	exact := regexp.MustCompile(`path == "(/[^"]*)"`)
+	prefix := regexp.MustCompile(`(?:HasPrefix\(path, |segments\(path, )"(/[^"]*)"`)
+	for _, file := range []string{"routes.go", filepath.Join("..", "mcpserver", "http.go")} {
+		src, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		routes := 0
+		for _, m := range exact.FindAllStringSubmatch(string(src), -1) {
+			routes++
+			if _, ok := doc.Paths[m[1]]; !ok {
+				t.Errorf("%s routes %s, which the OpenAPI document lacks", file, m[1])
+			}
+		}
+		for _, m := range prefix.FindAllStringSubmatch(string(src), -1) {
+			routes++
+			found := false
+			for p := range doc.Paths {
+				found = found || strings.HasPrefix(p, m[1]) && len(p) > len(m[1])
+			}
+			if !found {
+				t.Errorf("%s routes paths under %s, none of which the OpenAPI document has", file, m[1])
+			}
+		}
+		if routes == 0 {
+			t.Errorf("%s: no route found; the test no longer reads the router", file)
 		}
 	}
 }

@@ -102,6 +102,10 @@ func runBench(env *Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "toolhost bench: %v\n", err)
 		return ExitFailure
 	}
+	// Each step on a terminal's line: what is measured, how far, for how
+	// long (the step's calls counted); quiet into a pipe.
+	bp := startProgress(env, "toolhost bench", 0)
+	defer bp.End("")
 	runtimes := []string{*rf.runtime}
 	if *rf.runtime == "both" {
 		runtimes = []string{plugins.RuntimeCPython, plugins.RuntimeGPython}
@@ -109,7 +113,7 @@ func runBench(env *Env, args []string) int {
 	var results []BenchResult
 	for _, rt := range runtimes {
 		*rf.runtime = rt
-		r, code := benchOne(env, file, rf, target, argJSON, *n, *conc)
+		r, code := benchOne(env, bp, file, rf, target, argJSON, *n, *conc)
 		if code != ExitOK {
 			return code
 		}
@@ -117,7 +121,7 @@ func runBench(env *Env, args []string) int {
 	}
 	if *viaPlugin {
 		*rf.runtime = runtimes[0]
-		r, code := benchOne(env, file, rf, target, argJSON, *n, *conc, func(o *runner.Options) { o.ViaPlugin = true })
+		r, code := benchOne(env, bp, file, rf, target, argJSON, *n, *conc, func(o *runner.Options) { o.ViaPlugin = true })
 		if code != ExitOK {
 			return code
 		}
@@ -132,7 +136,7 @@ func runBench(env *Env, args []string) int {
 				fmt.Fprintf(env.Stderr, "toolhost bench: --scaling wants numbers of callers, e.g. 1,2,4,8,16; got %q\n", f)
 				return ExitUsage
 			}
-			r, code := benchOne(env, file, rf, target, argJSON, *n, c)
+			r, code := benchOne(env, bp, file, rf, target, argJSON, *n, c)
 			if code != ExitOK {
 				return code
 			}
@@ -161,12 +165,14 @@ func runBench(env *Env, args []string) int {
 				callers = append(callers, c)
 			}
 		}
+		bp.Step("the HTTP doors of a toolhost serve (POST /v1/calls, session calls)", 0)
 		doors, err := serveDoors(rf, file, target, argJSON, *n, *conc, callers)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "toolhost bench: %v\n", err)
 			return ExitFailure
 		}
 		results = append(results, doors...)
+		bp.Step("a Python standard-library HTTP tool server", 0)
 		py, err := stdlibHTTP(filepath.Join(dir, target.impl.File), target.impl, argJSON, *n, *conc, callers)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "toolhost bench: %v\n", err)
@@ -179,6 +185,7 @@ func runBench(env *Env, args []string) int {
 			}
 		}
 		results = append(results, py)
+		bp.Step("the baselines (a python3 per call, the pipe round trip, the bare call)", 0)
 		bl, err := measureBaselines(dir, target.impl, argJSON, *n, *conc)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "toolhost bench: baselines: %v\n", err)
@@ -197,7 +204,7 @@ func runBench(env *Env, args []string) int {
 				fmt.Fprintf(env.Stderr, "toolhost bench: --density wants numbers of groups, e.g. 1,10,50,200; got %q\n", f)
 				return ExitUsage
 			}
-			r, code := benchDensity(env, file, rf, target, argJSON, groups)
+			r, code := benchDensity(env, bp, file, rf, target, argJSON, groups)
 			if code != ExitOK {
 				return code
 			}
@@ -212,6 +219,7 @@ func runBench(env *Env, args []string) int {
 				fmt.Fprintf(env.Stderr, "toolhost bench: --serve-density wants numbers of groups, e.g. 200; got %q\n", f)
 				return ExitUsage
 			}
+			bp.Step(fmt.Sprintf("%d copies of the group warm in one toolhost serve", groups), 0)
 			r, err := serveDensity(rf, file, name, argJSON, groups)
 			if err != nil {
 				fmt.Fprintf(env.Stderr, "toolhost bench: %v\n", err)
@@ -230,6 +238,7 @@ func runBench(env *Env, args []string) int {
 			}
 		}
 	}
+	bp.End("measured")
 	out, _ := json.MarshalIndent(results, "", "  ")
 	if *outFile != "" {
 		if err := os.WriteFile(*outFile, append(out, '\n'), 0o644); err != nil {
@@ -297,8 +306,11 @@ func printCPU(env *Env, results []BenchResult) {
 // benchOne measures one runtime: cold start to the first result, then n
 // warm calls one after another (latency), then n calls from conc callers
 // (throughput).
-func benchOne(env *Env, file string, rf runFlags, target *callTarget, argJSON []byte, n, conc int, configure ...func(*runner.Options)) (BenchResult, int) {
+func benchOne(env *Env, bp *progress, file string, rf runFlags, target *callTarget, argJSON []byte, n, conc int, configure ...func(*runner.Options)) (BenchResult, int) {
 	ctx := context.Background()
+	if rt, _, err := runner.ChooseRuntime(*rf.runtime, nil); err == nil {
+		bp.Step("toolhost "+rt+": cold start", 0)
+	}
 	if *rf.runtime == "auto" || *rf.runtime == plugins.RuntimeCPython {
 		runner.FindPython()
 	}
@@ -316,7 +328,10 @@ func benchOne(env *Env, file string, rf runFlags, target *callTarget, argJSON []
 		return BenchResult{}, ExitFailure
 	}
 	// Start the other workers before measuring.
+	name := "toolhost " + g.Runtime()
+	bp.Step(fmt.Sprintf("%s: starting %d workers", name, conc), 0)
 	parallel(conc, conc, func() { g.Call(ctx, target.impl, argJSON, nil) })
+	bp.Step(name+": calls one after another", n)
 	lat := make([]time.Duration, n)
 	for i := range lat {
 		t0 := time.Now()
@@ -325,9 +340,11 @@ func benchOne(env *Env, file string, rf runFlags, target *callTarget, argJSON []
 			return BenchResult{}, ExitFailure
 		}
 		lat[i] = time.Since(t0)
+		bp.Add(1)
 	}
+	bp.Step(fmt.Sprintf("%s: calls from %d callers", name, conc), n)
 	t0 := time.Now()
-	parallel(n, conc, func() { g.Call(ctx, target.impl, argJSON, nil) })
+	parallel(n, conc, func() { g.Call(ctx, target.impl, argJSON, nil); bp.Add(1) })
 	throughput := float64(n) / time.Since(t0).Seconds()
 	r := BenchResult{Name: "toolhost " + g.Runtime(), Runtime: g.Runtime(), ColdStartMs: ms(cold),
 		P50Us: us(percentile(lat, 50)), P99Us: us(percentile(lat, 99)), CallsPerS: round(throughput), N: n, Concurrency: conc}
@@ -335,6 +352,7 @@ func benchOne(env *Env, file string, rf runFlags, target *callTarget, argJSON []
 		r.PSSMB, r.Processes = round(float64(pss)/(1<<20)), procs
 	}
 	if len(configure) == 0 {
+		bp.Step(name+": cold start from a spare sandbox", 0)
 		spare, code := coldFromSpare(env, file, rf, target, argJSON)
 		if code != ExitOK {
 			return BenchResult{}, code
@@ -388,8 +406,9 @@ const densityRounds = 20
 // its first answer, with two groups starting at a time), then
 // densityRounds warm calls to each group in turn (p50 and p99 over them),
 // and the proportional memory of all their processes, per group.
-func benchDensity(env *Env, file string, rf runFlags, target *callTarget, argJSON []byte, n int) (BenchResult, int) {
+func benchDensity(env *Env, bp *progress, file string, rf runFlags, target *callTarget, argJSON []byte, n int) (BenchResult, int) {
 	ctx := context.Background()
+	bp.Step(fmt.Sprintf("%d warm groups: started", n), n)
 	*rf.workers = 1
 	groups := make([]*runner.Group, n)
 	cold := make([]time.Duration, n)
@@ -425,11 +444,13 @@ func benchDensity(env *Env, file string, rf runFlags, target *callTarget, argJSO
 			return
 		}
 		cold[i] = time.Since(start)
+		bp.Add(1)
 	})
 	if failed != ExitOK {
 		return BenchResult{}, failed
 	}
 	lat := make([]time.Duration, 0, n*densityRounds)
+	bp.Step(fmt.Sprintf("%d warm groups: calls to each in turn", n), n*densityRounds)
 	t0 := time.Now()
 	for round := 0; round < densityRounds; round++ {
 		for i, g := range groups {
@@ -439,6 +460,7 @@ func benchDensity(env *Env, file string, rf runFlags, target *callTarget, argJSO
 				return BenchResult{}, ExitFailure
 			}
 			lat = append(lat, time.Since(t0))
+			bp.Add(1)
 		}
 	}
 	throughput := float64(len(lat)) / time.Since(t0).Seconds()

@@ -180,9 +180,9 @@ func openGroup(env *Env, cmd, file string, rf runFlags, configure ...func(*runne
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	stop := startProgress(env, cmd, c.Group, dir, opts.Packages)
+	p := startLoadProgress(env, cmd, c.Group, dir, opts.Packages, "starting the group")
 	g, err := runner.Open(ctx, c.Group, dir, opts)
-	stop()
+	p.End("")
 	if err != nil {
 		var le *runner.LoadError
 		if errors.As(err, &le) || strings.Contains(err.Error(), "runtime must be") || strings.Contains(err.Error(), "network policy") {

@@ -45,21 +45,21 @@ func init() {
 		"schema": {"print the tool schemas of a group in a model API's dialect",
 			"toolhost schema [--dialect D] GROUP.yaml [NAME ...]", runSchema},
 		"call": {"run one tool or skill of a group and print its result",
-			"toolhost call [--files DIR] [--runtime R] [--timeout SEC] [--network allow|deny] [--idempotency-key K] [--allowed-tool-tags T] GROUP.yaml NAME [ARGS_JSON]", runCall},
+			"toolhost call [--files DIR] [--runtime R] [--timeout SEC] [--network allow|deny] [--idempotency-key K] [--allowed-tool-tags T] [run flags] GROUP.yaml NAME [ARGS_JSON]", runCall},
 		"bench": {"measure cold start, warm latency and throughput of one tool",
-			"toolhost bench [--json] [--n N] [--concurrency C] [--baselines] GROUP.yaml NAME [ARGS_JSON]", runBench},
+			"toolhost bench [--json] [--n N] [--concurrency C] [--baselines] [flags] [run flags] GROUP.yaml NAME [ARGS_JSON]", runBench},
 		"doctor": {"report which sandbox mechanisms this machine allows",
 			"toolhost doctor [--json]", runDoctor},
 		"serve": {"serve the HTTP API for the portal and the agents",
-			"toolhost serve [--data DIR] [--addr HOST:PORT] [--load DIR ...]", runServe},
+			"toolhost serve [--data DIR | --db URL] [--addr HOST:PORT] [--load DIR ...] [flags] [run flags]", runServe},
 		"tenant": {"create tenants, add and revoke their API tokens, list them",
 			"toolhost tenant create|token|quota NAME | revoke TOKEN|- | list [--json] [--data DIR]", runTenant},
 		"session": {"run a session locally: init skills, one call per stdin line, finish skills",
-			"toolhost session [--files DIR] [--groups DIR] [--var K=V ...] [--knowledge DIR] GROUP.yaml|AGENT.yaml", runSession},
+			"toolhost session [--files DIR] [--groups DIR] [--var K=V ...] [--knowledge DIR] [run flags] GROUP.yaml|AGENT.yaml", runSession},
 		"mcp": {"serve a group or an agent to an MCP client (Claude Desktop, Cursor, the MCP Inspector) over stdio",
 			"toolhost mcp [--files DIR] [--groups DIR] [--var K=V ...] [--knowledge DIR] [run flags] GROUP.yaml|AGENT.yaml", runMCP},
 		"logs": {"print a session's system and trace logs: readable lines on a terminal, one JSON object a line otherwise",
-			"toolhost logs [--data DIR] [--kind system|trace] [--json] SESSION", runLogs},
+			"toolhost logs [--data DIR | --db URL] [--kind system|trace] [--json] SESSION", runLogs},
 		"help": {"show help for a command", "toolhost help [COMMAND]", runHelp},
 		"version": {"print toolhost's version, VCS revision and Go version",
 			"toolhost version [--json]", runVersion},
@@ -71,6 +71,11 @@ func init() {
 // Main runs the command named by args[0] (args excludes the program name)
 // and returns the exit code.
 func Main(env *Env, args []string) int {
+	if _, ok := env.Stderr.(*terminal); !ok && isTerminal(env.Stderr) {
+		// A person watches stderr: progress on long work is drawn
+		// there, on a line that the command's other writes keep clear.
+		env.Stderr = newTerminal(env.Stderr)
+	}
 	if len(args) == 0 {
 		usage(env.Stderr)
 		return ExitUsage

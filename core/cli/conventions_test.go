@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"flag"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -233,5 +234,68 @@ func TestNoEmptyDataFolder(t *testing.T) {
 	t.Setenv(DataEnv, missing)
 	if code, out, errs := run("tenant", "list"); code != ExitOK || !strings.HasPrefix(out, "acme\t") {
 		t.Fatalf("list with $%s: exit %d\n%s%s", DataEnv, code, out, errs)
+	}
+}
+
+// TestUsageLinesShowFlags: every command's usage line (the first line of
+// its --help) writes flags as --flag, names only flags the command has,
+// and names every flag it has, or says where the rest are: "[run flags]"
+// (the limits and runtime flags of the commands that run a group),
+// "[quota flags]" or "[flags]".
+func TestUsageLinesShowFlags(t *testing.T) {
+	runFlagNames := map[string]bool{}
+	rfs := flag.NewFlagSet("run", flag.ContinueOnError)
+	addRunFlags(rfs)
+	rfs.VisitAll(func(f *flag.Flag) { runFlagNames[f.Name] = true })
+	quotaNames := map[string]bool{}
+	qfs := flag.NewFlagSet("quota", flag.ContinueOnError)
+	addQuotaFlags(qfs, "", nil)
+	qfs.VisitAll(func(f *flag.Flag) { quotaNames[f.Name] = true })
+
+	var cases [][]string
+	for _, name := range commandNames() {
+		if name != "tenant" {
+			cases = append(cases, []string{name})
+		}
+	}
+	for _, sub := range tenantSubcommandNames() {
+		cases = append(cases, []string{"tenant", sub})
+	}
+	for _, sub := range secretSubcommands {
+		cases = append(cases, []string{"tenant", "secret", sub})
+	}
+	named := regexp.MustCompile(`(?:^|[\s\[|(])(--?)([a-z][a-z0-9-]*)`)
+	for _, args := range cases {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			_, out, _ := run(append(args, "--help")...)
+			usage, _, _ := strings.Cut(out, "\n")
+			if !strings.HasPrefix(usage, "Usage: toolhost ") {
+				t.Fatalf("no usage line:\n%s", out)
+			}
+			flags := map[string]bool{}
+			for _, f := range collectFlags(append(args, "--help")...) {
+				flags[f.Name] = true
+			}
+			inUsage := map[string]bool{}
+			for _, m := range named.FindAllStringSubmatch(usage, -1) {
+				if m[1] == "-" {
+					t.Errorf("the usage line writes -%s, not --%s: %s", m[2], m[2], usage)
+				}
+				if !flags[m[2]] {
+					t.Errorf("the usage line names --%s, which the command does not have: %s", m[2], usage)
+				}
+				inUsage[m[2]] = true
+			}
+			for f := range flags {
+				switch {
+				case inUsage[f]:
+				case runFlagNames[f] && strings.Contains(usage, "[run flags]"):
+				case quotaNames[f] && strings.Contains(usage, "[quota flags]"):
+				case strings.Contains(usage, "[flags]"):
+				default:
+					t.Errorf("the usage line neither names --%s nor says [flags] (or [run flags]): %s", f, usage)
+				}
+			}
+		})
 	}
 }

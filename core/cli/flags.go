@@ -229,6 +229,9 @@ func flagError(fs *flag.FlagSet, err error) string {
 // isTerminal reports whether w is a terminal (a character device), where
 // output is for a person: tables and progress, rather than JSON lines.
 func isTerminal(w io.Writer) bool {
+	if _, ok := w.(*terminal); ok {
+		return true
+	}
 	f, ok := w.(*os.File)
 	if !ok {
 		return false

@@ -5,6 +5,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -159,8 +160,17 @@ func quotaDefaults(vals map[string]*quotaValue) (storage.Quota, error) {
 	return q, nil
 }
 
+// TenantQuotaJSON is what toolhost tenant quota --json prints: the
+// tenant's quota overrides after the change, if any (an empty object: the
+// server's defaults; -1 is unlimited), and whether they changed.
+type TenantQuotaJSON struct {
+	Tenant  string        `json:"tenant"`
+	Quota   storage.Quota `json:"quota"`
+	Changed bool          `json:"changed"`
+}
+
 // tenantQuota sets (with flags) or shows a tenant's quota overrides.
-func tenantQuota(ctx context.Context, env *Env, db storage.Store, args []string, vals map[string]*quotaValue) error {
+func tenantQuota(ctx context.Context, env *Env, db storage.Store, args []string, vals map[string]*quotaValue, asJSON bool) error {
 	t, err := db.TenantByName(ctx, args[0])
 	if err != nil {
 		return fmt.Errorf("tenant %q: %w", args[0], err)
@@ -182,6 +192,13 @@ func tenantQuota(ctx context.Context, env *Env, db storage.Store, args []string,
 		if err := db.SetTenantQuota(ctx, t.ID, q); err != nil {
 			return err
 		}
+	}
+	if asJSON {
+		b, _ := json.MarshalIndent(TenantQuotaJSON{Tenant: t.Name, Quota: q, Changed: changed}, "", "  ")
+		fmt.Fprintf(env.Stdout, "%s\n", b)
+		return nil
+	}
+	if changed {
 		fmt.Fprintf(env.Stdout, "tenant %q: quota changed (running servers apply it within seconds)\n", t.Name)
 	}
 	fmt.Fprint(env.Stdout, quotaText(q))

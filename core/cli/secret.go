@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -60,7 +61,7 @@ func useSecretKey(ctx context.Context, db storage.Store) error {
 // secretUsage is the synopsis of the tenant secret subcommands.
 const secretUsage = `toolhost tenant secret set TENANT NAME [--data DIR | --db URL]   (the value on standard input)
 toolhost tenant secret rm TENANT NAME [--data DIR | --db URL]
-toolhost tenant secret list TENANT [--data DIR | --db URL]`
+toolhost tenant secret list TENANT [--json] [--data DIR | --db URL]`
 
 // secretSubcommands are tenant secret's subcommands, in secretUsage's order.
 var secretSubcommands = []string{"set", "rm", "list"}
@@ -80,6 +81,7 @@ func secretUsageOf(sub string) string {
 // or shell history), removed and listed (names, sizes and times), never
 // shown.
 func runTenantSecret(env *Env, args []string) int {
+	asJSON := new(bool)
 	subs := map[string]struct {
 		nargs int
 		run   func(ctx context.Context, db storage.Store, tenant storage.Tenant, args []string) error
@@ -108,10 +110,11 @@ func runTenantSecret(env *Env, args []string) int {
 		}},
 		"list": {1, func(ctx context.Context, db storage.Store, t storage.Tenant, _ []string) error {
 			list, err := db.Secrets(ctx, t.ID)
-			for _, s := range list {
-				fmt.Fprintf(env.Stdout, "%s\t%d bytes sealed\tupdated %s\n", s.Name, s.Size, s.UpdatedAt)
+			if err != nil {
+				return err
 			}
-			return err
+			printSecrets(env, list, *asJSON)
+			return nil
 		}},
 	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
@@ -136,6 +139,9 @@ func runTenantSecret(env *Env, args []string) int {
 	fs := newCommandFlags(env, name, secretUsageOf(args[0]), "set, remove or list a tenant's secrets (a value is never printed)")
 	data := addDataFlag(fs, "data `DIR`ectory of the server")
 	dbURL := addDBFlag(fs)
+	if args[0] == "list" {
+		asJSON = fs.Bool("json", false, "print the secrets (names, sizes, times; never a value) as a JSON array")
+	}
 	pos, code, ok := parse(fs, args[1:])
 	if !ok {
 		return code
@@ -165,4 +171,28 @@ func runTenantSecret(env *Env, args []string) int {
 		return ExitFailure
 	}
 	return ExitOK
+}
+
+// printSecrets prints a tenant's secrets (never a value): a JSON array with
+// asJSON, an aligned table with a header on a terminal, and otherwise one
+// tab-separated line each (name, sealed size, last update).
+func printSecrets(env *Env, list []storage.SecretInfo, asJSON bool) {
+	switch {
+	case asJSON:
+		if list == nil {
+			list = []storage.SecretInfo{}
+		}
+		b, _ := json.MarshalIndent(list, "", "  ")
+		fmt.Fprintf(env.Stdout, "%s\n", b)
+	case isTerminal(env.Stdout):
+		rows := make([][]string, len(list))
+		for i, s := range list {
+			rows[i] = []string{s.Name, fmt.Sprint(s.Size), s.UpdatedAt}
+		}
+		writeTable(env.Stdout, []string{"NAME", "SEALED_BYTES", "UPDATED"}, rows)
+	default:
+		for _, s := range list {
+			fmt.Fprintf(env.Stdout, "%s\t%d bytes sealed\tupdated %s\n", s.Name, s.Size, s.UpdatedAt)
+		}
+	}
 }

@@ -574,11 +574,11 @@ func cacheTime(d time.Duration) time.Duration {
 }
 
 // tenantUsage is the synopsis of every tenant subcommand.
-const tenantUsage = `toolhost tenant create NAME [--data DIR | --db URL]
-toolhost tenant token NAME [--data DIR | --db URL]
+const tenantUsage = `toolhost tenant create NAME [--json] [--init] [--data DIR | --db URL]
+toolhost tenant token NAME [--json] [--data DIR | --db URL]
 toolhost tenant revoke TOKEN|- [--data DIR | --db URL]
-toolhost tenant list [--data DIR | --db URL]
-toolhost tenant quota NAME [--storage-mb N] [--groups N] [--agents N] [--log-mb N]
+toolhost tenant list [--json] [--data DIR | --db URL]
+toolhost tenant quota NAME [--json] [--storage-mb N] [--groups N] [--agents N] [--log-mb N]
     [--concurrent-calls N] [--calls-per-second X] [--burst N] [--warm-groups N]
     [--data DIR | --db URL]      (each: a number, unlimited, or default)`
 
@@ -600,7 +600,7 @@ func init() {
 		"token":  {1, "toolhost tenant token NAME [--json] [--data DIR | --db URL]", "add an API token to a tenant and print it", tenantToken},
 		"revoke": {1, "toolhost tenant revoke TOKEN|- [--data DIR | --db URL]", "revoke a token (- reads it from standard input)", tenantRevoke},
 		"list":   {0, "toolhost tenant list [--json] [--data DIR | --db URL]", "list the tenants with their token counts and quotas", tenantList},
-		"quota":  {1, "toolhost tenant quota NAME [quota flags] [--data DIR | --db URL]", "set a tenant's quotas (each: a number, unlimited, or default)", nil},
+		"quota":  {1, "toolhost tenant quota NAME [--json] [quota flags] [--data DIR | --db URL]", "set a tenant's quotas (each: a number, unlimited, or default)", nil},
 	}
 }
 
@@ -638,7 +638,7 @@ func runTenant(env *Env, args []string) int {
 	data := addDataFlag(fs, "data `DIR`ectory of the server (the folder toolhost serve --data uses)")
 	dbURL := addDBFlag(fs)
 	asJSON := new(bool)
-	if args[0] != "revoke" && args[0] != "quota" {
+	if args[0] != "revoke" {
 		asJSON = fs.Bool("json", false, "print the result as JSON")
 	}
 	initData := new(bool)
@@ -647,8 +647,8 @@ func runTenant(env *Env, args []string) int {
 	}
 	if args[0] == "quota" {
 		vals := addQuotaFlags(fs, "", nil)
-		sub.run = func(ctx context.Context, env *Env, db storage.Store, args []string, _ bool) error {
-			return tenantQuota(ctx, env, db, args, vals)
+		sub.run = func(ctx context.Context, env *Env, db storage.Store, args []string, asJSON bool) error {
+			return tenantQuota(ctx, env, db, args, vals, asJSON)
 		}
 	}
 	pos, code, ok := parse(fs, args[1:])

@@ -24,6 +24,8 @@ import (
 // localCaller runs groups with their own plugin processes, opened on first
 // use: `toolhost session` needs no server.
 type localCaller struct {
+	env   *Env
+	cmd   string // session or mcp, for the progress line
 	opts  runner.Options
 	files string // --files, or "" for each group's own folder
 	dirs  map[string]string
@@ -43,7 +45,9 @@ func (c *localCaller) Run(ctx context.Context, inv *pipeline.Invocation) *plugin
 		}
 		var err error
 		oc, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		p := startLoadProgress(c.env, c.cmd, g, root, c.opts.Packages, "starting the group")
 		rg, err = runner.Open(oc, g, root, c.opts)
+		p.End("")
 		cancel()
 		if err != nil {
 			c.mu.Unlock()
@@ -157,7 +161,7 @@ func openLocalSession(env *Env, name string, args []string) (*localSession, int)
 			event(name, data)
 		}
 	}
-	caller := &localCaller{opts: opts, files: *rf.files, dirs: dirs, open: map[string]*runner.Group{}}
+	caller := &localCaller{env: env, cmd: name, opts: opts, files: *rf.files, dirs: dirs, open: map[string]*runner.Group{}}
 	pl, closeP := localPipeline(rf)
 	pl.Runner, pl.Log = caller, store
 	eng := &session.Engine{Agent: agent, Groups: groups, Store: store, Pipeline: pl}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -75,5 +76,71 @@ func TestTenantCommands(t *testing.T) {
 		if _, err := db.TenantByToken(context.Background(), tok); !errors.Is(err, storage.ErrNotFound) {
 			t.Errorf("token %d still works after revoke: %v", i, err)
 		}
+	}
+}
+
+// TestTenantJSON: every tenant subcommand whose output a script reads
+// prints JSON with --json (parsed here), on a real SQLite file: create,
+// token, list, quota (shown and changed) and secret list.
+func TestTenantJSON(t *testing.T) {
+	t.Setenv(SecretKeyEnv, strings.Repeat("ab", 32))
+	data := t.TempDir()
+	if code, out, errOut := runWith("", "tenant", "create", "--init", "acme", "--data", data); code != ExitOK {
+		t.Fatalf("create: %d %s %s", code, out, errOut)
+	}
+	if code, out, errOut := runWith("s3cret\n", "tenant", "secret", "set", "acme", "API_KEY", "--data", data); code != ExitOK {
+		t.Fatalf("secret set: %d %s %s", code, out, errOut)
+	}
+	tests := []struct {
+		args  []string
+		check func(t *testing.T, out []byte) // out is valid JSON already
+	}{
+		{[]string{"tenant", "token", "--json", "acme"}, func(t *testing.T, out []byte) {
+			var v struct{ Tenant, Token string }
+			json.Unmarshal(out, &v)
+			if v.Tenant != "acme" || !strings.HasPrefix(v.Token, "th_") {
+				t.Errorf("%+v", v)
+			}
+		}},
+		{[]string{"tenant", "list", "--json"}, func(t *testing.T, out []byte) {
+			var v []TenantListEntry
+			json.Unmarshal(out, &v)
+			if len(v) != 1 || v[0].Name != "acme" || v[0].Tokens != 2 {
+				t.Errorf("%+v", v)
+			}
+		}},
+		{[]string{"tenant", "quota", "--json", "acme"}, func(t *testing.T, out []byte) {
+			var v TenantQuotaJSON
+			json.Unmarshal(out, &v)
+			if v.Tenant != "acme" || v.Changed || v.Quota != (storage.Quota{}) {
+				t.Errorf("%+v", v)
+			}
+		}},
+		{[]string{"tenant", "quota", "--json", "--groups", "5", "--calls-per-second", "unlimited", "acme"}, func(t *testing.T, out []byte) {
+			var v TenantQuotaJSON
+			json.Unmarshal(out, &v)
+			if !v.Changed || v.Quota.Groups != 5 || v.Quota.CallsPerSecond != storage.Unlimited {
+				t.Errorf("%+v", v)
+			}
+		}},
+		{[]string{"tenant", "secret", "list", "--json", "acme"}, func(t *testing.T, out []byte) {
+			var v []storage.SecretInfo
+			json.Unmarshal(out, &v)
+			if len(v) != 1 || v[0].Name != "API_KEY" || v[0].Size <= 0 || v[0].UpdatedAt == "" || strings.Contains(string(out), "s3cret") {
+				t.Errorf("%s", out)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			code, out, errOut := runWith("", append(tt.args, "--data", data)...)
+			if code != ExitOK {
+				t.Fatalf("exit %d\n%s%s", code, out, errOut)
+			}
+			if !json.Valid([]byte(out)) {
+				t.Fatalf("not JSON:\n%s", out)
+			}
+			tt.check(t, []byte(out))
+		})
 	}
 }

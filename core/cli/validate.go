@@ -93,9 +93,9 @@ func deepCheck(env *Env, def *definition.Group, dir string, rf runFlags, rep *de
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	stop := startProgress(env, "validate", def, dir, opts.Packages)
+	p := startLoadProgress(env, "validate", def, dir, opts.Packages, "checking its Python code")
 	diags, err := runner.Check(ctx, def, dir, opts)
-	stop()
+	p.End("")
 	switch {
 	case err != nil:
 		rep.Status, rep.Message = definition.Error, condenseInstallError(err.Error(), opts.Packages)
