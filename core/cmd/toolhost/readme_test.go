@@ -1,0 +1,214 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// readmeSection is the text of README.md's section (a "## " heading)
+// whose heading starts with title.
+func readmeSection(t *testing.T, title string) string {
+	t.Helper()
+	b, err := os.ReadFile("../../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	i := strings.Index(s, "\n## "+title)
+	if i < 0 {
+		t.Fatalf("README has no section %q", title)
+	}
+	s = s[i+1:]
+	if j := strings.Index(s, "\n## "); j >= 0 {
+		s = s[:j]
+	}
+	return s
+}
+
+// fenced are the fenced blocks of text in language lang, in order.
+func fenced(text, lang string) []string {
+	var out []string
+	open := "```" + lang + "\n"
+	for {
+		i := strings.Index(text, open)
+		if i < 0 {
+			return out
+		}
+		text = text[i+len(open):]
+		j := strings.Index(text, "```")
+		if j < 0 {
+			return out
+		}
+		out = append(out, text[:j])
+		text = text[j+3:]
+	}
+}
+
+// jsonSubset says whether got holds want: the same scalars and lists, and
+// for an object, want's keys with values that hold theirs (got may have
+// more keys).
+func jsonSubset(want, got any) bool {
+	if w, ok := want.(map[string]any); ok {
+		g, ok := got.(map[string]any)
+		if !ok {
+			return false
+		}
+		for k, v := range w {
+			if gv, ok := g[k]; !ok || !jsonSubset(v, gv) {
+				return false
+			}
+		}
+		return true
+	}
+	return reflect.DeepEqual(want, got)
+}
+
+// readmeAPI is README's description of the API its HTTP tools call:
+// "METHOD /path?query" to the answer.
+type readmeAPI map[string]struct {
+	Status  int             `json:"status"`
+	Seconds float64         `json:"seconds"`
+	Request json.RawMessage `json:"request"` // the JSON body it wants, when given
+	Body    json.RawMessage `json:"body"`
+}
+
+// TestREADMEHTTPTools runs README's group of HTTP tools as README shows
+// it, so that README cannot drift from the code: the group (every key of
+// the http section, ui, output, visual, warnings, a timeout's fallback,
+// idempotency, a secret in the headers) taken from README.md is valid to
+// `toolhost validate`; then `toolhost session --secret WEATHER_KEY=@FILE
+// --http-allow` (the local secret store) runs README's calls against a
+// loopback API that answers what README says it does (refusing a request
+// without the key), and each answer holds what README says it answers. The
+// key is in no output, and the repeated side effect was sent once.
+func TestREADMEHTTPTools(t *testing.T) {
+	section := readmeSection(t, "Tenant secrets and HTTP tools")
+	var group string
+	for _, y := range fenced(section, "yaml") {
+		if strings.Contains(y, "kind: Plugin") && strings.Contains(y, "\n    http:\n") {
+			group = y
+			break
+		}
+	}
+	var api readmeAPI
+	var calls []struct {
+		Call    json.RawMessage `json:"call"`
+		Answers map[string]any  `json:"answers"`
+	}
+	for _, j := range fenced(section, "json") {
+		if strings.HasPrefix(j, "{\n  \"GET ") {
+			if err := json.Unmarshal([]byte(j), &api); err != nil {
+				t.Fatalf("README's API: %v", err)
+			}
+		} else if strings.HasPrefix(j, "[\n  {\"call\":") {
+			if err := json.Unmarshal([]byte(j), &calls); err != nil {
+				t.Fatalf("README's calls: %v", err)
+			}
+		}
+	}
+	if group == "" || len(api) == 0 || len(calls) == 0 {
+		t.Fatalf("README's HTTP tools section lacks its group (%d bytes), its API (%d requests) or its calls (%d)", len(group), len(api), len(calls))
+	}
+	// Every key of the http section is shown.
+	for _, key := range []string{"method:", "url:", "headers:", "body:", "extract:", "computed:", "summary:", "secrets.WEATHER_KEY", "failure_template:", "on_timeout:", "idempotency:", "visual:", "output:", "warnings:"} {
+		if !strings.Contains(group, key) {
+			t.Errorf("README's HTTP group has no %s", key)
+		}
+	}
+
+	const key = "wk-readme-4Fz81Qp"
+	var mu sync.Mutex
+	sent := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req := r.Method + " " + r.URL.RequestURI()
+		mu.Lock()
+		sent[req]++
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		a, ok := api[req]
+		switch {
+		case r.Header.Get("Authorization") != "Bearer "+key:
+			w.WriteHeader(401)
+			w.Write([]byte(`{"error":{"message":"no key"}}`))
+			return
+		case !ok:
+			w.WriteHeader(404)
+			fmt.Fprintf(w, `{"error":{"message":"README's API has no %s"}}`, req)
+			return
+		case a.Request != nil:
+			var want, got any
+			json.Unmarshal(a.Request, &want)
+			if err := json.NewDecoder(r.Body).Decode(&got); err != nil || !reflect.DeepEqual(want, got) {
+				w.WriteHeader(400)
+				fmt.Fprintf(w, `{"error":{"message":"the body is %v, README's API wants %s"}}`, got, a.Request)
+				return
+			}
+		}
+		time.Sleep(time.Duration(a.Seconds * float64(time.Second)))
+		w.WriteHeader(a.Status)
+		w.Write(a.Body)
+	}))
+	defer srv.Close()
+
+	dir := t.TempDir()
+	asShown := filepath.Join(dir, "shown", "weather.yaml")
+	os.MkdirAll(filepath.Dir(asShown), 0o755)
+	os.WriteFile(asShown, []byte(group), 0o644)
+	if out, err := exec.Command(bin, "validate", asShown).CombinedOutput(); err != nil {
+		t.Fatalf("toolhost validate of README's group: %v\n%s", err, out)
+	}
+	local := filepath.Join(dir, "weather.yaml")
+	os.WriteFile(local, []byte(strings.ReplaceAll(group, "https://api.example.com", srv.URL)), 0o644)
+	keyFile := filepath.Join(dir, "weather.key")
+	os.WriteFile(keyFile, []byte(key+"\n"), 0o600)
+	var in bytes.Buffer
+	for _, c := range calls {
+		in.Write(c.Call)
+		in.WriteByte('\n')
+	}
+	cmd := exec.Command(bin, "session", "--secret", "WEATHER_KEY=@"+keyFile, "--http-allow", strings.TrimPrefix(srv.URL, "http://"), local)
+	cmd.Stdin = &in
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var answers []map[string]any
+	sc := bufio.NewScanner(&stdout)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var a map[string]any
+		if json.Unmarshal(sc.Bytes(), &a) != nil {
+			t.Fatalf("not an answer: %s", sc.Text())
+		}
+		answers = append(answers, a)
+	}
+	if len(answers) != len(calls) {
+		t.Fatalf("%d answers for %d calls (%v):\n%s\n%s", len(answers), len(calls), err, stdout.String(), stderr.String())
+	}
+	for i, c := range calls {
+		if !jsonSubset(c.Answers, answers[i]) {
+			got, _ := json.Marshal(answers[i])
+			t.Errorf("%s answered\n%s\nREADME says it answers\n%v", c.Call, got, c.Answers)
+		}
+	}
+	if exitCode(err) != 1 { // one call fails (the 404), as README shows
+		t.Errorf("toolhost session: %v, want exit 1", err)
+	}
+	if strings.Contains(stdout.String()+stderr.String(), key) {
+		t.Errorf("the secret is in the output:\n%s\n%s", stdout.String(), stderr.String())
+	}
+	if n := sent["POST /alerts"]; n != 1 {
+		t.Errorf("POST /alerts sent %d times, want once (idempotency)", n)
+	}
+}
