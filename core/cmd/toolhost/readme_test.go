@@ -56,11 +56,12 @@ func fenced(text, lang string) []string {
 	}
 }
 
-// jsonSubset says whether got holds want: the same scalars and lists, and
-// for an object, want's keys with values that hold theirs (got may have
-// more keys).
+// jsonSubset says whether got holds want: the same scalars; for a list,
+// as many items, each holding want's; for an object, want's keys with
+// values that hold theirs (got may have more keys).
 func jsonSubset(want, got any) bool {
-	if w, ok := want.(map[string]any); ok {
+	switch w := want.(type) {
+	case map[string]any:
 		g, ok := got.(map[string]any)
 		if !ok {
 			return false
@@ -71,8 +72,81 @@ func jsonSubset(want, got any) bool {
 			}
 		}
 		return true
+	case []any:
+		g, ok := got.([]any)
+		if !ok || len(g) != len(w) {
+			return false
+		}
+		for i := range w {
+			if !jsonSubset(w[i], g[i]) {
+				return false
+			}
+		}
+		return true
 	}
 	return reflect.DeepEqual(want, got)
+}
+
+// readmeCall is one call README shows and the keys of the answer it says
+// the call gets.
+type readmeCall struct {
+	Call    json.RawMessage `json:"call"`
+	Answers map[string]any  `json:"answers"`
+}
+
+// readmeCalls are the calls of the first ```json block of section that is
+// a list of {"call", "answers"}.
+func readmeCalls(t *testing.T, section string) []readmeCall {
+	t.Helper()
+	for _, j := range fenced(section, "json") {
+		if strings.HasPrefix(j, "[\n  {\"call\":") {
+			var calls []readmeCall
+			if err := json.Unmarshal([]byte(j), &calls); err != nil {
+				t.Fatalf("README's calls: %v", err)
+			}
+			return calls
+		}
+	}
+	return nil
+}
+
+// sessionOfCalls runs `toolhost session ARGS...` with the calls on its
+// standard input, one a line, and checks that each answer holds what
+// README says it answers. It returns the session's exit error and its
+// output.
+func sessionOfCalls(t *testing.T, calls []readmeCall, args ...string) (string, error) {
+	t.Helper()
+	var in bytes.Buffer
+	for _, c := range calls {
+		in.Write(c.Call)
+		in.WriteByte('\n')
+	}
+	cmd := exec.Command(bin, append([]string{"session"}, args...)...)
+	cmd.Stdin = &in
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var answers []map[string]any
+	sc := bufio.NewScanner(bytes.NewReader(stdout.Bytes()))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var a map[string]any
+		if json.Unmarshal(sc.Bytes(), &a) != nil {
+			t.Fatalf("not an answer: %s", sc.Text())
+		}
+		answers = append(answers, a)
+	}
+	if len(answers) != len(calls) {
+		t.Fatalf("%d answers for %d calls (%v):\n%s\n%s", len(answers), len(calls), err, stdout.String(), stderr.String())
+	}
+	for i, c := range calls {
+		if !jsonSubset(c.Answers, answers[i]) {
+			got, _ := json.Marshal(answers[i])
+			want, _ := json.Marshal(c.Answers)
+			t.Errorf("%s answered\n%s\nREADME says it answers\n%s", c.Call, got, want)
+		}
+	}
+	return stdout.String() + stderr.String(), err
 }
 
 // readmeAPI is README's description of the API its HTTP tools call:
@@ -103,21 +177,14 @@ func TestREADMEHTTPTools(t *testing.T) {
 		}
 	}
 	var api readmeAPI
-	var calls []struct {
-		Call    json.RawMessage `json:"call"`
-		Answers map[string]any  `json:"answers"`
-	}
 	for _, j := range fenced(section, "json") {
 		if strings.HasPrefix(j, "{\n  \"GET ") {
 			if err := json.Unmarshal([]byte(j), &api); err != nil {
 				t.Fatalf("README's API: %v", err)
 			}
-		} else if strings.HasPrefix(j, "[\n  {\"call\":") {
-			if err := json.Unmarshal([]byte(j), &calls); err != nil {
-				t.Fatalf("README's calls: %v", err)
-			}
 		}
 	}
+	calls := readmeCalls(t, section)
 	if group == "" || len(api) == 0 || len(calls) == 0 {
 		t.Fatalf("README's HTTP tools section lacks its group (%d bytes), its API (%d requests) or its calls (%d)", len(group), len(api), len(calls))
 	}
@@ -173,42 +240,73 @@ func TestREADMEHTTPTools(t *testing.T) {
 	os.WriteFile(local, []byte(strings.ReplaceAll(group, "https://api.example.com", srv.URL)), 0o644)
 	keyFile := filepath.Join(dir, "weather.key")
 	os.WriteFile(keyFile, []byte(key+"\n"), 0o600)
-	var in bytes.Buffer
-	for _, c := range calls {
-		in.Write(c.Call)
-		in.WriteByte('\n')
-	}
-	cmd := exec.Command(bin, "session", "--secret", "WEATHER_KEY=@"+keyFile, "--http-allow", strings.TrimPrefix(srv.URL, "http://"), local)
-	cmd.Stdin = &in
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	var answers []map[string]any
-	sc := bufio.NewScanner(&stdout)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var a map[string]any
-		if json.Unmarshal(sc.Bytes(), &a) != nil {
-			t.Fatalf("not an answer: %s", sc.Text())
-		}
-		answers = append(answers, a)
-	}
-	if len(answers) != len(calls) {
-		t.Fatalf("%d answers for %d calls (%v):\n%s\n%s", len(answers), len(calls), err, stdout.String(), stderr.String())
-	}
-	for i, c := range calls {
-		if !jsonSubset(c.Answers, answers[i]) {
-			got, _ := json.Marshal(answers[i])
-			t.Errorf("%s answered\n%s\nREADME says it answers\n%v", c.Call, got, c.Answers)
-		}
-	}
+	out, err := sessionOfCalls(t, calls, "--secret", "WEATHER_KEY=@"+keyFile, "--http-allow", strings.TrimPrefix(srv.URL, "http://"), local)
 	if exitCode(err) != 1 { // one call fails (the 404), as README shows
 		t.Errorf("toolhost session: %v, want exit 1", err)
 	}
-	if strings.Contains(stdout.String()+stderr.String(), key) {
-		t.Errorf("the secret is in the output:\n%s\n%s", stdout.String(), stderr.String())
+	if strings.Contains(out, key) {
+		t.Errorf("the secret is in the output:\n%s", out)
 	}
 	if n := sent["POST /alerts"]; n != 1 {
 		t.Errorf("POST /alerts sent %d times, want once (idempotency)", n)
+	}
+}
+
+// readmePipelineGroup wraps README's snippet of the pipeline's keys
+// (PIPELINE) as the keys of a tool over sample_groups/car_search's code.
+const readmePipelineGroup = `kind: Plugin
+name: Pipeline Keys
+description: README's snippet of the pipeline's keys, on a tool.
+dependencies: [cars.py]
+tools:
+  - kind: Tool
+    object_name: SearchCars
+    name: search_cars
+    description: Finds cars whose model holds the query.
+    implementation: cars.search
+    parameters:
+      - {name: query, type: str, description: Part of a model name.}
+      - {name: cursor, type: int, description: Where the page starts., optional: true}
+PIPELINE
+  - kind: Tool
+    object_name: CachedCars
+    name: cached_cars
+    description: The fallback of search_cars.
+    implementation: cars.cached
+    parameters:
+      - {name: query, type: str, description: Part of a model name.}
+      - {name: cursor, type: int, description: Ignored., optional: true}
+    tags: [catalogue, read]
+`
+
+// TestREADMEPipelineKeys runs README's snippet of the pipeline's keys
+// (spec 000's ui templates, output, visual with a continuation, warnings
+// and idempotency; spec 003's timeout, retries and fallbacks; tags) as
+// README.md shows it, but for its result_blocks placeholder: as the keys
+// of a tool over sample_groups/car_search/cars.py, in one toolhost
+// session; each call answers what README says it does.
+func TestREADMEPipelineKeys(t *testing.T) {
+	section := readmeSection(t, "The call pipeline")
+	yamls := fenced(section, "yaml")
+	calls := readmeCalls(t, section)
+	if len(yamls) == 0 || !strings.HasPrefix(yamls[0], "    ui:\n") || len(calls) == 0 {
+		t.Fatalf("README's call pipeline section lacks its snippet of the keys (%d blocks) or its calls (%d)", len(yamls), len(calls))
+	}
+	var keys []string
+	for _, line := range strings.Split(strings.TrimRight(yamls[0], "\n"), "\n") {
+		if !strings.Contains(line, "result_blocks: [...]") {
+			keys = append(keys, line)
+		}
+	}
+	dir := t.TempDir()
+	code, err := os.ReadFile("../../../sample_groups/car_search/cars.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "cars.py"), code, 0o644)
+	group := filepath.Join(dir, "pipeline.yaml")
+	os.WriteFile(group, []byte(strings.Replace(readmePipelineGroup, "PIPELINE", strings.Join(keys, "\n"), 1)), 0o644)
+	if out, err := sessionOfCalls(t, calls, group); err != nil {
+		t.Errorf("toolhost session: %v\n%s", err, out)
 	}
 }
