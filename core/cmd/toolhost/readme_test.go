@@ -310,3 +310,72 @@ func TestREADMEPipelineKeys(t *testing.T) {
 		t.Errorf("toolhost session: %v\n%s", err, out)
 	}
 }
+
+// TestREADMESecretCommands runs the shell lines of README's tenant
+// secrets example with bash, as README shows them (curl against a real
+// server started with a key, the toolhost tenant secret commands on its
+// data folder), but for the lines that make the key and start the server,
+// which the test does itself. Each line succeeds and never prints the
+// value; the list README's comment describes has those keys; the CLI's
+// list shows the secret the line before set; at the end no secret is
+// left.
+func TestREADMESecretCommands(t *testing.T) {
+	section := readmeSection(t, "Tenant secrets and HTTP tools")
+	shells := fenced(section, "sh")
+	if len(shells) == 0 || !strings.Contains(shells[0], "curl -X PUT") || !strings.Contains(shells[0], "toolhost tenant secret set") {
+		t.Fatal("README's tenant secrets section has no example of their commands")
+	}
+	var group string
+	for _, y := range fenced(section, "yaml") {
+		if strings.Contains(y, "kind: Plugin") && strings.Contains(y, "\n    http:\n") {
+			group = y
+		}
+	}
+	dir, data := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(dir, "weather.yaml"), []byte(group), 0o644)
+	key := strings.Repeat("5e", 32)
+	s, _ := startServerEnv(t, []string{"TOOLHOST_SECRET_KEY=" + key}, data, freePort(t), "--load", dir)
+	token := s.loadedToken()
+	env := append(os.Environ(), "TOKEN="+token, "TOOLHOST_DATA="+data, "TOOLHOST_SECRET_KEY="+key,
+		"PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	ran := 0
+	for _, line := range strings.Split(shells[0], "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") || strings.Contains(line, "openssl rand") || strings.Contains(line, "toolhost serve") {
+			continue
+		}
+		ran++
+		cmd := exec.Command("bash", "-euo", "pipefail", "-c", strings.ReplaceAll(line, "http://127.0.0.1:8080", s.base))
+		cmd.Env = env
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil || strings.Contains(string(out)+stderr.String(), "sk-live") {
+			t.Fatalf("%s: %v\n%s%s", line, err, out, stderr.String())
+		}
+		switch {
+		case strings.HasPrefix(line, "curl -H"): // GET /v1/secrets: the keys README's comment names
+			_, comment, _ := strings.Cut(line, "# ")
+			var list struct{ Secrets []map[string]any }
+			if err := json.Unmarshal(out, &list); err != nil || len(list.Secrets) != 1 || list.Secrets[0]["name"] != "WEATHER_KEY" {
+				t.Fatalf("%s: %v %s", line, err, out)
+			}
+			for _, k := range []string{"name", "size", "created_at", "updated_at"} {
+				if _, ok := list.Secrets[0][k]; !ok || !strings.Contains(comment, `"`+k+`"`) {
+					t.Errorf("%s: %s, README's comment %s: want %s in both", line, out, comment, k)
+				}
+			}
+		case strings.Contains(line, "tenant secret list"):
+			if !strings.Contains(string(out), "WEATHER_KEY") {
+				t.Errorf("%s: %s", line, out)
+			}
+		}
+	}
+	if ran != 6 {
+		t.Errorf("ran %d of README's lines, want 6 (3 curl, 3 toolhost tenant secret)", ran)
+	}
+	var left struct{ Secrets []any }
+	if code := s.do(token, "GET", "/v1/secrets", nil, &left); code != 200 || len(left.Secrets) != 0 {
+		t.Errorf("after README's lines: %d %v", code, left.Secrets)
+	}
+}
