@@ -149,6 +149,17 @@ func sessionOfCalls(t *testing.T, calls []readmeCall, args ...string) (string, e
 	return stdout.String() + stderr.String(), err
 }
 
+// readmeHTTPGroup is the group of HTTP tools of README's section: its
+// first ```yaml block of a Plugin with an http section.
+func readmeHTTPGroup(section string) string {
+	for _, y := range fenced(section, "yaml") {
+		if strings.Contains(y, "kind: Plugin") && strings.Contains(y, "\n    http:\n") {
+			return y
+		}
+	}
+	return ""
+}
+
 // readmeAPI is README's description of the API its HTTP tools call:
 // "METHOD /path?query" to the answer.
 type readmeAPI map[string]struct {
@@ -169,13 +180,7 @@ type readmeAPI map[string]struct {
 // key is in no output, and the repeated side effect was sent once.
 func TestREADMEHTTPTools(t *testing.T) {
 	section := readmeSection(t, "Tenant secrets and HTTP tools")
-	var group string
-	for _, y := range fenced(section, "yaml") {
-		if strings.Contains(y, "kind: Plugin") && strings.Contains(y, "\n    http:\n") {
-			group = y
-			break
-		}
-	}
+	group := readmeHTTPGroup(section)
 	var api readmeAPI
 	for _, j := range fenced(section, "json") {
 		if strings.HasPrefix(j, "{\n  \"GET ") {
@@ -325,12 +330,7 @@ func TestREADMESecretCommands(t *testing.T) {
 	if len(shells) == 0 || !strings.Contains(shells[0], "curl -X PUT") || !strings.Contains(shells[0], "toolhost tenant secret set") {
 		t.Fatal("README's tenant secrets section has no example of their commands")
 	}
-	var group string
-	for _, y := range fenced(section, "yaml") {
-		if strings.Contains(y, "kind: Plugin") && strings.Contains(y, "\n    http:\n") {
-			group = y
-		}
-	}
+	group := readmeHTTPGroup(section)
 	dir, data := t.TempDir(), t.TempDir()
 	os.WriteFile(filepath.Join(dir, "weather.yaml"), []byte(group), 0o644)
 	key := strings.Repeat("5e", 32)
