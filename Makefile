@@ -20,7 +20,7 @@ SAMPLE_AGENTS := $(filter-out $(SAMPLE_GROUPS),$(SAMPLES))
 FUZZTIME ?= 1m
 
 # Fuzz targets: package and function, one per parser of outside input.
-FUZZ_TARGETS := ./core/typeexpr:FuzzParse ./core/definition:FuzzLoad ./core/arguments:FuzzCheck ./core/schema:FuzzAppendString ./plugins/frame:FuzzRead ./core/definition:FuzzLoadAgent ./core/templates:FuzzRender ./core/blocks:FuzzParseMarkdown ./core/relpath:FuzzCheck ./core/cli:FuzzParseSessionLine ./core/requirements:FuzzParse ./core/strictjson:FuzzDecode ./core/mcpserver:FuzzQueryVars ./pyhost/gpython:FuzzRefusals ./pyhost/gpython:FuzzRewriteModulo ./core/pipeline:FuzzRedactJSON ./core/pipeline:FuzzPointer ./core/geoip:FuzzFill
+FUZZ_TARGETS := ./core/typeexpr:FuzzParse ./core/definition:FuzzLoad ./core/arguments:FuzzCheck ./core/schema:FuzzAppendString ./plugins/frame:FuzzRead ./core/definition:FuzzLoadAgent ./core/templates:FuzzRender ./core/blocks:FuzzParseMarkdown ./core/relpath:FuzzCheck ./core/cli:FuzzParseSessionLine ./core/cli:FuzzParseSecretFlag ./core/requirements:FuzzParse ./core/strictjson:FuzzDecode ./core/mcpserver:FuzzQueryVars ./pyhost/gpython:FuzzRefusals ./pyhost/gpython:FuzzRewriteModulo ./core/pipeline:FuzzRedactJSON ./core/pipeline:FuzzPointer ./core/geoip:FuzzFill
 
 # No PostgreSQL server of storage/pgtest may outlive its tests. Each runs
 # from a folder named toolhost-pgtest-RUN-*, which is on its command line;

@@ -2,6 +2,8 @@ package blocks
 
 import (
 	"encoding/json"
+	"os"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -158,4 +160,46 @@ func FuzzParseMarkdown(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestREADMERenderExample renders README's example of a model's answer
+// with fenced blocks (the ````markdown block of README.md, both forms of
+// the fence) and compares the blocks with the ```json list README shows
+// after it.
+func TestREADMERenderExample(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	const open, close, list = "````markdown\n", "\n````\n", "```json\n["
+	i := strings.Index(readme, open)
+	if i < 0 {
+		t.Fatal("README has no example of a model's answer with fenced blocks")
+	}
+	md := readme[i+len(open):]
+	j := strings.Index(md, close)
+	k := strings.Index(md, list)
+	if j < 0 || k < j {
+		t.Fatal("README's example of fenced blocks is not closed, or not followed by its blocks")
+	}
+	want := md[k+len(list)-1:]
+	want = want[:strings.Index(want, "```")]
+	md = md[:j+1]
+	if !strings.Contains(md, "```chart {") || !strings.Contains(md, "```table\n") {
+		t.Errorf("README's example lacks a form of the fence:\n%s", md)
+	}
+	got, err := ParseMarkdown(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotJSON, _ := json.Marshal(got)
+	var g, w any
+	json.Unmarshal(gotJSON, &g)
+	if err := json.Unmarshal([]byte(want), &w); err != nil {
+		t.Fatalf("README's blocks: %v\n%s", err, want)
+	}
+	if !reflect.DeepEqual(g, w) {
+		t.Errorf("README's example renders\n%s\nREADME says\n%s", gotJSON, want)
+	}
 }

@@ -91,11 +91,13 @@ func prepareCall(env *Env, cmd, file, name, raw string) (*callTarget, []byte, in
 
 // localPipeline is the pipeline of the local commands: templates in
 // worker processes of this binary, a ledger in memory, --timeout for the
-// tools without a timeout key. The caller sets its Runner.
-func localPipeline(rf runFlags) (*pipeline.Pipeline, func()) {
+// tools without a timeout key, the secrets of --secret and --secret-env,
+// HTTP tools let through to --http-allow. The caller sets its Runner.
+func localPipeline(rf runFlags, lf *localFlags, secrets localSecrets) (*pipeline.Pipeline, func()) {
 	exe, _ := os.Executable()
 	r := templates.NewRenderer(exe, 1, 2*time.Second, 1<<20)
-	return &pipeline.Pipeline{Renderer: r, Ledger: &pipeline.MemoryLedger{}, Timeout: rf.callTimeout()}, r.Close
+	return &pipeline.Pipeline{Renderer: r, Ledger: &pipeline.MemoryLedger{}, Timeout: rf.callTimeout(),
+		Secrets: secrets, HTTP: lf.httpClient()}, r.Close
 }
 
 // callTimeout is the --timeout flag.
@@ -206,6 +208,7 @@ func openGroup(env *Env, cmd, file string, rf runFlags, configure ...func(*runne
 func runCall(env *Env, args []string) int {
 	fs := newFlags(env, "call")
 	rf := addRunFlags(fs)
+	lf := addLocalFlags(fs)
 	key := fs.String("idempotency-key", "", "an idempotency `KEY` for the call (tools with idempotency only)")
 	tags := fs.String("allowed-tool-tags", "", "comma-separated `TAGS`: refuse the tool (and its fallback) unless it has one (given empty, every tool is refused)")
 	pos, code, ok := parse(fs, args)
@@ -226,7 +229,12 @@ func runCall(env *Env, args []string) int {
 	if target == nil {
 		return code
 	}
-	p, closeP := localPipeline(rf)
+	secrets, err := lf.open(env.Stderr, "call", []*definition.Group{target.group})
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "toolhost call: %v\n", err)
+		return ExitUsage
+	}
+	p, closeP := localPipeline(rf, lf, secrets)
 	defer closeP()
 	opened := &pipeline.GroupRunner{}
 	p.Runner = opened

@@ -48,23 +48,71 @@ func secretKey() (*storage.SecretKey, error) {
 }
 
 // useSecretKey gives a store opened by a command its secret key, and
-// refuses one other than the key its secrets were sealed with.
+// refuses one other than the key its secrets were sealed with (unless ctx
+// is a rotation's, withoutKeyCheck: its new key seals nothing yet).
 func useSecretKey(ctx context.Context, db storage.Store) error {
 	k, err := secretKey()
 	if err != nil || k == nil {
 		return err
 	}
 	db.SetSecretKey(k)
+	if ctx.Value(noKeyCheck{}) != nil {
+		return nil
+	}
 	return db.CheckSecretKey(ctx)
+}
+
+// noKeyCheck marks the context of a key rotation, which opens the store
+// under a key the stored secrets are not sealed with yet.
+type noKeyCheck struct{}
+
+// withoutKeyCheck is ctx for opening a store to rotate its key.
+func withoutKeyCheck(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noKeyCheck{}, true)
+}
+
+// rekey seals every tenant's secrets under the key of the environment
+// (the new one), opening them with the key in oldFile: a key rotation.
+func rekey(ctx context.Context, data, dbURL, oldFile string, stdout io.Writer) error {
+	if oldFile == "" {
+		return fmt.Errorf("--old-key-file is required: the key the secrets are sealed with now: %w", errUsage)
+	}
+	newKey, err := secretKey()
+	if err != nil {
+		return err
+	}
+	if newKey == nil {
+		return fmt.Errorf("no new key: set $%s or $%s to it: %w", SecretKeyFileEnv, SecretKeyEnv, errUsage)
+	}
+	b, err := os.ReadFile(oldFile)
+	if err != nil {
+		return fmt.Errorf("--old-key-file: %w", err)
+	}
+	oldKey, err := storage.ParseSecretKey(string(b))
+	if err != nil {
+		return fmt.Errorf("--old-key-file (%s): %w", oldFile, err)
+	}
+	db, err := openExistingStore(withoutKeyCheck(ctx), data, dbURL, false)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	n, err := db.RekeySecrets(ctx, oldKey)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "sealed %d secret(s) under the new key; start the servers with it\n", n)
+	return nil
 }
 
 // secretUsage is the synopsis of the tenant secret subcommands.
 const secretUsage = `toolhost tenant secret set TENANT NAME [--data DIR | --db URL]   (the value on standard input)
 toolhost tenant secret rm TENANT NAME [--data DIR | --db URL]
-toolhost tenant secret list TENANT [--json] [--data DIR | --db URL]`
+toolhost tenant secret list TENANT [--json] [--data DIR | --db URL]
+toolhost tenant secret rekey --old-key-file FILE [--data DIR | --db URL]   (the new key in $TOOLHOST_SECRET_KEY_FILE or $TOOLHOST_SECRET_KEY)`
 
 // secretSubcommands are tenant secret's subcommands, in secretUsage's order.
-var secretSubcommands = []string{"set", "rm", "list"}
+var secretSubcommands = []string{"set", "rm", "list", "rekey"}
 
 // secretUsageOf is one subcommand's line of secretUsage.
 func secretUsageOf(sub string) string {
@@ -131,20 +179,41 @@ func runTenantSecret(env *Env, args []string) int {
 		return ExitOK
 	}
 	sub, ok := subs[args[0]]
+	if args[0] == "rekey" {
+		ok = true
+	}
 	if !ok {
 		fmt.Fprintf(env.Stderr, "toolhost tenant secret: no subcommand %q%s; want one of:\n%s\n", args[0], suggest.DidYouMean(args[0], secretSubcommands), secretUsage)
 		return ExitUsage
 	}
 	name := "tenant secret " + args[0]
-	fs := newCommandFlags(env, name, secretUsageOf(args[0]), "set, remove or list a tenant's secrets (a value is never printed)")
+	fs := newCommandFlags(env, name, secretUsageOf(args[0]), "set, remove or list a tenant's secrets (a value is never printed), or seal them all under a new key")
 	data := addDataFlag(fs, "data `DIR`ectory of the server")
 	dbURL := addDBFlag(fs)
 	if args[0] == "list" {
 		asJSON = fs.Bool("json", false, "print the secrets (names, sizes, times; never a value) as a JSON array")
 	}
+	var oldKeyFile *string
+	if args[0] == "rekey" {
+		oldKeyFile = fs.String("old-key-file", "", "`FILE` of the key the secrets are sealed with now (the new key comes from $"+SecretKeyFileEnv+" or $"+SecretKeyEnv+")")
+	}
 	pos, code, ok := parse(fs, args[1:])
 	if !ok {
 		return code
+	}
+	if oldKeyFile != nil {
+		if len(pos) != 0 {
+			fmt.Fprintf(env.Stderr, "toolhost %s: want no argument, got %d\n%s\n", name, len(pos), secretUsage)
+			return ExitUsage
+		}
+		if err := rekey(context.Background(), *data, *dbURL, *oldKeyFile, env.Stdout); err != nil {
+			fmt.Fprintf(env.Stderr, "toolhost %s: %v\n", name, err)
+			if errors.Is(err, errUsage) {
+				return ExitUsage
+			}
+			return ExitFailure
+		}
+		return ExitOK
 	}
 	if len(pos) != sub.nargs {
 		fmt.Fprintf(env.Stderr, "toolhost %s: want %d argument(s), got %d\n%s\n", name, sub.nargs, len(pos), secretUsage)

@@ -96,6 +96,7 @@ type localSession struct {
 func openLocalSession(env *Env, name string, args []string) (*localSession, int) {
 	fs := newFlags(env, name)
 	rf := addRunFlags(fs)
+	lf := addLocalFlags(fs)
 	groupsDir := fs.String("groups", "", "`DIR` to find the agent's groups in (default: the agent's folder and the folder above it)")
 	knowledge := fs.String("knowledge", "", "`DIR` of knowledge documents (FILE.txt or FILE.md is the document FILE)")
 	var vars multiFlag
@@ -133,6 +134,11 @@ func openLocalSession(env *Env, name string, args []string) (*localSession, int)
 		fmt.Fprintf(env.Stderr, "toolhost %s: --var %v\n", name, err)
 		return nil, ExitUsage
 	}
+	secrets, err := lf.open(env.Stderr, name, groups)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "toolhost %s: %v\n", name, err)
+		return nil, ExitUsage
+	}
 	opts, code := runOptions(env, name, rf)
 	if code != ExitOK {
 		return nil, code
@@ -162,7 +168,7 @@ func openLocalSession(env *Env, name string, args []string) (*localSession, int)
 		}
 	}
 	caller := &localCaller{env: env, cmd: name, opts: opts, files: *rf.files, dirs: dirs, open: map[string]*runner.Group{}}
-	pl, closeP := localPipeline(rf)
+	pl, closeP := localPipeline(rf, lf, secrets)
 	pl.Runner, pl.Log = caller, store
 	eng := &session.Engine{Agent: agent, Groups: groups, Store: store, Pipeline: pl}
 	return &localSession{eng: eng, store: store, vars: variables, event: event, close: func() {

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -169,39 +170,79 @@ func TestEngineSchemas(t *testing.T) {
 	}
 }
 
-// TestREADMEExample runs README's chart_tool call and checks the content
-// it says the model gets.
-func TestREADMEExample(t *testing.T) {
+// TestREADMEEngineExamples runs every engine call README shows, as
+// README.md has it (so README cannot drift from the engines): each
+// ```json block that is a call of an engine, the `content` README says it
+// answers, and the block after it, compared as JSON. Every engine must
+// have its example.
+func TestREADMEEngineExamples(t *testing.T) {
 	b, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	readme := string(b)
-	i := strings.Index(readme, "```json\n{\"tool\": \"chart_tool\"")
-	if i < 0 {
-		t.Fatal("README has no chart_tool example")
+	const fence, answers = "```json\n", "answers `content` `"
+	seen := map[string]bool{}
+	for rest := readme; ; {
+		i := strings.Index(rest, fence+`{"tool": "`)
+		if i < 0 {
+			break
+		}
+		rest = rest[i+len(fence):]
+		call := rest[:strings.Index(rest, "\n")]
+		var req struct {
+			Tool      string          `json:"tool"`
+			Arguments json.RawMessage `json:"arguments"`
+		}
+		if err := json.Unmarshal([]byte(call), &req); err != nil {
+			t.Fatalf("README's call %s: %v", call, err)
+		}
+		if !Is(req.Tool) {
+			continue
+		}
+		seen[req.Tool] = true
+		// What README says it answers: the content, then the block, before
+		// the next call.
+		next := strings.Index(rest, fence+`{"tool": "`)
+		if next < 0 {
+			next = len(rest)
+		}
+		example := rest[:next]
+		const then = "`\nand the block\n\n" + fence
+		j := strings.Index(example, answers)
+		k := strings.Index(example, then)
+		if j < 0 || k < j {
+			t.Errorf("README's %s example does not say the content and then the block it answers", req.Tool)
+			continue
+		}
+		content := example[j+len(answers) : k]
+		block := example[k+len(then):]
+		block = block[:strings.Index(block, "```")]
+		t.Run(req.Tool, func(t *testing.T) {
+			a, err := run(t, req.Tool, string(req.Arguments))
+			if err != nil || !a.Success || len(a.Blocks) != 1 {
+				t.Fatalf("%v %+v", err, a)
+			}
+			got, _ := json.Marshal(a.Blocks[0])
+			for _, c := range []struct{ what, got, want string }{{"content", string(a.Content), content}, {"block", string(got), block}} {
+				if !sameJSON(c.got, c.want) {
+					t.Errorf("%s\n%s, README says\n%s", c.what, c.got, c.want)
+				}
+			}
+		})
 	}
-	call := readme[i+len("```json\n"):]
-	call = call[:strings.Index(call, "\n")]
-	var req struct {
-		Tool      string          `json:"tool"`
-		Arguments json.RawMessage `json:"arguments"`
+	for _, name := range Names {
+		if !seen[name] {
+			t.Errorf("README has no example of %s", name)
+		}
 	}
-	if err := json.Unmarshal([]byte(call), &req); err != nil {
-		t.Fatal(err)
+}
+
+// sameJSON says whether two JSON texts hold the same value.
+func sameJSON(a, b string) bool {
+	var x, y any
+	if json.Unmarshal([]byte(a), &x) != nil || json.Unmarshal([]byte(b), &y) != nil {
+		return false
 	}
-	rest := readme[i:]
-	j := strings.Index(rest, "answers `content` `")
-	if j < 0 {
-		t.Fatal("README does not say what the example answers")
-	}
-	want := rest[j+len("answers `content` `"):]
-	want = want[:strings.Index(want, "`")]
-	a, err := run(t, req.Tool, string(req.Arguments))
-	if err != nil || !a.Success {
-		t.Fatalf("%v %+v", err, a)
-	}
-	if string(a.Content) != want {
-		t.Errorf("content %s, README says %s", a.Content, want)
-	}
+	return reflect.DeepEqual(x, y)
 }

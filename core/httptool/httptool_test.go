@@ -3,12 +3,16 @@ package httptool
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/net/dns/dnsmessage"
 )
 
 // TestRefusals: a real server on loopback is reached only when allowed by
@@ -91,5 +95,117 @@ func TestForbidden(t *testing.T) {
 		if got := Forbidden(netip.MustParseAddr(addr)); got != want {
 			t.Errorf("%s: %q, want %q", addr, got, want)
 		}
+	}
+}
+
+// dnsServer answers A and AAAA queries over UDP on loopback from names
+// (a name ending in a dot to its addresses), as a name server a tenant
+// controls would: any name, any address.
+func dnsServer(t *testing.T, names map[string][]string) *net.Resolver {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pc.Close() })
+	go func() {
+		buf := make([]byte, 512)
+		for {
+			n, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			var p dnsmessage.Parser
+			h, err := p.Start(buf[:n])
+			if err != nil {
+				continue
+			}
+			q, err := p.Question()
+			if err != nil {
+				continue
+			}
+			b := dnsmessage.NewBuilder(nil, dnsmessage.Header{ID: h.ID, Response: true, Authoritative: true})
+			b.EnableCompression()
+			b.StartQuestions()
+			b.Question(q)
+			b.StartAnswers()
+			rh := dnsmessage.ResourceHeader{Name: q.Name, Class: dnsmessage.ClassINET, TTL: 1}
+			for _, s := range names[q.Name.String()] {
+				a := netip.MustParseAddr(s)
+				switch {
+				case a.Is4() && q.Type == dnsmessage.TypeA:
+					b.AResource(rh, dnsmessage.AResource{A: a.As4()})
+				case a.Is6() && q.Type == dnsmessage.TypeAAAA:
+					b.AAAAResource(rh, dnsmessage.AAAAResource{AAAA: a.As16()})
+				}
+			}
+			msg, err := b.Finish()
+			if err == nil {
+				pc.WriteTo(msg, from)
+			}
+		}
+	}()
+	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "udp", pc.LocalAddr().String())
+	}}
+}
+
+// TestRefusalsThroughDNS: names that a DNS server (a real one, on
+// loopback) resolves to refused addresses are refused before any
+// connection: a private, a metadata, a link-local IPv6 and a loopback
+// address, a name with one public and one private address (any refused
+// address refuses the name), and a redirect from an allowed server to
+// such a name. The API itself is reached through a name that resolves to
+// its allowed address.
+func TestRefusalsThroughDNS(t *testing.T) {
+	var reached atomic.Int64
+	inner := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached.Add(1) }))
+	defer inner.Close()
+	_, innerPort, _ := strings.Cut(strings.TrimPrefix(inner.URL, "http://"), ":")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/redirect" {
+			http.Redirect(w, r, "http://internal.test:"+innerPort+"/", http.StatusFound)
+			return
+		}
+		w.Write([]byte(`{"ok":true}`))
+	}))
+	defer srv.Close()
+	_, port, _ := strings.Cut(strings.TrimPrefix(srv.URL, "http://"), ":")
+	res := dnsServer(t, map[string][]string{
+		"api.test.":      {"127.0.0.1"},
+		"internal.test.": {"10.1.2.3"},
+		"meta.test.":     {"169.254.169.254"},
+		"v6.test.":       {"fe80::1"},
+		"loop.test.":     {"127.0.0.1", "::1"},
+		"mixed.test.":    {"93.184.216.34", "10.0.0.1"},
+	})
+	c := &Client{Allow: []string{"api.test:" + port}, Resolver: res}
+	cases := []struct{ url, reason, addr string }{
+		{"http://api.test:" + port + "/", "", ""},
+		{"http://internal.test:" + innerPort + "/", "private", "10.1.2.3"},
+		{"http://meta.test/latest/meta-data/", "cloud metadata", "169.254.169.254"},
+		{"http://v6.test/", "link-local", "fe80::1"},
+		{"http://loop.test:" + innerPort + "/", "loopback", ""},
+		{"http://mixed.test/", "private", "10.0.0.1"},
+		{"http://api.test:" + port + "/redirect", "private", "10.1.2.3"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.url, func(t *testing.T) {
+			resp, err := c.Do(context.Background(), &Request{Method: "GET", URL: tc.url}, 5*time.Second)
+			if tc.reason == "" {
+				if err != nil || resp.Status != 200 || string(resp.Body) != `{"ok":true}` {
+					t.Fatalf("%v %+v", err, resp)
+				}
+				return
+			}
+			var re *RefusedError
+			if !errors.As(err, &re) || re.Reason != tc.reason || (tc.addr != "" && re.Addr != tc.addr) || !strings.Contains(err.Error(), "resolves to") {
+				t.Fatalf("%v, want a refusal (%s, %s)", err, tc.reason, tc.addr)
+			}
+		})
+	}
+	if n := reached.Load(); n != 0 {
+		t.Errorf("a refused target was reached %d times", n)
 	}
 }
