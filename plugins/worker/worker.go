@@ -244,7 +244,7 @@ func (c *Conn) Exchange(ctx context.Context, req Request, maxFrame int, deadline
 			return fail(err)
 		}
 		var a Answer
-		if err := json.Unmarshal(body, &a); err != nil {
+		if err := decodeAnswer(body, &a); err != nil {
 			return fail(fmt.Errorf("malformed frame: %w", err))
 		}
 		if a.ID != id {
