@@ -47,7 +47,11 @@ type Server struct {
 	// MaxFileSize bounds an uploaded file (413 past it).
 	MaxFileSize int64
 	Log         *slog.Logger
-	Metrics     *Metrics
+	// RequestLog, when set, takes the line logged for each request in
+	// place of Log (the server holds these lines and writes them in
+	// batches).
+	RequestLog *slog.Logger
+	Metrics    *Metrics
 	// TokenCache is how long a verified token is trusted without asking the
 	// database again: 0 means TokenTTL, a negative value means every request
 	// asks. A revoked token keeps working for at most this long.

@@ -229,7 +229,11 @@ func (s *Server) logged(h http.Handler) http.Handler {
 		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
 		h.ServeHTTP(sw, r)
 		s.Metrics.ObserveRequest(sw.code)
-		s.Log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+		log := s.RequestLog
+		if log == nil {
+			log = s.Log
+		}
+		log.LogAttrs(r.Context(), slog.LevelInfo, "request",
 			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", sw.code),
 			slog.Duration("duration", time.Since(start)))
 	})

@@ -78,6 +78,7 @@ func runBench(env *Env, args []string) int {
 	serveGroups := fs.String("serve-density", "", "also hold `LIST` numbers of copies of the group warm in one toolhost serve (e.g. 200), and call each over HTTP in turn: the server's warm calls and its groups' memory")
 	density := fs.String("density", "", "also measure `LIST` numbers of warm groups of the first runtime held at once (e.g. 1,10,50,200; one worker each): their first calls, a warm call to each in turn, and their proportional memory per group")
 	scaling := fs.String("scaling", "", "also measure the throughput of the first runtime with each number of callers in `LIST` (e.g. 1,2,4,8,16; as many workers)")
+	onlyDoors := fs.Bool("doors", false, "measure only the HTTP doors of one toolhost serve (POST /v1/calls, a session call, MCP tools/call) and the Python standard-library server beside them (as --baselines does, without the other rows): to compare two builds quickly")
 	httpScaling := fs.String("http-scaling", "", "with --baselines, also measure the calls/s of POST /v1/calls, session calls and the Python HTTP server with each number of callers in `LIST` (e.g. 1,2,4,8)")
 	pos, code, ok := parse(fs, args)
 	if !ok {
@@ -111,6 +112,10 @@ func runBench(env *Env, args []string) int {
 		runtimes = []string{plugins.RuntimeCPython, plugins.RuntimeGPython}
 	}
 	var results []BenchResult
+	if *onlyDoors {
+		runtimes = runtimes[:0]
+		*baselines = true
+	}
 	for _, rt := range runtimes {
 		*rf.runtime = rt
 		r, code := benchOne(env, bp, file, rf, target, argJSON, *n, *conc)
@@ -119,7 +124,7 @@ func runBench(env *Env, args []string) int {
 		}
 		results = append(results, r)
 	}
-	if *viaPlugin {
+	if *viaPlugin && !*onlyDoors {
 		*rf.runtime = runtimes[0]
 		r, code := benchOne(env, bp, file, rf, target, argJSON, *n, *conc, func(o *runner.Options) { o.ViaPlugin = true })
 		if code != ExitOK {
@@ -128,7 +133,7 @@ func runBench(env *Env, args []string) int {
 		r.Name += " via the plugin process"
 		results = append(results, r)
 	}
-	if *scaling != "" {
+	if *scaling != "" && !*onlyDoors {
 		*rf.runtime = runtimes[0]
 		for _, f := range strings.Split(*scaling, ",") {
 			c, err := strconv.Atoi(strings.TrimSpace(f))
@@ -153,7 +158,11 @@ func runBench(env *Env, args []string) int {
 		if dir == "" {
 			dir = filepath.Dir(file)
 		}
-		*rf.runtime = runtimes[0]
+		if !*onlyDoors {
+			*rf.runtime = runtimes[0]
+		} else if *rf.runtime == "both" {
+			*rf.runtime = plugins.RuntimeCPython
+		}
 		var callers []int
 		if *httpScaling != "" {
 			for _, f := range strings.Split(*httpScaling, ",") {
@@ -185,18 +194,20 @@ func runBench(env *Env, args []string) int {
 			}
 		}
 		results = append(results, py)
-		bp.Step("the baselines (a python3 per call, the pipe round trip, the bare call)", 0)
-		bl, err := measureBaselines(dir, target.impl, argJSON, *n, *conc)
-		if err != nil {
-			fmt.Fprintf(env.Stderr, "toolhost bench: baselines: %v\n", err)
-			return ExitFailure
+		if !*onlyDoors {
+			bp.Step("the baselines (a python3 per call, the pipe round trip, the bare call)", 0)
+			bl, err := measureBaselines(dir, target.impl, argJSON, *n, *conc)
+			if err != nil {
+				fmt.Fprintf(env.Stderr, "toolhost bench: baselines: %v\n", err)
+				return ExitFailure
+			}
+			results = append(results, bl...)
 		}
-		results = append(results, bl...)
 	}
 	// Last: tearing down that many sandboxes (their network namespaces
 	// above all) keeps the kernel busy for a while, which would weigh on
 	// any row measured after it.
-	if *density != "" {
+	if *density != "" && !*onlyDoors {
 		*rf.runtime = runtimes[0]
 		for _, f := range strings.Split(*density, ",") {
 			groups, err := strconv.Atoi(strings.TrimSpace(f))
@@ -211,7 +222,7 @@ func runBench(env *Env, args []string) int {
 			results = append(results, r)
 		}
 	}
-	if *serveGroups != "" {
+	if *serveGroups != "" && !*onlyDoors {
 		*rf.runtime = runtimes[0]
 		for _, f := range strings.Split(*serveGroups, ",") {
 			groups, err := strconv.Atoi(strings.TrimSpace(f))

@@ -89,7 +89,10 @@ func runServe(env *Env, args []string) int {
 		defer db.Close()
 		locator.DB = db
 	}
-	log := slog.New(slog.NewJSONHandler(env.Stderr, nil))
+	tuneGC()
+	logs := newLogWriter(env.Stderr)
+	defer logs.Close()
+	log := slog.New(slog.NewJSONHandler(logs, nil))
 	unlock, err := lockData(*data)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "toolhost serve: %v\n", err)
@@ -169,7 +172,8 @@ func runServe(env *Env, args []string) int {
 	// unavailable.
 	base, cutCalls := context.WithCancelCause(context.Background())
 	defer cutCalls(nil)
-	apiServer := &api.Server{DB: db, Registry: reg, Calls: cs, Metrics: metrics, MaxFileSize: int64(*maxFileMB) << 20, Log: log, TokenCache: cacheTime(*tokenCache),
+	apiServer := &api.Server{DB: db, Registry: reg, Calls: cs, Metrics: metrics, MaxFileSize: int64(*maxFileMB) << 20, Log: log,
+		RequestLog: slog.New(slog.NewJSONHandler(logs.heldLines(), nil)), TokenCache: cacheTime(*tokenCache),
 		BodyGrace: *bodyGrace, BodyMinRate: int64(*bodyRate) << 10, MaxUploads: *maxUploads, GeoIP: locator,
 		MCP:     &mcpserver.Handler{Calls: cs, Registry: reg, Version: api.Version(), Logger: log, BaseContext: base, Substitute: locator.Fill},
 		Console: &console.Console{DB: db, Registry: reg, Calls: cs, MaxFileSize: int64(*maxFileMB) << 20, Log: log}}

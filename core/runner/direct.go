@@ -62,7 +62,8 @@ type direct struct {
 	initChildren *os.File
 	plugin       int
 	// pluginStatus and pluginStat are the plugin process's
-	// /proc/HOSTPID/status and stat, opened at the first borrow (the
+	// /proc/HOSTPID/status and its main thread's stat
+	// (/proc/HOSTPID/task/HOSTPID/stat), opened at the first borrow (the
 	// worker's parent) and kept open: pluginKilled reads them around each
 	// call. They read ESRCH once the process is gone, whatever took its
 	// pid since.
@@ -466,6 +467,8 @@ func (d *direct) usable(b *borrowed, note *string) bool {
 	if b.conn.Pending() {
 		why = "wrote to its answer pipe between calls"
 	} else if d.clean(b) {
+		// Exchange need not ask the answer pipe again.
+		b.conn.Checked = true
 		return true
 	} else if n := b.threads(); n > 1 {
 		why = fmt.Sprintf("started %d threads between calls", n-1)
@@ -531,9 +534,11 @@ func (d *direct) borrow(ctx context.Context) (*borrowed, error) {
 	if d.pluginStatus == nil {
 		// A worker is a child of the plugin process, which just lent it.
 		if _, ppid, _, ok := b.procStat(); ok {
-			proc := "/proc/" + strconv.Itoa(ppid)
-			d.pluginStatus, _ = os.Open(proc + "/status")
-			d.pluginStat, _ = os.Open(proc + "/stat")
+			p := strconv.Itoa(ppid)
+			d.pluginStatus, _ = os.Open("/proc/" + p + "/status")
+			// The main thread's own stat: the same fields as the
+			// process's, without the sums over its threads.
+			d.pluginStat, _ = os.Open("/proc/" + p + "/task/" + p + "/stat")
 		}
 	}
 	d.mu.Unlock()
@@ -548,11 +553,12 @@ func (d *direct) borrow(ctx context.Context) (*borrowed, error) {
 // stays until the process has exited: it is read after each call, so
 // that a call whose tool code killed the plugin is seen so as soon as it
 // answers, while the plugin may still be exiting and its data channel
-// still open. Otherwise /proc/PID/stat is read (about half the cost):
-// the main thread's own mark, then its PF_SIGNALED and PF_EXITING flags
-// once it has taken the signal; it is read before each call. Without the
-// files (they could not be opened) the data channel's end is all there
-// is.
+// still open. Otherwise the main thread's /proc/PID/task/PID/stat is
+// read (cheaper than status: the fields of /proc/PID/stat without its
+// sums over every thread): the main thread's own mark, then its
+// PF_SIGNALED and PF_EXITING flags once it has taken the signal; it is
+// read before each call. Without the files (they could not be opened)
+// the data channel's end is all there is.
 func (d *direct) pluginKilled(thorough bool) bool {
 	d.mu.Lock()
 	f := d.pluginStat

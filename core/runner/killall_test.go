@@ -157,9 +157,9 @@ func TestPluginKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	proc := "/proc/" + strconv.Itoa(cmd.Process.Pid)
-	status, err1 := os.Open(proc + "/status")
-	stat, err2 := os.Open(proc + "/stat")
+	pid := strconv.Itoa(cmd.Process.Pid)
+	status, err1 := os.Open("/proc/" + pid + "/status")
+	stat, err2 := os.Open("/proc/" + pid + "/task/" + pid + "/stat") // as borrow opens them
 	if err1 != nil || err2 != nil {
 		t.Fatal(err1, err2)
 	}

@@ -81,6 +81,15 @@ func parse(data []byte, o Options, keep bool) (any, error) {
 	if o.MaxDepth == 0 {
 		o.MaxDepth = DefaultMaxDepth
 	}
+	if v, ok, err := fastParse(data, o, keep); ok {
+		return v, err
+	}
+	return tokenParse(data, o, keep)
+}
+
+// tokenParse is parse over encoding/json's token stream: every input
+// fastParse leaves to it, errors above all.
+func tokenParse(data []byte, o Options, keep bool) (any, error) {
 	p := &parser{dec: json.NewDecoder(bytes.NewReader(data)), data: data, o: o, keep: keep}
 	p.dec.UseNumber()
 	v, err := p.value(0)

@@ -142,3 +142,72 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// FuzzFastAgreesWithTokens: the byte scanner (fastParse) and the token
+// parser answer the same value and the same error for every input, with
+// and without a number hook, in both modes; the scanner takes the common
+// inputs itself.
+func FuzzFastAgreesWithTokens(f *testing.F) {
+	for _, s := range []string{`{"tool":"noop","arguments":{"x":1}}`, `{"a":[1,-2.5e3,true,false,null,"é"],"b":{}}`, ` [ ] `, `{"a":1,"a":2}`,
+		`{"a":"\u0062"}`, `[01]`, `[1.]`, `[-]`, `{"a" 1}`, `{"a":1,}`, `[1,]`, "\"\x01\"", "\"\xff\"", `[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]`, `1e999`, `{"x":1e999,"y":[2]}`, `nul`, `{"a":1} {}`, ``} {
+		f.Add(s)
+	}
+	hook := func(n json.Number, off int64) error {
+		if strings.Contains(string(n), "999") {
+			return fmt.Errorf("too big at %d", off)
+		}
+		return nil
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		for _, o := range []Options{{MaxDepth: 16}, {MaxDepth: 16, Number: hook}} {
+			for _, keep := range []bool{true, false} {
+				o := o
+				o.MaxDepth = 16
+				v, err := parse([]byte(in), o, keep)
+				tv, terr := tokenParse([]byte(in), o, keep)
+				if (err == nil) != (terr == nil) || (err != nil && err.Error() != terr.Error()) {
+					t.Fatalf("keep %v: %v, token parser %v", keep, err, terr)
+				}
+				if err == nil && keep && !reflect.DeepEqual(v, tv) {
+					t.Fatalf("keep %v: %#v, token parser %#v", keep, v, tv)
+				}
+			}
+		}
+	})
+}
+
+// TestFastTakesTheCommonCase: a call's body and arguments do not go to the
+// token parser.
+func TestFastTakesTheCommonCase(t *testing.T) {
+	for _, in := range []string{`{"tool":"noop","arguments":{"x":1}}`, `{"name":"Ann","tags":["a","b"],"n":-1.5e-3,"ok":true,"none":null,"ru":"Привет"}`} {
+		if _, ok, err := fastParse([]byte(in), Options{MaxDepth: 64}, true); !ok || err != nil {
+			t.Errorf("%s: left to the token parser (%v)", in, err)
+		}
+	}
+}
+
+// BenchmarkCallBody: a POST /v1/calls body checked (Check) and an
+// arguments object decoded (Decode), by the byte scanner (parse) and by
+// the token parser alone (the former code).
+func BenchmarkCallBody(b *testing.B) {
+	body := []byte(`{"tool":"noop","arguments":{"x":1,"name":"Ann","tags":["a","b"]},"idempotency_key":"k-1"}`)
+	args := []byte(`{"x":1,"name":"Ann","tags":["a","b"]}`)
+	o := Options{MaxDepth: 64, Number: func(json.Number, int64) error { return nil }}
+	for _, p := range []struct {
+		name  string
+		parse func([]byte, Options, bool) (any, error)
+	}{{"scanner", parse}, {"tokens", tokenParse}} {
+		b.Run(p.name+"/check", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				p.parse(body, o, false)
+			}
+		})
+		b.Run(p.name+"/decode", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				p.parse(args, o, true)
+			}
+		})
+	}
+}

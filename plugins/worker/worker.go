@@ -16,12 +16,15 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -113,6 +116,54 @@ type Conn struct {
 	// called from a timer at the deadline, when the caller goes away, and
 	// after any failed exchange; it may be called more than once.
 	Stop func()
+	// Checked is set by a caller that has just seen Pending report
+	// nothing, before the next Exchange: that Exchange does not ask again
+	// (a system call) and clears it.
+	Checked bool
+
+	// timer is the Conn's one deadline timer, made at its first exchange
+	// and reset for each: a Conn kept for the worker's life (the core's
+	// direct path) makes no timer per call. It stops the exchange in
+	// flight (inFlight) once that exchange's deadline has passed.
+	timer    *time.Timer
+	inFlight atomic.Pointer[exchange]
+}
+
+// exchange is the state of one Exchange that its deadline's timer and its
+// caller's going away may stop.
+type exchange struct {
+	c        *Conn
+	deadline time.Time
+
+	mu                        sync.Mutex
+	ended, timedOut, canceled bool
+}
+
+// stop stops the worker, as on a timeout or a caller gone, unless the
+// exchange has ended: either may fire just as it ends, and the worker
+// may then already serve the next call.
+func (e *exchange) stop(timeout bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.ended {
+		return
+	}
+	if timeout {
+		e.timedOut = true
+	} else if !e.timedOut {
+		e.canceled = true
+	}
+	e.c.Stop()
+}
+
+// expire is the Conn timer's function: it stops the exchange in flight
+// when that exchange's deadline has passed. A timer that fires for an
+// exchange that has ended meets the next one's later deadline, and does
+// nothing (Reset has scheduled it again for that one).
+func (c *Conn) expire() {
+	if e := c.inFlight.Load(); e != nil && !time.Now().Before(e.deadline) {
+		e.stop(true)
+	}
 }
 
 // Pending reports whether the worker has written bytes that no one has
@@ -140,35 +191,31 @@ func (c *Conn) Exchange(ctx context.Context, req Request, maxFrame int, deadline
 	req.SetID(id)
 	// The deadline's timer and a caller that goes away stop the worker
 	// (as on a timeout, and nothing else), but only while the exchange is
-	// in flight: either may fire just as it ends, and the worker may then
-	// already serve the next call. An exchange that they stopped fails,
-	// answer or not: its worker is gone.
-	var mu sync.Mutex
-	var ended, timedOut, cancelled bool
-	stop := func(timeout bool) {
-		mu.Lock()
-		defer mu.Unlock()
-		if ended {
-			return
-		}
-		if timeout {
-			timedOut = true
-		} else if !timedOut {
-			cancelled = true
-		}
-		c.Stop()
+	// in flight. An exchange that they stopped fails, answer or not: its
+	// worker is gone.
+	e := &exchange{c: c, deadline: deadline}
+	c.inFlight.Store(e)
+	if c.timer == nil {
+		c.timer = time.AfterFunc(time.Until(deadline), c.expire)
+	} else {
+		c.timer.Reset(time.Until(deadline))
 	}
-	timer := time.AfterFunc(time.Until(deadline), func() { stop(true) })
-	stopWatch := context.AfterFunc(ctx, func() { stop(errors.Is(ctx.Err(), context.DeadlineExceeded)) })
+	var stopWatch func() bool
+	if ctx.Done() != nil {
+		stopWatch = context.AfterFunc(ctx, func() { e.stop(errors.Is(ctx.Err(), context.DeadlineExceeded)) })
+	}
 	// end ends the exchange and says whether the timer or the caller
 	// stopped it.
 	end := func() (timeout, cancel bool) {
-		timer.Stop()
-		stopWatch()
-		mu.Lock()
-		defer mu.Unlock()
-		ended = true
-		return timedOut, cancelled
+		c.timer.Stop()
+		c.inFlight.CompareAndSwap(e, nil)
+		if stopWatch != nil {
+			stopWatch()
+		}
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		e.ended = true
+		return e.timedOut, e.canceled
 	}
 	fail := func(err error) (*Answer, error) {
 		timeout, cancel := end()
@@ -182,7 +229,9 @@ func (c *Conn) Exchange(ctx context.Context, req Request, maxFrame int, deadline
 		return nil, err
 	}
 	// Bytes already waiting were written when no request was in flight.
-	if c.Pending() {
+	checked := c.Checked
+	c.Checked = false
+	if !checked && c.Pending() {
 		return fail(ErrForeign)
 	}
 	c.Req.SetWriteDeadline(deadline)
@@ -190,12 +239,12 @@ func (c *Conn) Exchange(ctx context.Context, req Request, maxFrame int, deadline
 		return fail(err)
 	}
 	for {
-		body, err := frame.ReadRawLimit(c.Resp, maxFrame)
+		body, err := readFrame(c.Resp, maxFrame)
 		if err != nil {
 			return fail(err)
 		}
 		var a Answer
-		if err := json.Unmarshal(body, &a); err != nil {
+		if err := decodeAnswer(body, &a); err != nil {
 			return fail(fmt.Errorf("malformed frame: %w", err))
 		}
 		if a.ID != id {
@@ -236,6 +285,47 @@ func (c *Conn) Exchange(ctx context.Context, req Request, maxFrame int, deadline
 			return fail(err)
 		}
 	}
+}
+
+// firstRead is how much of a frame readFrame reads at once: a call's
+// answer usually fits, so that its length and body come in one read(2).
+const firstRead = 4096
+
+// readBuffers are readFrame's first reads.
+var readBuffers = sync.Pool{New: func() any { return new([firstRead]byte) }}
+
+// readFrame reads one frame from the worker's answer pipe, as
+// frame.ReadRawLimit does, but in one read(2) when the frame fits in
+// firstRead bytes. Bytes read past the frame are ErrForeign: the worker
+// writes one frame, then waits for the host (a call's next request, or
+// the answer to its toolhost.call_tool), so anything after it was written
+// out of turn.
+func readFrame(r io.Reader, limit int) ([]byte, error) {
+	if limit <= 0 || limit > frame.MaxSize {
+		limit = frame.MaxSize
+	}
+	buf := readBuffers.Get().(*[firstRead]byte)
+	defer readBuffers.Put(buf)
+	n, err := io.ReadAtLeast(r, buf[:], 4)
+	if err != nil {
+		return nil, err
+	}
+	size := int(binary.BigEndian.Uint32(buf[:4]))
+	if size > limit {
+		return nil, &frame.TooLargeError{Size: int64(size), Limit: int64(limit)}
+	}
+	if n > 4+size {
+		return nil, ErrForeign
+	}
+	body := make([]byte, size)
+	copy(body, buf[4:n])
+	if _, err := io.ReadFull(r, body[n-4:]); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return body, nil
 }
 
 // Deadline is d from now, or ctx's deadline when that comes first.

@@ -134,3 +134,64 @@ func TestBound(t *testing.T) {
 		t.Errorf("a small result: %v", te)
 	}
 }
+
+// TestOneTimerPerConn: a Conn's one timer serves each exchange in turn:
+// exchanges whose deadlines passed after they ended never stop a later
+// one, and a later one that does not answer in time is stopped at its own
+// deadline.
+func TestOneTimerPerConn(t *testing.T) {
+	var silent atomic.Bool
+	c, stops := fakeWorker(t, func(id string) []any {
+		if silent.Load() {
+			return nil
+		}
+		return []any{map[string]any{"id": id, "ok": true, "result": 1}}
+	})
+	for i := 0; i < 5; i++ {
+		if _, err := c.Exchange(context.Background(), &Call{Op: "call"}, 1<<20, time.Now().Add(20*time.Millisecond), nil, ""); err != nil {
+			t.Fatalf("exchange %d: %v", i, err)
+		}
+		time.Sleep(30 * time.Millisecond) // past its deadline
+	}
+	if stops.Load() != 0 {
+		t.Fatalf("answered exchanges stopped the worker %d times", stops.Load())
+	}
+	if c.timer == nil {
+		t.Fatal("no timer kept")
+	}
+	silent.Store(true)
+	start := time.Now()
+	// The fake's pipes stay open: only the timer's stop ends the read, so
+	// it is made to close them as a killed worker's would.
+	c.Stop = func() { stops.Add(1); c.Resp.SetReadDeadline(time.Now()) }
+	_, err := c.Exchange(context.Background(), &Call{Op: "call"}, 1<<20, time.Now().Add(50*time.Millisecond), nil, "")
+	if !errors.Is(err, ErrTimeout) || stops.Load() == 0 {
+		t.Fatalf("a silent worker: %v after %s, %d stops", err, time.Since(start), stops.Load())
+	}
+}
+
+// TestReadFrameInOneRead: a frame is read whole however it arrives, and
+// bytes read past it are foreign.
+func TestReadFrameInOneRead(t *testing.T) {
+	for _, size := range []int{0, 10, firstRead - 4, firstRead - 3, firstRead, 3 * firstRead} {
+		r, w, _ := os.Pipe()
+		body := make([]byte, size)
+		for i := range body {
+			body[i] = 'a' + byte(i%26)
+		}
+		go func() { frame.WriteRaw(w, body); w.Close() }()
+		got, err := readFrame(r, 1<<20)
+		r.Close()
+		if err != nil || string(got) != string(body) {
+			t.Fatalf("%d bytes: %v, got %d bytes", size, err, len(got))
+		}
+	}
+	r, w, _ := os.Pipe()
+	defer r.Close()
+	frame.WriteRaw(w, []byte(`{}`))
+	w.Write([]byte("extra"))
+	w.Close()
+	if _, err := readFrame(r, 1<<20); !errors.Is(err, ErrForeign) {
+		t.Fatalf("bytes after the frame: %v", err)
+	}
+}

@@ -144,25 +144,29 @@ MEMORY_LIMIT = [0]  # the worker's address space, for MemoryError messages
 RUNNER_FILE = "<string>"  # the file name python3 -c gives the runner's frames
 
 
+_INBUF = bytearray()  # bytes read from fd 3 past the frame being read
+
+
 def read_frame():
-    head = _read_exact(4)
-    if head is None:
-        return None
-    (n,) = struct.unpack(">I", head)
-    body = _read_exact(n)
-    if body is None:
-        return None
-    return json_loads(body)
-
-
-def _read_exact(n):
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = REQ.read(n - len(buf))
+    """Reads one frame from fd 3, in one read(2) when it fits in the first
+    4 KiB (a call's request usually does): the length and the body come
+    in one system call."""
+    buf = _INBUF
+    while len(buf) < 4:
+        chunk = REQ.read(4096)
         if not chunk:
             return None
         buf += chunk
-    return bytes(buf)
+    (n,) = struct.unpack_from(">I", buf)
+    end = 4 + n
+    while len(buf) < end:
+        chunk = REQ.read(max(4096, end - len(buf)))
+        if not chunk:
+            return None
+        buf += chunk
+    body = buf[4:end]
+    del buf[:end]
+    return json_loads(body)
 
 
 ERROR_TEXT = 65536  # characters kept of an exception's message and traceback
@@ -311,17 +315,26 @@ def cpu_used():
     return r.ru_utime + r.ru_stime
 
 
-_armed = [0.0]  # the soft CPU limit last set
+_armed = [0.0, 0.0, -1.0]  # the soft CPU limit last set; the CPU used and the time when last read
+_CPUS = os.cpu_count() or 1  # no process runs on more CPUs at once than the machine has
 
 
 def arm_cpu(limits):
     """Gives the coming call at least its CPU seconds: the soft limit is
-    moved (a system call) only when less than that is left before it."""
+    moved (a system call) only when less than that is left before it. The
+    CPU used is read (getrusage, a system call) only when it may have
+    grown that far: it grows at most by the time gone by (a clock read
+    without a system call) times the machine's CPUs."""
     cpu = limits.get("cpu_seconds")
     if not cpu:
         return
+    now = time.monotonic()
+    limit, used, then = _armed
+    if then >= 0 and limit - used - (now - then) * _CPUS >= cpu:
+        return
     used = cpu_used()
-    if _armed[0] - used >= cpu:
+    _armed[1], _armed[2] = used, now
+    if limit - used >= cpu:
         return
     soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
     want = int(used) + 2 * cpu + 1
