@@ -685,8 +685,14 @@ func waitingWorker(t *testing.T, sp *spare) int {
 		if sp.proc.cg != nil && sp.proc.cg.workers != "" {
 			b, _ = os.ReadFile(filepath.Join(sp.proc.cg.workers, "cgroup.procs"))
 		} else {
-			pid := sparePID(sp)
-			b, _ = os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+			b = []byte(strconv.Itoa(pyhostOf(t, sparePID(sp))))
+			// (the plugin starts workers from a thread of its own)
+			tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%s/task/*/children", b))
+			b = nil
+			for _, task := range tasks {
+				c, _ := os.ReadFile(task)
+				b = append(b, c...)
+			}
 		}
 		if f := strings.Fields(string(b)); len(f) == 1 {
 			pid, _ := strconv.Atoi(f[0])
