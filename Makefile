@@ -199,8 +199,10 @@ fuzz:
 # several nodes (real servers on SQLite and on one PostgreSQL: calls/s and
 # session calls), of a quiet tenant beside a noisy one on one server
 # (BenchmarkNoisyNeighbour, about 75 s: p50, p99 and time to Ready against
-# the targets of issue 25), then the end-to-end table: a
-# trivial tool on both runtimes, beside the baselines over the same
+# the targets of issue 25), of cold starts with and without a spare
+# (BenchmarkColdStart: median and p99), then the end-to-end table: a
+# trivial tool on both runtimes, 20 cold starts with and without a spare
+# (--cold: median and p99), beside the baselines over the same
 # function (one python3 process per call, a Python standard-library HTTP
 # tool server, a Go-python3 pipe round trip as the floor, the bare call
 # inside python3), each with its ratio to toolhost; and the HTTP doors
@@ -211,7 +213,7 @@ fuzz:
 # compare versions.
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./core/... ./storage/...
-	$(BIN) bench --runtime both --baselines --http-scaling 1,2,4,8 --via-plugin --scaling 1,2,4,8,16 --density 1,10,50,200 --serve-density 200 --n 3000 --concurrency 4 --out bench.json sample_groups/bench/bench.yaml noop '{"x": 1}'
+	$(BIN) bench --runtime both --baselines --http-scaling 1,2,4,8 --via-plugin --scaling 1,2,4,8,16 --density 1,10,50,200 --serve-density 200 --cold 20 --n 3000 --concurrency 4 --out bench.json sample_groups/bench/bench.yaml noop '{"x": 1}'
 
 # The console's screenshots in docs/console (README shows them), made by
 # its browser tests in a real Chromium, as PNGs of what the screen shows
