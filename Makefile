@@ -38,12 +38,14 @@ PG_LEFTOVERS = for i in 1 2 3 4 5 6; do pgrep -f '[t]oolhost-pgtest-$(TOOLHOST_P
 all: build
 
 # The toolhost binary and, beside it, the sandbox's helper (its launcher and
-# init, linked without the rest of toolhost: see docs/decisions.md).
+# init, linked without the rest of toolhost: see docs/decisions.md) and the
+# plugin process's (toolhost-pyhost: the plugin process alone, which starts
+# faster on every cold start).
 # A cold build (no bin/toolhost yet) says it may take minutes: cgo compiles
 # SQLite, and every dependency is compiled once.
 build:
 	@test -x $(BIN) || echo "make: building bin/toolhost for the first time: cgo compiles SQLite and every dependency is compiled once, which may take a few minutes"
-	$(GO) build -o bin/ ./core/cmd/toolhost ./pyhost/cmd/toolhost-sandbox
+	$(GO) build -o bin/ ./core/cmd/toolhost ./pyhost/cmd/toolhost-sandbox ./pyhost/cmd/toolhost-pyhost
 
 # The main job: the server on its defaults (SQLite under ./data) with the
 # sample groups imported. ADDR and DATA override the defaults.
@@ -135,7 +137,7 @@ rootless:
 	id -u $(ROOTLESS_USER) >/dev/null 2>&1 || useradd --create-home --shell /usr/sbin/nologin $(ROOTLESS_USER); \
 	if [ -c /dev/net/tun ] && [ "$$(stat -c %a /dev/net/tun)" != 666 ]; then chmod 0666 /dev/net/tun; fi; \
 	dir=$$(mktemp -d /tmp/toolhost-rootless.XXXXXX); trap 'rm -rf $$dir' EXIT; chmod 0755 $$dir; \
-	$(GO) build -o $$dir/bin/ ./core/cmd/toolhost ./pyhost/cmd/toolhost-sandbox; \
+	$(GO) build -o $$dir/bin/ ./core/cmd/toolhost ./pyhost/cmd/toolhost-sandbox ./pyhost/cmd/toolhost-pyhost; \
 	$(GO) test -c -o $$dir/cmd.test ./core/cmd/toolhost; \
 	$(GO) test -c -o $$dir/runner.test ./core/runner; \
 	mkdir -p $$dir/tree/core/cmd/toolhost $$dir/tree/core/runner $$dir/tree/core/mcpserver/testdata; \
@@ -197,8 +199,10 @@ fuzz:
 # several nodes (real servers on SQLite and on one PostgreSQL: calls/s and
 # session calls), of a quiet tenant beside a noisy one on one server
 # (BenchmarkNoisyNeighbour, about 75 s: p50, p99 and time to Ready against
-# the targets of issue 25), then the end-to-end table: a
-# trivial tool on both runtimes, beside the baselines over the same
+# the targets of issue 25), of cold starts with and without a spare
+# (BenchmarkColdStart: median and p99), then the end-to-end table: a
+# trivial tool on both runtimes, 20 cold starts with and without a spare
+# (--cold: median and p99), beside the baselines over the same
 # function (one python3 process per call, a Python standard-library HTTP
 # tool server, a Go-python3 pipe round trip as the floor, the bare call
 # inside python3), each with its ratio to toolhost; and the HTTP doors
@@ -209,7 +213,7 @@ fuzz:
 # compare versions.
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./core/... ./storage/...
-	$(BIN) bench --runtime both --baselines --http-scaling 1,2,4,8 --via-plugin --scaling 1,2,4,8,16 --density 1,10,50,200 --serve-density 200 --n 3000 --concurrency 4 --out bench.json sample_groups/bench/bench.yaml noop '{"x": 1}'
+	$(BIN) bench --runtime both --baselines --http-scaling 1,2,4,8 --via-plugin --scaling 1,2,4,8,16 --density 1,10,50,200 --serve-density 200 --cold 20 --n 3000 --concurrency 4 --out bench.json sample_groups/bench/bench.yaml noop '{"x": 1}'
 
 # The console's screenshots in docs/console (README shows them), made by
 # its browser tests in a real Chromium, as PNGs of what the screen shows

@@ -26,6 +26,13 @@ const EnvSandboxSecrets = "TOOLHOST_SANDBOX_SECRETS"
 // the same.
 const EnvPreload = "TOOLHOST_PRELOAD"
 
+// EnvSpareWorker holds, in a spare sandbox's plugin process's environment
+// (cpython), the load request (JSON) of the spare's placeholder: the
+// interpreter, scratch and limits of its shape, no group, no modules. The
+// plugin starts a worker from it at once that waits for its first frame;
+// the Load of the group that adopts the spare sends it that frame.
+const EnvSpareWorker = "TOOLHOST_SPARE_WORKER"
+
 // EnvSandboxed tells the plugin process that it runs in the sandbox's own
 // pid namespace, where it may sweep stray processes.
 const EnvSandboxed = "TOOLHOST_SANDBOXED"

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
@@ -102,16 +103,37 @@ func (s *Server) dropEarly() {
 }
 
 // startEarly starts the first worker of the load request the core put in
-// plugins.EnvPreload (cpython only), and removes the variable.
+// plugins.EnvPreload, or, in a spare sandbox, a worker waiting for the
+// group that will adopt the spare (plugins.EnvSpareWorker): cpython only.
+// It removes the variables.
 func (s *Server) startEarly() {
-	data := os.Getenv(plugins.EnvPreload)
+	data, spare := os.Getenv(plugins.EnvPreload), os.Getenv(plugins.EnvSpareWorker)
 	os.Unsetenv(plugins.EnvPreload)
+	os.Unsetenv(plugins.EnvSpareWorker)
+	waiting := data == "" && spare != ""
+	if waiting {
+		data = spare
+	}
 	var req plugins.LoadRequest
 	if data == "" || json.Unmarshal([]byte(data), &req) != nil || req.Runtime != plugins.RuntimeCPython || req.Python == "" {
 		return
 	}
+	if waiting {
+		// A spare answers go-plugin's handshake, and so counts as ready,
+		// once its worker is set up and waits: nobody waits for a spare,
+		// and a group that adopts it finds its interpreter warm.
+		s.early = cpython.StartWaiting(&req, workerEnv(req.Scratch))
+		ctx, cancel := context.WithTimeout(context.Background(), spareWorkerWait)
+		s.early.Wait(ctx)
+		cancel()
+		return
+	}
 	s.early = cpython.StartEarly(&req, workerEnv(req.Scratch))
 }
+
+// spareWorkerWait bounds how long a spare's plugin process waits for its
+// worker to be set up before it answers the handshake.
+const spareWorkerWait = 10 * time.Second
 
 // workerEnv is the whole environment of a worker: nothing of the host's.
 func workerEnv(scratch string) []string {

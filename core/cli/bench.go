@@ -26,11 +26,16 @@ type BenchResult struct {
 	// ready for (what a server with --spares does after its first group of
 	// a shape): definition to first answer.
 	ColdSpareMs float64 `json:"cold_start_spare_ms,omitempty"`
-	P50Us       float64 `json:"p50_us"`
-	P99Us       float64 `json:"p99_us"`
-	CallsPerS   float64 `json:"calls_per_s"`
-	N           int     `json:"n"`
-	Concurrency int     `json:"concurrency,omitempty"`
+	// ColdStartP99Ms and ColdSpareP99Ms are the p99s of the cold starts
+	// of a cold row (--cold), whose ColdStartMs and ColdSpareMs are their
+	// medians.
+	ColdStartP99Ms float64 `json:"cold_start_p99_ms,omitempty"`
+	ColdSpareP99Ms float64 `json:"cold_start_spare_p99_ms,omitempty"`
+	P50Us          float64 `json:"p50_us"`
+	P99Us          float64 `json:"p99_us"`
+	CallsPerS      float64 `json:"calls_per_s"`
+	N              int     `json:"n"`
+	Concurrency    int     `json:"concurrency,omitempty"`
 	// P50Ratio and ThroughputRatio compare a figure with the first one's
 	// (toolhost's CPython when both runtimes run): 2 means twice its p50,
 	// or twice its calls per second.
@@ -79,6 +84,7 @@ func runBench(env *Env, args []string) int {
 	density := fs.String("density", "", "also measure `LIST` numbers of warm groups of the first runtime held at once (e.g. 1,10,50,200; one worker each): their first calls, a warm call to each in turn, and their proportional memory per group")
 	scaling := fs.String("scaling", "", "also measure the throughput of the first runtime with each number of callers in `LIST` (e.g. 1,2,4,8,16; as many workers)")
 	onlyDoors := fs.Bool("doors", false, "measure only the HTTP doors of one toolhost serve (POST /v1/calls, a session call, MCP tools/call) and the Python standard-library server beside them (as --baselines does, without the other rows): to compare two builds quickly")
+	coldRounds := fs.Int("cold", 0, "also measure `N` cold starts of the first runtime one after another, each a group opened anew (as after an eviction) to its first answer: with a whole new sandbox, and with a spare sandbox of its shape ready (its worker waiting); their median and p99")
 	httpScaling := fs.String("http-scaling", "", "with --baselines, also measure the calls/s of POST /v1/calls, session calls and the Python HTTP server with each number of callers in `LIST` (e.g. 1,2,4,8)")
 	pos, code, ok := parse(fs, args)
 	if !ok {
@@ -119,6 +125,14 @@ func runBench(env *Env, args []string) int {
 	for _, rt := range runtimes {
 		*rf.runtime = rt
 		r, code := benchOne(env, bp, file, rf, target, argJSON, *n, *conc)
+		if code != ExitOK {
+			return code
+		}
+		results = append(results, r)
+	}
+	if *coldRounds > 0 && !*onlyDoors {
+		*rf.runtime = runtimes[0]
+		r, code := benchCold(env, file, rf, target, argJSON, *coldRounds)
 		if code != ExitOK {
 			return code
 		}
@@ -270,6 +284,12 @@ func runBench(env *Env, args []string) int {
 		if r.ColdSpareMs > 0 {
 			spare = strconv.FormatFloat(r.ColdSpareMs, 'f', 1, 64)
 		}
+		if r.ColdStartP99Ms > 0 {
+			cold += "/" + strconv.FormatFloat(r.ColdStartP99Ms, 'f', 1, 64)
+		}
+		if r.ColdSpareP99Ms > 0 {
+			spare += "/" + strconv.FormatFloat(r.ColdSpareP99Ms, 'f', 1, 64)
+		}
 		if r.PSSMB > 0 {
 			pss = fmt.Sprintf("%.1f(%d)", r.PSSMB, r.Processes)
 		}
@@ -407,6 +427,65 @@ func coldFromSpare(env *Env, file string, rf runFlags, target *callTarget, argJS
 		return 0, ExitFailure
 	}
 	return d, ExitOK
+}
+
+// benchCold measures n cold starts of the group, one after another, each
+// from its open to its first answer and closed after: first n with a whole
+// new sandbox each, then n with a spare sandbox of its shape ready (waited
+// for before each, outside the time; a first group starts the first
+// spare). The row's cold_start_ms and cold_start_spare_ms are their
+// medians (with their p99s); it has no warm figures.
+func benchCold(env *Env, file string, rf runFlags, target *callTarget, argJSON []byte, n int) (BenchResult, int) {
+	ctx := context.Background()
+	*rf.workers = 1
+	one := func(configure ...func(*runner.Options)) (time.Duration, int) {
+		start := time.Now()
+		_, g, code := openGroup(env, "bench", file, rf, configure...)
+		if g == nil {
+			return 0, code
+		}
+		defer g.Close()
+		r := g.Call(ctx, target.impl, argJSON, nil)
+		d := time.Since(start)
+		if !r.OK {
+			fmt.Fprintf(env.Stderr, "toolhost bench: a cold start's first call failed: %v\n", r.Error)
+			return 0, ExitFailure
+		}
+		return d, ExitOK
+	}
+	cold := make([]time.Duration, n)
+	for i := range cold {
+		d, code := one()
+		if code != ExitOK {
+			return BenchResult{}, code
+		}
+		cold[i] = d
+	}
+	spares := runner.NewSpares(1)
+	defer spares.Close()
+	withSpares := func(o *runner.Options) { o.Spares = spares }
+	_, first, code := openGroup(env, "bench", file, rf, withSpares)
+	if first == nil {
+		return BenchResult{}, code
+	}
+	defer first.Close()
+	spare := make([]time.Duration, n)
+	for i := range spare {
+		for deadline := time.Now().Add(30 * time.Second); spares.Ready() == 0; time.Sleep(2 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				fmt.Fprintln(env.Stderr, "toolhost bench: no spare sandbox became ready within 30 s")
+				return BenchResult{}, ExitFailure
+			}
+		}
+		d, code := one(withSpares)
+		if code != ExitOK {
+			return BenchResult{}, code
+		}
+		spare[i] = d
+	}
+	return BenchResult{Name: fmt.Sprintf("toolhost %s, %d cold starts", first.Runtime(), n), Runtime: first.Runtime(), N: n,
+		ColdStartMs: ms(percentile(cold, 50)), ColdStartP99Ms: ms(percentile(cold, 99)),
+		ColdSpareMs: ms(percentile(spare, 50)), ColdSpareP99Ms: ms(percentile(spare, 99))}, ExitOK
 }
 
 // densityRounds is how many warm calls each group gets in a density row.

@@ -235,6 +235,10 @@ type Group struct {
 	calls callTable
 	// spare marks the placeholder group of a spare sandbox (spare.go).
 	spare bool
+	// refillDue says that the group's opening took or wanted a spare:
+	// refillSpares starts the next one, once (spare.go).
+	refillDue  bool
+	refillOnce sync.Once
 }
 
 // process is one running plugin process.
@@ -387,7 +391,17 @@ func Open(ctx context.Context, def *definition.Group, root string, opts Options)
 		}
 	}
 	if g.spareable() {
-		defer opts.Spares.refill(g)
+		// The spares are refilled once the group has answered its first
+		// call (or after refillDelay): a sandbox started now would take
+		// the CPU from the group's own start.
+		g.refillDue = true
+		defer func() {
+			if g.proc == nil {
+				g.refillSpares() // the group failed: no call will come
+			} else {
+				time.AfterFunc(refillDelay, g.refillSpares)
+			}
+		}()
 		if sp := opts.Spares.take(g.shape()); sp != nil {
 			if err := g.adopt(ctx, sp); err == nil {
 				return g, nil
@@ -646,9 +660,15 @@ func (g *Group) pluginEnv() []string {
 		// Only a request that fits comfortably: one environment string
 		// may hold 128 KiB, and in a sandbox this one is escaped again
 		// inside the launcher's configuration. A spare has no group to
-		// start a worker for.
-		if data, err := json.Marshal(g.load); err == nil && len(data) <= maxPreload && !g.spare {
-			env = append(env, plugins.EnvPreload+"="+string(data))
+		// start a worker for: its plugin process starts one that waits
+		// for the group that will adopt it (its placeholder's request
+		// names no group, module or callable).
+		name := plugins.EnvPreload
+		if g.spare {
+			name = plugins.EnvSpareWorker
+		}
+		if data, err := json.Marshal(g.load); err == nil && len(data) <= maxPreload {
+			env = append(env, name+"="+string(data))
 		}
 	}
 	return env
@@ -684,6 +704,9 @@ func (g *Group) CallTimeout(ctx context.Context, impl definition.Implementation,
 		return fail(plugins.ErrRuntime, msg)
 	}
 	held := p // the process whose count this call holds
+	if g.refillDue {
+		defer g.refillSpares()
+	}
 	defer func() {
 		if held != nil {
 			held.end()

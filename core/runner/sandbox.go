@@ -131,6 +131,24 @@ func Launcher(exe string) string {
 	return exe
 }
 
+// PluginHelperName is the plugin process's helper binary
+// (pyhost/cmd/toolhost-pyhost), looked for beside the toolhost binary.
+const PluginHelperName = "toolhost-pyhost"
+
+// PluginBinary is the binary a group's sandbox runs as its plugin process
+// ("pyhost") for the toolhost binary exe: the helper beside it when it is
+// trusted as Launcher's is (it links the plugin process's code alone, and
+// so starts faster, on the way to every cold start), else exe itself. It
+// is mounted read-only where the sandbox expects toolhost
+// (plugins.SandboxExe).
+func PluginBinary(exe string) string {
+	helper := filepath.Join(filepath.Dir(exe), PluginHelperName)
+	if trustedHelper(exe, helper) {
+		return helper
+	}
+	return exe
+}
+
 // trustedHelper reports whether helper may launch exe's sandboxes: a
 // regular executable file, owned by exe's owner and writable by no one
 // else, built from the same source as exe (the same Go version and
@@ -419,6 +437,13 @@ func (s *Sandbox) command(g *Group) (*launch, error) {
 	}
 	limits := g.opts.Limits.WithDefaults()
 	cfg := s.config(g.opts.Executable, g.opts.Python, limits)
+	// The plugin process is its own helper binary where there is one.
+	plugin := PluginBinary(g.opts.Executable)
+	for i, b := range cfg.Binds {
+		if b.Target == plugins.SandboxExe {
+			cfg.Binds[i].Source = plugin
+		}
+	}
 	cfg.Binds = append(cfg.Binds, plugins.Bind{Source: g.view, Target: plugins.SandboxGroupDir})
 	if g.ownsView || g.spare {
 		if err := closeView(g.view, &cfg); err != nil {

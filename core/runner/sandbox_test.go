@@ -497,13 +497,26 @@ func TestLauncher(t *testing.T) {
 			if got := Launcher(exe); got != want {
 				t.Errorf("Launcher = %s, want %s", got, want)
 			}
+			// The plugin process's helper is trusted by the same rules.
+			realPlugin := filepath.Join(filepath.Dir(toolhostBin), PluginHelperName)
+			plugin := filepath.Join(dir, PluginHelperName)
+			if tt.want == "helper" {
+				place(t, realPlugin, plugin, 0o755)
+			} else {
+				tt.helper(t, plugin)
+			}
+			want = map[string]string{"helper": plugin, "exe": exe}[tt.want]
+			if got := PluginBinary(exe); got != want {
+				t.Errorf("PluginBinary = %s, want %s", got, want)
+			}
 		})
 	}
 }
 
 // TestSandboxWithAndWithoutHelper: sandboxes are launched by the helper
-// binary beside toolhost, or by toolhost itself when it is alone; both
-// build the same sandbox.
+// binary beside toolhost, and their plugin process is the plugin's helper
+// beside it, or both are toolhost itself when it is alone; both build the
+// same sandbox.
 func TestSandboxWithAndWithoutHelper(t *testing.T) {
 	alone := filepath.Join(t.TempDir(), "toolhost")
 	data, err := os.ReadFile(toolhostBin)
@@ -537,6 +550,17 @@ func TestSandboxWithAndWithoutHelper(t *testing.T) {
 			g.mu.Unlock()
 			if filepath.Base(path) != tt.launcher {
 				t.Errorf("the sandbox was launched by %s, want %s", path, tt.launcher)
+			}
+			wantPlugin := tt.exe
+			if tt.launcher == HelperName {
+				wantPlugin = filepath.Join(filepath.Dir(tt.exe), PluginHelperName)
+			}
+			want, err := os.Stat(wantPlugin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := os.Stat(fmt.Sprintf("/proc/%d/exe", pyhostOf(t, g.PluginPID()))); err != nil || !os.SameFile(got, want) {
+				t.Errorf("the plugin process does not run %s (%v)", wantPlugin, err)
 			}
 		})
 	}
@@ -714,4 +738,28 @@ func TestUnreachableRoutesEveryStart(t *testing.T) {
 			t.Fatalf("start %d: reachable through slirp4netns: %s %+v", i, r.Result, r.Error)
 		}
 	}
+}
+
+// pyhostOf is the plugin process ("pyhost") under a sandbox's launcher.
+func pyhostOf(t *testing.T, launcher int) int {
+	t.Helper()
+	todo := []int{launcher}
+	for len(todo) > 0 {
+		pid := todo[0]
+		todo = todo[1:]
+		if cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); strings.HasSuffix(string(cmd), "\x00"+plugins.EntryPyhost+"\x00") {
+			return pid
+		}
+		// (a child is listed under the thread that started it)
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+		for _, task := range tasks {
+			b, _ := os.ReadFile(task)
+			for _, f := range strings.Fields(string(b)) {
+				n, _ := strconv.Atoi(f)
+				todo = append(todo, n)
+			}
+		}
+	}
+	t.Fatalf("no plugin process under %d", launcher)
+	return 0
 }

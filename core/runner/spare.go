@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
+	"time"
 
 	"toolhost/core/definition"
 	"toolhost/plugins"
@@ -105,6 +106,19 @@ func (g *Group) shape() string {
 // without a virtual environment.
 func (g *Group) spareable() bool {
 	return g.opts.Spares != nil && g.opts.Sandbox.confined() && g.venv == ""
+}
+
+// refillDelay is how long after its opening a group that took or wanted a
+// spare starts the next one, unless its first call has answered before.
+const refillDelay = time.Second
+
+// refillSpares starts the spares' refill for g's shape, once: at the end
+// of g's first call, or refillDelay after its opening, whichever comes
+// first. A spare's start (a whole sandbox, its plugin process and its
+// worker) would otherwise compete for the CPU with the group's own first
+// call, which a spare is there to make fast.
+func (g *Group) refillSpares() {
+	g.refillOnce.Do(func() { g.opts.Spares.refill(g) })
 }
 
 // take returns a ready spare of the shape, or nil.

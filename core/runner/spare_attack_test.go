@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -657,5 +659,163 @@ func TestGroupViewNeverFollowsLinks(t *testing.T) {
 	dst := filepath.Join(t.TempDir(), "secret.txt")
 	if err := placeFile(filepath.Join(root, "secret.txt"), dst); err == nil {
 		t.Error("placeFile followed a symbolic link")
+	}
+}
+
+// spareWorldPy reports what tool code finds of its interpreter and
+// process when it first runs.
+const spareWorldPy = `import os, sys, resource
+
+def world():
+    return {"pid": os.getpid(), "cwd": os.getcwd(), "env": dict(os.environ), "path": sys.path,
+            "modules": sorted(sys.modules), "argv": sys.argv, "flags": list(sys.flags),
+            "limits": [resource.getrlimit(r) for r in (resource.RLIMIT_AS, resource.RLIMIT_NOFILE, resource.RLIMIT_FSIZE, resource.RLIMIT_NPROC)],
+            "ids": [os.getuid(), os.geteuid(), os.getgid(), os.getegid()], "umask": os.umask(0o22),
+            "fds": sorted(os.listdir("/proc/self/fd")), "toolhost": sorted(vars(sys.modules["toolhost"]))}
+`
+
+// waitingWorker is the host pid of a spare's one worker, once it is the
+// only process in the spare's workers (or, without a workers' cgroup, the
+// plugin process's only child).
+func waitingWorker(t *testing.T, sp *spare) int {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var b []byte
+		if sp.proc.cg != nil && sp.proc.cg.workers != "" {
+			b, _ = os.ReadFile(filepath.Join(sp.proc.cg.workers, "cgroup.procs"))
+		} else {
+			b = []byte(strconv.Itoa(pyhostOf(t, sparePID(sp))))
+			// (the plugin starts workers from a thread of its own)
+			tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%s/task/*/children", b))
+			b = nil
+			for _, task := range tasks {
+				c, _ := os.ReadFile(task)
+				b = append(b, c...)
+			}
+		}
+		if f := strings.Fields(string(b)); len(f) == 1 {
+			pid, _ := strconv.Atoi(f[0])
+			return pid
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the spare's workers are %q, want one waiting worker", b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// nsPid is a host process's pid in its innermost pid namespace.
+func nsPid(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[0] == "NSpid:" {
+			n, _ := strconv.Atoi(f[len(f)-1])
+			return n
+		}
+	}
+	t.Fatalf("no NSpid in /proc/%d/status", pid)
+	return 0
+}
+
+// TestSpareWorkerWaits: a spare holds a started python3 worker, shared by
+// no group until one adopts the spare. Before that, seen from the host,
+// it has read nothing of any group: it works in the spare's scratch, its
+// environment is the workers' fixed one (no tenant, no host path, nothing
+// of toolhost's), its descriptors are its protocol pipes and output, it
+// maps no file of /group, and it waits. The group that takes the spare
+// runs its first call on that worker, and its code finds there the same
+// world as in a worker started for it in a sandbox of its own: working
+// folder, environment, import path, modules already imported, argv,
+// flags, limits, ids, umask, descriptors, the toolhost module.
+func TestSpareWorkerWaits(t *testing.T) {
+	sb := sandbox(t, "deny")
+	spares := NewSpares(1)
+	defer spares.Close()
+	opts := Options{Sandbox: sb, Runtime: plugins.RuntimeCPython, Spares: spares}
+	open(t, attackYAML, opts)
+	sp := readySpare(t, spares)
+	pid := waitingWorker(t, sp)
+
+	t.Run("before adoption", func(t *testing.T) {
+		proc := func(name string) string { return fmt.Sprintf("/proc/%d/%s", pid, name) }
+		if cwd, err := os.Readlink(proc("cwd")); err != nil || cwd != plugins.SandboxScratch {
+			t.Errorf("the waiting worker works in %q (%v), want the scratch %s", cwd, err, plugins.SandboxScratch)
+		}
+		cmd, _ := os.ReadFile(proc("cmdline"))
+		if args := strings.Split(string(cmd), "\x00"); len(args) < 5 || strings.Join(args[1:5], " ") != "-I -S -B -c" {
+			t.Errorf("the waiting worker runs %q", args)
+		}
+		if env, err := os.ReadFile(proc("environ")); err == nil {
+			var names []string
+			for _, kv := range strings.Split(strings.TrimRight(string(env), "\x00"), "\x00") {
+				name, value, _ := strings.Cut(kv, "=")
+				names = append(names, name)
+				if strings.Contains(strings.ToUpper(kv), "TOOLHOST") || (strings.HasPrefix(value, "/") && !strings.HasPrefix(value, "/tmp") && name != "PATH") {
+					t.Errorf("THE WAITING WORKER'S ENVIRONMENT HOLDS %q", kv)
+				}
+			}
+			slices.Sort(names)
+			if want := "HOME LANG PATH PYTHONDONTWRITEBYTECODE PYTHONUNBUFFERED TMPDIR"; strings.Join(names, " ") != want {
+				t.Errorf("the waiting worker's environment is %v, want %s", names, want)
+			}
+		} else if !plugins.Rootless() {
+			t.Errorf("read its environment: %v", err)
+		}
+		fds, err := os.ReadDir(proc("fd"))
+		if err != nil && !plugins.Rootless() {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, fd := range fds {
+			names = append(names, fd.Name())
+			if to, _ := os.Readlink(proc("fd/" + fd.Name())); strings.Contains(to, plugins.SandboxGroupDir) {
+				t.Errorf("THE WAITING WORKER HOLDS %s OPEN (fd %s)", to, fd.Name())
+			}
+		}
+		if len(fds) > 0 && strings.Join(names, " ") != "0 1 2 3 4" {
+			t.Errorf("the waiting worker's descriptors are %v, want 0-4", names)
+		}
+		if maps, err := os.ReadFile(proc("maps")); err == nil && strings.Contains(string(maps), " "+plugins.SandboxGroupDir+"/") {
+			t.Errorf("THE WAITING WORKER MAPS A FILE OF /group:\n%s", maps)
+		}
+		stat, _ := os.ReadFile(proc("stat"))
+		if i := strings.LastIndexByte(string(stat), ')'); i < 0 || i+2 >= len(stat) || stat[i+2] != 'S' {
+			t.Errorf("the waiting worker is not asleep waiting: %s", stat)
+		}
+	})
+
+	world := func(g *Group) map[string]any {
+		t.Helper()
+		r := call(t, g, "world", `{}`)
+		var w map[string]any
+		if !r.OK || json.Unmarshal(r.Result, &w) != nil {
+			t.Fatalf("world: %s %+v", r.Result, r.Error)
+		}
+		return w
+	}
+	yp := spareGroup(t, "World", spareWorldPy, []string{"world"}, nil, 0o644)
+	g := open(t, yp, opts)
+	if g.PluginPID() != sparePID(sp) {
+		t.Fatal("the group did not take the spare")
+	}
+	inSpare := world(g)
+	if got := int(inSpare["pid"].(float64)); got != nsPid(t, pid) {
+		t.Errorf("the first call ran on worker %d, not on the spare's waiting worker %d", got, nsPid(t, pid))
+	}
+	own := opts
+	own.Spares = nil
+	fresh := world(open(t, yp, own))
+	delete(inSpare, "pid")
+	delete(fresh, "pid")
+	for k := range fresh {
+		a, _ := json.Marshal(inSpare[k])
+		b, _ := json.Marshal(fresh[k])
+		if string(a) != string(b) {
+			t.Errorf("%s differs in the adopted spare's worker:\n%s\nin a worker of the group's own sandbox:\n%s", k, a, b)
+		}
 	}
 }

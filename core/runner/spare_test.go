@@ -88,7 +88,8 @@ func TestSpares(t *testing.T) {
 }
 
 // A spare runs no code of any group before it is taken, and its folder
-// is empty.
+// is empty; it runs one worker at most (cpython: one that waits for the
+// group that will adopt the spare).
 func TestSpareIsEmpty(t *testing.T) {
 	sb := sandbox(t, "deny")
 	spares := NewSpares(1)
@@ -105,7 +106,8 @@ func TestSpareIsEmpty(t *testing.T) {
 	if err != nil || len(entries) != 0 {
 		t.Fatalf("a spare's folder holds %v (%v)", entries, err)
 	}
-	if n := sp.proc.cg.workerProcs(); n != 0 {
+	// Its one worker waits for a group (TestSpareWorkerWaits).
+	if n := sp.proc.cg.workerProcs(); n > 1 {
 		t.Errorf("a spare runs %d workers", n)
 	}
 	if out := sp.proc.stderr.note(plugins.RuntimeCPython); strings.Contains(out, "Traceback") {

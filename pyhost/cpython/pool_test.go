@@ -500,6 +500,102 @@ func TestEarlyWorker(t *testing.T) {
 	}
 }
 
+// TestWaitingWorker: a worker started for no group (a spare sandbox's)
+// waits for its first frame; a pool with the same interpreter,
+// environment and scratch adopts it and sends it the group's, whatever
+// its group (its modules are imported then, and the first call runs on
+// it); a pool with another interpreter, environment or scratch does not.
+// One that died while it waited is replaced by a fresh worker, and the
+// pool works.
+func TestWaitingWorker(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "m.py"), []byte("import os\nSTARTED = os.getpid()\ndef pid():\n    return [os.getpid(), STARTED]\n"), 0o644)
+	scratch := t.TempDir()
+	// The spare's request: no group, no modules.
+	spare := &plugins.LoadRequest{Python: python(t), Scratch: scratch, Root: dir, Modules: map[string]string{}}
+	req := &plugins.LoadRequest{Group: "G", Root: dir, Modules: map[string]string{"m": "m.py"}, Python: python(t), Scratch: scratch}
+	env := []string{"PATH=/usr/bin:/bin"}
+	ctx := context.Background()
+	call := func(p *Pool) (int, []int) {
+		t.Helper()
+		r := p.Call(ctx, &plugins.CallRequest{Callable: plugins.Callable{Module: "m", Func: "pid"}, Args: json.RawMessage(`{}`)})
+		var got []int
+		if !r.OK || json.Unmarshal(r.Result, &got) != nil {
+			t.Fatalf("call: %s %+v", r.Result, r.Error)
+		}
+		return r.Worker, got
+	}
+	started := func(e *Early) {
+		t.Helper()
+		<-e.done
+		if e.err != nil {
+			t.Fatal(e.err)
+		}
+	}
+
+	e := StartWaiting(spare, env)
+	started(e)
+	if cwd, _ := os.Readlink(fmt.Sprintf("/proc/%d/cwd", e.w.pid)); cwd != scratch {
+		t.Errorf("the waiting worker works in %q, want its scratch %q", cwd, scratch)
+	}
+	p := New(req, env)
+	defer p.Close()
+	if !p.Adopt(e) {
+		t.Fatal("a pool of the same interpreter, environment and scratch did not adopt the waiting worker")
+	}
+	if _, err := p.Load(ctx, []plugins.Callable{{Module: "m", Func: "pid"}}); err != nil {
+		t.Fatal(err)
+	}
+	if w, got := call(p); w != e.w.pid || got[0] != e.w.pid || got[1] != e.w.pid {
+		t.Errorf("the first call ran on worker %d (%v), want the waiting worker %d, its modules imported", w, got, e.w.pid)
+	}
+
+	for _, c := range []struct {
+		name string
+		env  []string
+		f    func(*plugins.LoadRequest)
+	}{
+		{"another interpreter", env, func(r *plugins.LoadRequest) { r.Python += "-other" }},
+		{"another scratch", env, func(r *plugins.LoadRequest) { r.Scratch = t.TempDir() }},
+		{"another environment", []string{"PATH=/bin"}, func(*plugins.LoadRequest) {}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := StartWaiting(spare, env)
+			defer e.Discard()
+			other := *req
+			c.f(&other)
+			if p := New(&other, c.env); p.Adopt(e) {
+				p.Close()
+				t.Fatal("adopted")
+			}
+		})
+	}
+	// An early worker's request is not a waiting worker's: a pool never
+	// takes a worker that already imported another group's modules for a
+	// waiting one, nor the other way round.
+	early := StartEarly(req, env)
+	defer early.Discard()
+	if p := New(spare, env); p.Adopt(early) {
+		p.Close()
+		t.Error("a pool for the spare's request adopted an early worker")
+	}
+
+	t.Run("died while it waited", func(t *testing.T) {
+		e := StartWaiting(spare, env)
+		started(e)
+		syscall.Kill(e.w.pid, syscall.SIGKILL)
+		<-e.w.exited
+		p := New(req, env)
+		defer p.Close()
+		if !p.Adopt(e) {
+			t.Fatal("not adopted")
+		}
+		if w, got := call(p); w == e.w.pid || got[0] != w {
+			t.Errorf("the call ran on %d (%v); the waiting worker %d was dead", w, got, e.w.pid)
+		}
+	})
+}
+
 // TestGroupModulesDoNotShadowTheRunner: the runner imports inspect and
 // traceback late; a group whose modules are named like the standard
 // modules those import (token, enum) still gets signatures and full

@@ -484,7 +484,8 @@ class Worker:
     def install_helper(self, source):
         mod = types.ModuleType("toolhost")
         mod.__file__ = "<toolhost>"
-        exec(compile(source, "<toolhost>", "exec"), mod.__dict__)
+        code = PREPARED[1] if source == PREPARED[0] else compile(source, "<toolhost>", "exec")
+        exec(code, mod.__dict__)
         mod._context_getter = lambda: self.context
         mod._call_tool_hook = self.call_tool
         sys.modules["toolhost"] = mod
@@ -625,6 +626,19 @@ def _not_dumpable():
         pass
 
 
+PREPARED = [None, None]  # the toolhost module's source and code, compiled by a prepare frame
+
+
+def prepare(frame):
+    """Answers a prepare frame, which a worker started ahead of its group
+    (a spare sandbox's) gets before the group's first frame: it compiles
+    the toolhost module's source, the same for every group, and says the
+    worker is set up. Nothing of any group is read or imported."""
+    source = frame.get("helper") or ""
+    PREPARED[0], PREPARED[1] = source, compile(source, "<toolhost>", "exec")
+    write_frame({"ready": True, "pid": os.getpid()})
+
+
 def main():
     _not_dumpable()
     main_pid = os.getpid()
@@ -636,6 +650,10 @@ def main():
         after_in_parent=lambda: _forked.__setitem__(0, True),
     )
     init = read_frame()
+    if init is not None and init.get("op") == "prepare":
+        CURRENT_ID[0] = init.get("id")
+        prepare(init)
+        init = read_frame()
     if init is None:
         return
     CURRENT_ID[0] = init.get("id")

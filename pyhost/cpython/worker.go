@@ -80,6 +80,23 @@ const describeFrameLimit = 16 << 20
 // as soon as its process exists (so that the after-call sweep knows it
 // for a live worker); run is held across the start.
 func startWorker(python string, env []string, init initFrame, deadline time.Time, started func(pid int), run *sync.RWMutex) (*worker, error) {
+	w, err := spawnWorker(python, env, init.Scratch, started, run)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.initialise(init, deadline); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// spawnWorker starts a worker's interpreter with its working folder dir,
+// and returns once its process exists and has joined the workers'
+// cgroups. The interpreter sets itself up (the runner's own imports, no
+// group's) and then waits for its first frame: it has read nothing of any
+// group until initialise sends one. started and run are as for
+// startWorker.
+func spawnWorker(python string, env []string, dir string, started func(pid int), run *sync.RWMutex) (*worker, error) {
 	reqR, reqW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -104,7 +121,7 @@ func startWorker(python string, env []string, init initFrame, deadline time.Time
 	}
 	cmd := exec.Command(python, "-I", "-S", "-B", "-c", runnerSource)
 	cmd.Env = env
-	cmd.Dir = init.Scratch
+	cmd.Dir = dir
 	cmd.ExtraFiles = []*os.File{reqR, respW}
 	cmd.Stdout, cmd.Stderr = outW, outW
 	pidfd := -1
@@ -161,6 +178,14 @@ func startWorker(python string, env []string, init initFrame, deadline time.Time
 		w.pidMu.Unlock()
 		close(w.exited)
 	}()
+	return w, nil
+}
+
+// initialise sends a spawned worker its first frame (the group's folder,
+// modules, limits and the toolhost module) and waits until the deadline
+// for it to be ready, its modules imported. On failure the worker has
+// been killed.
+func (w *worker) initialise(init initFrame, deadline time.Time) error {
 	init.Helper = helperSource
 	ready, err := w.roundtrip(&init, describeFrameLimit, deadline)
 	if err == nil && !ready.Ready {
@@ -168,9 +193,9 @@ func startWorker(python string, env []string, init initFrame, deadline time.Time
 		err = proto.ErrForeign
 	}
 	if err != nil {
-		return nil, w.describeFailure("start", err)
+		return w.describeFailure("start", err)
 	}
-	return w, nil
+	return nil
 }
 
 // roundtrip writes one request frame (with a fresh id) and reads its
@@ -311,6 +336,33 @@ type describeFrame struct {
 func (f *describeFrame) SetID(id string) { f.ID = id }
 
 func (f *initFrame) SetID(id string) { f.ID = id }
+
+// prepareFrame is the first frame of a worker started ahead of its group
+// (StartWaiting): the toolhost module's source, which is every group's.
+// Its answer says that the interpreter has set itself up and waits.
+type prepareFrame struct {
+	ID     string `json:"id"`
+	Op     string `json:"op"`
+	Helper string `json:"helper"`
+}
+
+func (f *prepareFrame) SetID(id string) { f.ID = id }
+
+// prepare sends a spawned worker a prepare frame and waits until the
+// deadline for its answer: the worker is then set up, the toolhost
+// module compiled, and waits for its group's first frame. On failure the
+// worker has been killed.
+func (w *worker) prepare(deadline time.Time) error {
+	ready, err := w.roundtrip(&prepareFrame{Op: "prepare", Helper: helperSource}, describeFrameLimit, deadline)
+	if err == nil && !ready.Ready {
+		w.kill()
+		err = proto.ErrForeign
+	}
+	if err != nil {
+		return w.describeFailure("start", err)
+	}
+	return nil
+}
 
 // workerCgroups are the cgroups a worker joins in the sandbox: the
 // workers' pids cgroup and the sandbox's memory cgroup, which holds the

@@ -182,7 +182,7 @@ func TestDoctorAndBench(t *testing.T) {
 	}
 	// The baselines, beside toolhost, with their ratios, and the JSON file.
 	outFile := filepath.Join(t.TempDir(), "bench.json")
-	if out, err := exec.Command(bin, "bench", "--n", "30", "--concurrency", "2", "--runtime", "cpython", "--baselines", "--http-scaling", "1,2", "--via-plugin", "--scaling", "1,2", "--density", "3", "--serve-density", "2", "--out", outFile,
+	if out, err := exec.Command(bin, "bench", "--n", "30", "--concurrency", "2", "--runtime", "cpython", "--baselines", "--http-scaling", "1,2", "--via-plugin", "--scaling", "1,2", "--density", "3", "--serve-density", "2", "--cold", "2", "--out", outFile,
 		filepath.Join(samples, "bench", "bench.yaml"), "noop", `{"x": 1}`).CombinedOutput(); err != nil {
 		t.Fatalf("bench --baselines: %v\n%s", err, out)
 	}
@@ -194,6 +194,15 @@ func TestDoctorAndBench(t *testing.T) {
 	var names []string
 	for i, r := range res {
 		names = append(names, fmt.Sprint(r["name"]))
+		if fmt.Sprint(r["name"]) == "toolhost cpython, 2 cold starts" {
+			// --cold: medians and p99s, with and without a spare.
+			for _, k := range []string{"cold_start_ms", "cold_start_p99_ms", "cold_start_spare_ms", "cold_start_spare_p99_ms"} {
+				if v, ok := r[k].(float64); !ok || v <= 0 {
+					t.Errorf("%v: %s = %v", r["name"], k, r[k])
+				}
+			}
+			continue
+		}
 		for _, k := range []string{"p50_us", "calls_per_s"} {
 			if v, ok := r[k].(float64); !ok || v <= 0 {
 				t.Errorf("%v: %s = %v", r["name"], k, r[k])
@@ -236,7 +245,7 @@ func TestDoctorAndBench(t *testing.T) {
 			t.Errorf("%v: p50_ratio = %v", r["name"], r["p50_ratio"])
 		}
 	}
-	if got := strings.Join(names, "|"); got != "toolhost cpython|toolhost cpython via the plugin process|toolhost cpython, 1 caller|toolhost cpython, 2 callers|toolhost cpython POST /v1/calls|toolhost cpython session call|toolhost cpython MCP tools/call|python3 stdlib HTTP server|python3 process per call|Go↔python3 pipe (the floor)|bare call inside python3|toolhost cpython, 3 warm groups|toolhost serve, 2 warm groups" {
+	if got := strings.Join(names, "|"); got != "toolhost cpython|toolhost cpython, 2 cold starts|toolhost cpython via the plugin process|toolhost cpython, 1 caller|toolhost cpython, 2 callers|toolhost cpython POST /v1/calls|toolhost cpython session call|toolhost cpython MCP tools/call|python3 stdlib HTTP server|python3 process per call|Go↔python3 pipe (the floor)|bare call inside python3|toolhost cpython, 3 warm groups|toolhost serve, 2 warm groups" {
 		t.Errorf("bench --baselines measured %s", got)
 	}
 }

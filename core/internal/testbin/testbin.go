@@ -14,8 +14,8 @@ import (
 )
 
 // Build compiles core/cmd/toolhost (with SQLite's FTS5; with the race
-// detector when TOOLHOST_TEST_RACE is set) and the sandbox's helper,
-// pyhost/cmd/toolhost-sandbox, into a temporary folder and returns the
+// detector when TOOLHOST_TEST_RACE is set) and the helpers,
+// pyhost/cmd/toolhost-sandbox and pyhost/cmd/toolhost-pyhost, into a temporary folder and returns the
 // toolhost binary's path and a function that removes the folder. With
 // EnvBin set, it returns that binary instead (the rootless run of the
 // hostile tests, make rootless, sets it: the ordinary user it runs them
@@ -33,7 +33,8 @@ func Build() (string, func()) {
 	}
 	_, self, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(self), "..", "..", "..")
-	pkgs := []string{filepath.Join(root, "core", "cmd", "toolhost"), filepath.Join(root, "pyhost", "cmd", "toolhost-sandbox")}
+	pkgs := []string{filepath.Join(root, "core", "cmd", "toolhost"), filepath.Join(root, "pyhost", "cmd", "toolhost-sandbox"),
+		filepath.Join(root, "pyhost", "cmd", "toolhost-pyhost")}
 	bin := filepath.Join(dir, "toolhost")
 	args := []string{"build", "-tags", "sqlite_fts5", "-o", dir + string(filepath.Separator)}
 	if os.Getenv("TOOLHOST_TEST_RACE") != "" {
