@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"toolhost/core/definition"
 	"toolhost/core/requirements"
 	"toolhost/core/runner"
@@ -37,10 +39,39 @@ type terminal struct {
 	tasks []*progress // under way, outermost first
 	drawn string      // the line as drawn now, "" when none is
 	ticks chan struct{}
+	// cols is the terminal's width now, 0 when unknown: a longer line
+	// would wrap, and only its last row would be redrawn.
+	cols func() int
 }
 
 // newTerminal puts a terminal in front of w.
-func newTerminal(w io.Writer) *terminal { return &terminal{w: w} }
+func newTerminal(w io.Writer) *terminal {
+	t := &terminal{w: w, cols: func() int { return 0 }}
+	if f, ok := w.(*os.File); ok {
+		t.cols = func() int {
+			ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+			if err != nil {
+				return 0
+			}
+			return int(ws.Col)
+		}
+	}
+	return t
+}
+
+// fit shortens head so that head+tail fits in cols-1 columns (the cursor
+// stays on the line), cutting head's end: the tail (the count and the
+// seconds) stays whole.
+func fit(head, tail string, cols int) string {
+	r := []rune(head)
+	if room := cols - 1 - len([]rune(tail)); cols > 0 && len(r) > room {
+		if room < 1 {
+			return string([]rune(head + tail)[:max(cols-1, 0)])
+		}
+		return string(r[:room-1]) + "…" + tail
+	}
+	return head + tail
+}
 
 // Write writes p above the progress line: the line is cleared first, and
 // drawn again at the next tick.
@@ -88,7 +119,7 @@ func (t *terminal) redrawLocked(now time.Time) {
 		t.clearLocked()
 		return
 	}
-	line := strings.Join(parts, ": ") + fmt.Sprintf(" ... %ds", int(now.Sub(inner.stepStart).Seconds()))
+	line := fit(strings.Join(parts, ": "), fmt.Sprintf(" ... %ds", int(now.Sub(inner.stepStart).Seconds())), t.cols())
 	if line != t.drawn {
 		io.WriteString(t.w, "\r\033[K"+line)
 		t.drawn = line
@@ -148,6 +179,7 @@ func (t *terminal) end(p *progress) {
 		if p.final != "" {
 			last += ": " + p.final
 		}
+		// A line kept, never redrawn: whole, even if it wraps.
 		fmt.Fprintf(t.w, "%s: %.1fs\n", last, time.Since(p.start).Seconds())
 	}
 	t.redrawLocked(time.Now())

@@ -79,3 +79,35 @@ func TestProgressLine(t *testing.T) {
 		})
 	}
 }
+
+// TestProgressFitsTheTerminal: a line wider than the terminal is cut at
+// its end before the seconds (else it would wrap, and only its last row
+// would be redrawn); the line kept at the end is whole.
+func TestProgressFitsTheTerminal(t *testing.T) {
+	tests := []struct {
+		head, tail string
+		cols       int
+		want       string
+	}{
+		{"toolhost call: G: starting the group", " ... 3s", 0, "toolhost call: G: starting the group ... 3s"},
+		{"toolhost call: G: starting the group", " ... 3s", 80, "toolhost call: G: starting the group ... 3s"},
+		{"toolhost call: G: starting the group", " ... 3s", 30, "toolhost call: G: sta… ... 3s"},
+		{"toolhost call: G: starting the group", " ... 3s", 44, "toolhost call: G: starting the group ... 3s"},
+		{"toolhost call: G: starting the group", " ... 3s", 43, "toolhost call: G: starting the gro… ... 3s"},
+		{"toolhost", " ... 3s", 5, "tool"},
+	}
+	for _, tt := range tests {
+		if got := fit(tt.head, tt.tail, tt.cols); got != tt.want || tt.cols > 0 && len([]rune(got)) > tt.cols-1 {
+			t.Errorf("fit(%q, %q, %d) = %q, want %q", tt.head, tt.tail, tt.cols, got, tt.want)
+		}
+	}
+	var out bytes.Buffer
+	term := newTerminal(&out)
+	term.cols = func() int { return 30 }
+	env := &Env{Stderr: term}
+	p := startProgress(env, "toolhost call: G: starting the group (its sandbox, plugin process and imports)", 0)
+	p.End("")
+	if !regexp.MustCompile(`^\r\x1b\[Ktoolhost call: G: sta… \.\.\. 0s\r\x1b\[Ktoolhost call: G: starting the group \(its sandbox, plugin process and imports\): [0-9.]+s\n$`).MatchString(out.String()) {
+		t.Errorf("on 30 columns: %q", out.String())
+	}
+}
