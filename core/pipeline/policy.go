@@ -183,6 +183,7 @@ func (p *Pipeline) execute(ctx context.Context, req *Request) (*Answer, error) {
 	}
 	req.secrets = secrets
 	callCtx := withSecrets(withTags(req.Context, req.AllowedTags), req.Group, secrets)
+	red := NewRedactor(secrets)
 	// summary is the content an HTTP tool's summary gave, the last run's.
 	summary := ""
 	invoke := func(tool *definition.Tool) *plugins.CallResponse {
@@ -195,7 +196,13 @@ func (p *Pipeline) execute(ctx context.Context, req *Request) (*Answer, error) {
 		summary = ""
 		// The calls this one makes (toolhost.call_tool) redact what its
 		// log is redacted of.
-		return run.Run(runner.WithRedact(ctx, req.logSecrets()), inv)
+		resp := run.Run(runner.WithRedact(ctx, req.logSecrets()), inv)
+		if resp != nil && resp.Error != nil {
+			// Before the answer's texts are made of it: the pieces of
+			// secrets its limits cut.
+			resp.Error = red.cutEdges(resp.Error)
+		}
+		return resp
 	}
 	a := &Answer{Tool: t.ObjectName}
 	if ui := t.Pipeline.UI; ui != nil {
@@ -243,7 +250,7 @@ func (p *Pipeline) execute(ctx context.Context, req *Request) (*Answer, error) {
 	}
 	// No secret value leaves the call: not in the answer, the ledger, the
 	// logs.
-	return NewRedactor(secrets).answer(a), nil
+	return red.answer(a), nil
 }
 
 func fallbackName(t *definition.Tool, kind string) string {
