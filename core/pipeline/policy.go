@@ -188,15 +188,15 @@ func (p *Pipeline) execute(ctx context.Context, req *Request) (*Answer, error) {
 	summary := ""
 	invoke := func(tool *definition.Tool) *plugins.CallResponse {
 		inv := &Invocation{Group: req.Group, Tool: tool, Impl: tool.Implementation, Args: args, Context: callCtx, Timeout: p.timeoutOf(tool), Secrets: secrets}
+		var resp *plugins.CallResponse
 		if tool.HTTP != nil {
-			resp, s := p.runHTTP(ctx, inv, req.args)
-			summary = s
-			return resp
+			resp, summary = p.runHTTP(ctx, inv, req.args)
+		} else {
+			summary = ""
+			// The calls this one makes (toolhost.call_tool) redact what
+			// its log is redacted of.
+			resp = run.Run(runner.WithRedact(ctx, req.logSecrets()), inv)
 		}
-		summary = ""
-		// The calls this one makes (toolhost.call_tool) redact what its
-		// log is redacted of.
-		resp := run.Run(runner.WithRedact(ctx, req.logSecrets()), inv)
 		if resp != nil && resp.Error != nil {
 			// Before the answer's texts are made of it: the pieces of
 			// secrets its limits cut.
