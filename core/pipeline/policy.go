@@ -183,19 +183,26 @@ func (p *Pipeline) execute(ctx context.Context, req *Request) (*Answer, error) {
 	}
 	req.secrets = secrets
 	callCtx := withSecrets(withTags(req.Context, req.AllowedTags), req.Group, secrets)
+	red := NewRedactor(secrets)
 	// summary is the content an HTTP tool's summary gave, the last run's.
 	summary := ""
 	invoke := func(tool *definition.Tool) *plugins.CallResponse {
 		inv := &Invocation{Group: req.Group, Tool: tool, Impl: tool.Implementation, Args: args, Context: callCtx, Timeout: p.timeoutOf(tool), Secrets: secrets}
+		var resp *plugins.CallResponse
 		if tool.HTTP != nil {
-			resp, s := p.runHTTP(ctx, inv, req.args)
-			summary = s
-			return resp
+			resp, summary = p.runHTTP(ctx, inv, req.args)
+		} else {
+			summary = ""
+			// The calls this one makes (toolhost.call_tool) redact what
+			// its log is redacted of.
+			resp = run.Run(runner.WithRedact(ctx, req.logSecrets()), inv)
 		}
-		summary = ""
-		// The calls this one makes (toolhost.call_tool) redact what its
-		// log is redacted of.
-		return run.Run(runner.WithRedact(ctx, req.logSecrets()), inv)
+		if resp != nil && resp.Error != nil {
+			// Before the answer's texts are made of it: the pieces of
+			// secrets its limits cut.
+			resp.Error = red.cutEdges(resp.Error)
+		}
+		return resp
 	}
 	a := &Answer{Tool: t.ObjectName}
 	if ui := t.Pipeline.UI; ui != nil {
@@ -243,7 +250,7 @@ func (p *Pipeline) execute(ctx context.Context, req *Request) (*Answer, error) {
 	}
 	// No secret value leaves the call: not in the answer, the ledger, the
 	// logs.
-	return NewRedactor(secrets).answer(a), nil
+	return red.answer(a), nil
 }
 
 func fallbackName(t *definition.Tool, kind string) string {

@@ -80,7 +80,12 @@ func withSecrets(callCtx json.RawMessage, g *definition.Group, vals map[string]s
 
 // Redactor replaces secret values by [secret NAME] in the strings of JSON
 // documents and in text.
-type Redactor struct{ r *strings.Replacer }
+type Redactor struct {
+	r *strings.Replacer
+	// values are the values themselves, by name, for the pieces a
+	// limit's cut leaves of them (cutEdges).
+	values map[string]string
+}
 
 // NewRedactor is the redactor of a set of secrets (nil when none has a
 // value). Each value's forms (secretForms) are replaced too; longer
@@ -116,7 +121,13 @@ func NewRedactor(vals map[string]string) *Redactor {
 		}
 		args = append(args, p.value, "[secret "+p.name+"]")
 	}
-	return &Redactor{strings.NewReplacer(args...)}
+	values := map[string]string{}
+	for n, v := range vals {
+		if v != "" {
+			values[n] = v
+		}
+	}
+	return &Redactor{strings.NewReplacer(args...), values}
 }
 
 // secretForms are the ways a value is commonly written besides itself:
@@ -241,6 +252,107 @@ func (r *Redactor) answer(a *Answer) *Answer {
 	return &out
 }
 
+// cutEdges redacts the pieces of values that the limit on an error's
+// texts (plugins.ErrorTextBytes; a message or body kept from its start, a
+// traceback from its end) may have left at a text's cut edge, which the
+// redaction of whole values cannot recognise: the start of a value that
+// a cut message ends with, the end of one that a cut traceback begins
+// with. It returns e itself when nothing changes, else a copy.
+func (r *Redactor) cutEdges(e *plugins.ToolError) *plugins.ToolError {
+	if r == nil || e == nil {
+		return e
+	}
+	// Cut in characters by the runner, in bytes by the plugin (a
+	// character's bytes are not split: up to 3 fewer).
+	cut := func(s string) bool { return len(s) >= plugins.ErrorTextBytes-3 }
+	out := *e
+	if cut(e.Message) {
+		out.Message = r.cutEnd(e.Message)
+	}
+	if cut(e.Body) {
+		out.Body = r.cutEnd(e.Body)
+	}
+	if cut(e.Traceback) {
+		out.Traceback = r.cutStart(e.Traceback)
+	}
+	if out == *e {
+		return e
+	}
+	return &out
+}
+
+// cutEnd replaces the longest start of a value (two bytes or more) that
+// s ends with.
+func (r *Redactor) cutEnd(s string) string {
+	best, name := 0, ""
+	for n, v := range r.values {
+		if k := overlap(s, v); k > best || k == best && k > 0 && n < name {
+			best, name = k, n
+		}
+	}
+	if best < 2 {
+		return s
+	}
+	return s[:len(s)-best] + "[secret " + name + "]"
+}
+
+// cutStart replaces the longest end of a value (two bytes or more) that
+// s begins with.
+func (r *Redactor) cutStart(s string) string {
+	best, name := 0, ""
+	for n, v := range r.values {
+		head := s[:min(len(s), len(v))]
+		if k := overlap(reverse(head), reverse(v)); k > best || k == best && k > 0 && n < name {
+			best, name = k, n
+		}
+	}
+	if best < 2 {
+		return s
+	}
+	return "[secret " + name + "]" + s[best:]
+}
+
+// overlap is the length of the longest proper start of v that s ends
+// with (Knuth-Morris-Pratt: linear in the value's length, whatever the
+// texts).
+func overlap(s, v string) int {
+	if len(v) < 2 {
+		return 0
+	}
+	if len(s) > len(v)-1 {
+		s = s[len(s)-(len(v)-1):]
+	}
+	fail := make([]int, len(v))
+	for i, k := 1, 0; i < len(v); i++ {
+		for k > 0 && v[i] != v[k] {
+			k = fail[k-1]
+		}
+		if v[i] == v[k] {
+			k++
+		}
+		fail[i] = k
+	}
+	k := 0
+	for i := 0; i < len(s); i++ {
+		for k > 0 && (k == len(v) || s[i] != v[k]) {
+			k = fail[k-1]
+		}
+		if s[i] == v[k] {
+			k++
+		}
+	}
+	return k
+}
+
+// reverse is s with its bytes in reverse order.
+func reverse(s string) string {
+	b := make([]byte, len(s))
+	for i := range len(s) {
+		b[len(s)-1-i] = s[i]
+	}
+	return string(b)
+}
+
 // response redacts a plugin's answer (a skill's): its result, output and
 // error.
 func (r *Redactor) response(resp *plugins.CallResponse) *plugins.CallResponse {
@@ -256,6 +368,7 @@ func (r *Redactor) response(resp *plugins.CallResponse) *plugins.CallResponse {
 		if json.Unmarshal(r.JSON(b), &e) == nil {
 			out.Error = &e
 		}
+		out.Error = r.cutEdges(out.Error)
 	}
 	return &out
 }

@@ -60,3 +60,25 @@ func TestRedactAnswer(t *testing.T) {
 		t.Error("no value: a redactor that changes nothing")
 	}
 }
+
+// TestOverlap: the longest proper start of a value a text ends with, on
+// texts and values that repeat themselves (where a naive search is
+// quadratic).
+func TestOverlap(t *testing.T) {
+	for _, c := range []struct {
+		s, v string
+		want int
+	}{
+		{"xxxsk-li", "sk-live", 5},
+		{"xxxsk-live", "sk-live", 0}, // the whole value: redacted as such
+		{"abc", "xyz", 0},
+		{"aaaa", "aaab", 3},
+		{"abab", "ababc", 4},
+		{"aabaa", "aab", 2},
+		{strings.Repeat("a", 1<<16), strings.Repeat("a", 16<<10), 16<<10 - 1},
+	} {
+		if got := overlap(c.s, c.v); got != c.want {
+			t.Errorf("overlap(%.20q, %.20q) = %d, want %d", c.s, c.v, got, c.want)
+		}
+	}
+}

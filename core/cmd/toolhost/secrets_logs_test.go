@@ -281,6 +281,8 @@ secrets: [API_KEY]
 tools:
   - {kind: Tool, object_name: CutOutput, name: cut_output, description: Prints past the output limit., implementation: cutter.cut_output, parameters: []}
   - {kind: Tool, object_name: CutTail, name: cut_tail, description: Crashes after long output., implementation: cutter.cut_tail, parameters: []}
+  - {kind: Tool, object_name: CutMessage, name: cut_message, description: Raises past the message limit., implementation: cutter.cut_message, parameters: []}
+  - {kind: Tool, object_name: CutTraceback, name: cut_traceback, description: Raises past the traceback limit., implementation: cutter.cut_traceback, parameters: []}
 `
 
 const cutterPy = `import os, sys, toolhost
@@ -294,13 +296,23 @@ def cut_tail():
     v = toolhost.secret("API_KEY")
     os.write(2, ("first line\n" + v + "\n" + "y" * 4070 + "\nlast line\n").encode())
     os._exit(3)
+
+def cut_message():
+    raise ValueError("x" * (65536 - 12) + toolhost.secret("API_KEY"))
+
+def cut_traceback():
+    raise ValueError(toolhost.secret("API_KEY") + "y" * (65536 - 13))
 `
 
 // TestSecretsCutAtLimits: a secret that a limit cuts in two (the output
 // kept up to its limit, the crash message's last 4 KiB of output) shows
 // no part of itself: the redaction cannot know a piece, so the line cut
-// is not shown. On 1b78f0f the output ended with the value's first 12
-// characters and the crash message began with its last 14.
+// is not shown; an exception's message kept up to its limit (64 Ki
+// characters) that ends with a piece of a secret, or its traceback kept
+// from its end that begins with one, has the piece redacted. On 1b78f0f
+// the output ended with the value's first 12 characters and the crash
+// message began with its last 14; the message ended with its first 12
+// and the traceback began with its last 12.
 func TestSecretsCutAtLimits(t *testing.T) {
 	const key = "0000000000000000000000000000000000000000000000000000000000000007"
 	const value = "sk-live-Hq7Wm2Rz9Tt4"
@@ -316,6 +328,8 @@ func TestSecretsCutAtLimits(t *testing.T) {
 	for _, c := range []struct{ tool, want, piece string }{
 		{"cut_output", "[output truncated]", value[:12]},
 		{"cut_tail", "last line", value[6:]},
+		{"cut_message", "ValueError", value[:12]},
+		{"cut_traceback", "ValueError", value[8:]},
 	} {
 		var raw json.RawMessage
 		if code := s.do(token, "POST", "/v1/calls", strings.NewReader(`{"tool":"`+c.tool+`","arguments":{}}`), &raw); code != 200 {
