@@ -24,6 +24,13 @@ import (
 // maxLogBatch is the most log entries one transaction writes.
 const maxLogBatch = 256
 
+// maxLogBatchBytes is about the most bytes of entries one transaction
+// writes (a batch is closed once it has that many): a tenant whose calls
+// log large arguments and results fills a batch with fewer entries, so
+// that the transactions, and the waits of every other tenant's entries
+// behind them, stay short.
+const maxLogBatchBytes = 1 << 20
+
 // logWriter is the store's writer of log entries.
 type logWriter struct {
 	start sync.Once
@@ -72,29 +79,39 @@ func (s *DB) writeLog(ctx context.Context, e heldLog) error {
 	}
 }
 
-// writeLogs is the writer: it takes what has come, up to maxLogBatch
-// entries, writes them in one transaction, and tells each caller.
+// writeLogs is the writer: it takes what has come (takeLogBatch), writes
+// them in one transaction, and tells each caller.
 func (s *DB) writeLogs() {
 	w := &s.logw
 	defer close(w.stopped)
 	batch := make([]*logRequest, 0, maxLogBatch)
 	for r := range w.ch {
-		batch = append(batch[:0], r)
-	more:
-		for len(batch) < maxLogBatch {
-			select {
-			case r, ok := <-w.ch:
-				if !ok {
-					break more
-				}
-				batch = append(batch, r)
-			default:
-				break more
-			}
-		}
+		batch = takeLogBatch(append(batch[:0], r), w.ch)
 		s.commitLogs(batch)
 		clear(batch)
 	}
+}
+
+// takeLogBatch adds to batch what has come on ch without waiting, up to
+// maxLogBatch entries and maxLogBatchBytes bytes.
+func takeLogBatch(batch []*logRequest, ch <-chan *logRequest) []*logRequest {
+	n := 0
+	for _, r := range batch {
+		n += r.e.size()
+	}
+	for len(batch) < maxLogBatch && n < maxLogBatchBytes {
+		select {
+		case r, ok := <-ch:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, r)
+			n += r.e.size()
+		default:
+			return batch
+		}
+	}
+	return batch
 }
 
 // closeLogs stops the writer once the entries handed to it are written;

@@ -205,3 +205,47 @@ func TestLogsAfterClose(t *testing.T) {
 		t.Errorf("%d log writers left running after Close", n)
 	}
 }
+
+// TestLogBatchBounds: a batch takes what has come up to maxLogBatch
+// entries and about maxLogBatchBytes bytes, so that a tenant logging large
+// entries makes short transactions; what is left stays queued in order.
+func TestLogBatchBounds(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		sizes     []int // the data bytes of the entries queued
+		wantBatch int
+	}{
+		{"small entries up to the count", repeatInts(300, 10), maxLogBatch},
+		{"large entries up to the bytes", repeatInts(20, 300<<10), 4},
+		{"one entry larger than the bound", []int{3 << 20, 10}, 1},
+		{"fewer than either bound", repeatInts(5, 100), 5},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ch := make(chan *logRequest, len(tt.sizes))
+			for i, n := range tt.sizes {
+				ch <- &logRequest{e: heldLog{event: fmt.Sprint(i), data: strings.Repeat("x", n)}}
+			}
+			first := <-ch
+			batch := takeLogBatch([]*logRequest{first}, ch)
+			if len(batch) != tt.wantBatch {
+				t.Fatalf("batch of %d entries, want %d", len(batch), tt.wantBatch)
+			}
+			for i, r := range batch {
+				if r.e.event != fmt.Sprint(i) {
+					t.Fatalf("entry %d of the batch is %s", i, r.e.event)
+				}
+			}
+			if next := len(ch); next != len(tt.sizes)-tt.wantBatch {
+				t.Errorf("%d entries left queued, want %d", next, len(tt.sizes)-tt.wantBatch)
+			}
+		})
+	}
+}
+
+func repeatInts(n, v int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = v
+	}
+	return out
+}
