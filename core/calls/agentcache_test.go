@@ -3,7 +3,9 @@ package calls
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"os"
 	"log/slog"
 	"strings"
 	"sync"
@@ -140,5 +142,35 @@ func TestAgentKeptUntilItChanges(t *testing.T) {
 	}
 	if _, err := cs.Agent(ctx, tn.ID, "A"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("the deleted agent: %v, want not found", err)
+	}
+}
+
+// TestParsedAgentsBoundedInBytes: the parsed agents kept are bounded by
+// the size of their definitions, not only by their number, so that a
+// tenant with thousands of large agents cannot make the node keep
+// gigabytes; past the bound the agents are parsed again, right.
+func TestParsedAgentsBoundedInBytes(t *testing.T) {
+	src, err := os.ReadFile("../../sample_groups/agents/collector_agent.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := maxParsedAgentBytes
+	maxParsedAgentBytes = 3*len(src) + 3*100
+	defer func() { maxParsedAgentBytes = old }()
+	var c agentCache
+	for i := range 20 {
+		// Each definition differs (a comment), so each is parsed.
+		yaml := append([]byte(fmt.Sprintf("# copy %d %s\n", i, strings.Repeat("x", 80))), src...)
+		a, err := c.parse("Collector Agent", yaml)
+		if err != nil || a == nil {
+			t.Fatalf("copy %d: %v", i, err)
+		}
+		c.keep(1, fmt.Sprint("agent", i), a, c.gen, time.Now())
+		if c.parsedBytes > maxParsedAgentBytes || len(c.parsed) > 3 {
+			t.Fatalf("after %d agents: %d parsed kept, %d bytes, bound %d", i+1, len(c.parsed), c.parsedBytes, maxParsedAgentBytes)
+		}
+		if len(c.named) > 3 {
+			t.Fatalf("after %d agents: %d kept by name, holding parsed agents past the bound", i+1, len(c.named))
+		}
 	}
 }

@@ -324,11 +324,18 @@ func (s *tenantStore) SearchKnowledge(ctx context.Context, names []string, q str
 type agentCache struct {
 	mu     sync.Mutex
 	parsed map[[32]byte]*definition.Agent
-	named  map[agentName]keptAgent
+	// parsedBytes is the size of the definitions parsed holds.
+	parsedBytes int
+	named       map[agentName]keptAgent
 	// gen counts the drops of named: an agent read before one is not
 	// kept after it.
 	gen uint64
 }
+
+// maxParsedAgentBytes bounds the definitions whose parsed agents are
+// kept: an agent may be megabytes, and a tenant with thousands of them
+// would otherwise make the node keep gigabytes.
+var maxParsedAgentBytes = 64 << 20
 
 // parse returns the parsed agent of a stored definition.
 func (c *agentCache) parse(name string, yaml []byte) (*definition.Agent, error) {
@@ -344,10 +351,14 @@ func (c *agentCache) parse(name string, yaml []byte) (*definition.Agent, error) 
 		return nil, fmt.Errorf("stored agent %q no longer parses: %v", name, res.Errors)
 	}
 	c.mu.Lock()
-	if c.parsed == nil || len(c.parsed) > 4096 {
-		c.parsed = map[[32]byte]*definition.Agent{}
+	if c.parsed == nil || len(c.parsed) > 4096 || c.parsedBytes+len(yaml) > maxParsedAgentBytes {
+		// Past either bound every agent is read and parsed again; those
+		// kept by name go too, since they hold the parsed ones.
+		c.parsed, c.parsedBytes = map[[32]byte]*definition.Agent{}, 0
+		clear(c.named)
 	}
 	c.parsed[key] = res.Agent
+	c.parsedBytes += len(yaml)
 	c.mu.Unlock()
 	return res.Agent, nil
 }
