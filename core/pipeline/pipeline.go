@@ -274,7 +274,7 @@ func (p *Pipeline) Run(ctx context.Context, req *Request) (*Answer, error) {
 	start := time.Now()
 	a, err := p.run(ctx, req)
 	if err != nil {
-		p.refused(ctx, req.Door, req.Session, req.Tool.ObjectName, err, req.logRedactor())
+		p.refused(ctx, req.Door, req.Session, req.Tool.ObjectName, err, p.refusalRedactor(ctx, req))
 		return nil, err
 	}
 	p.record(ctx, req, a, time.Since(start))
@@ -297,6 +297,19 @@ func (p *Pipeline) run(ctx context.Context, req *Request) (*Answer, error) {
 // not available in the session's state, say); Run for its own.
 func (p *Pipeline) Refused(ctx context.Context, door Door, session, tool string, err error) {
 	p.refused(ctx, door, session, tool, err, nil)
+}
+
+// refusalRedactor is the redactor of a refused call's log entry: a
+// refusal may come before the call opened its group's secrets (its
+// arguments are checked first, and their error repeats a value the agent
+// passed), so they are opened here when a log entry will be written.
+func (p *Pipeline) refusalRedactor(ctx context.Context, req *Request) *Redactor {
+	if req.secrets == nil && p.Log != nil && req.Session != "" && len(req.Group.SecretNames()) > 0 {
+		if s, err := p.openSecrets(ctx, req.Group); err == nil {
+			req.secrets = s
+		}
+	}
+	return req.logRedactor()
 }
 
 // refused is Refused with the reason redacted (an argument's value in it).
