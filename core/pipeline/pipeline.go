@@ -279,8 +279,9 @@ func (p *Pipeline) Run(ctx context.Context, req *Request) (*Answer, error) {
 	start := time.Now()
 	a, err := p.run(ctx, req)
 	if err != nil {
-		p.refused(ctx, req.Door, req.Session, req.Tool.ObjectName, err, req.logRedactor())
-		return nil, err
+		red := p.refusalRedactor(ctx, req, err)
+		p.refused(ctx, req.Door, req.Session, req.Tool.ObjectName, err, red)
+		return nil, redactArguments(err, red)
 	}
 	p.record(ctx, req, a, time.Since(start))
 	return a, nil
@@ -302,6 +303,37 @@ func (p *Pipeline) run(ctx context.Context, req *Request) (*Answer, error) {
 // not available in the session's state, say); Run for its own.
 func (p *Pipeline) Refused(ctx context.Context, door Door, session, tool string, err error) {
 	p.refused(ctx, door, session, tool, err, nil)
+}
+
+// refusalRedactor is the redactor of a refused call's log entry and of
+// its arguments' error: a refusal may come before the call opened its
+// group's secrets (its arguments are checked first, and their error
+// repeats a value the agent passed), so they are opened here when a log
+// entry will be written or the refusal is of the arguments.
+func (p *Pipeline) refusalRedactor(ctx context.Context, req *Request, refusal error) *Redactor {
+	_, ofArguments := refusal.(*ArgumentsError)
+	if req.secrets == nil && (ofArguments || p.Log != nil && req.Session != "") && len(req.Group.SecretNames()) > 0 {
+		if s, err := p.openSecrets(ctx, req.Group); err == nil {
+			req.secrets = s
+		}
+	}
+	return req.logRedactor()
+}
+
+// redactArguments is a refusal of the arguments with the secrets' values
+// replaced in what it says of them; any other error as it is.
+func redactArguments(err error, red *Redactor) error {
+	ae, ok := err.(*ArgumentsError)
+	if !ok || red == nil {
+		return err
+	}
+	out := &ArgumentsError{What: ae.What, Errors: make(arguments.Errors, len(ae.Errors))}
+	for i, e := range ae.Errors {
+		c := *e
+		c.Param, c.Path, c.Expected, c.Got, c.Message = red.String(c.Param), red.String(c.Path), red.String(c.Expected), red.String(c.Got), red.String(c.Message)
+		out.Errors[i] = &c
+	}
+	return out
 }
 
 // refused is Refused with the reason redacted (an argument's value in it).

@@ -36,7 +36,9 @@ func takeTrace(ctx context.Context) (*Trace, context.Context) {
 }
 
 // traceCallText renders the call text of a call whose arguments are
-// checked and hands it to the trace.
+// checked and hands it to the trace, with the group's secrets redacted as
+// in the answer (an argument may hold a value); when they cannot be
+// opened, the text is not shown.
 func (p *Pipeline) traceCallText(ctx context.Context, t *Trace, req *Request) {
 	if t == nil || t.CallText == nil {
 		return
@@ -48,6 +50,13 @@ func (p *Pipeline) traceCallText(ctx context.Context, t *Trace, req *Request) {
 		if results, err := p.renderBatch(ctx, &bt, map[string]any{"input": req.args}); err == nil {
 			text, _ = results[i].(string)
 		}
+	}
+	if text != "" && len(req.Group.SecretNames()) > 0 {
+		secrets, err := p.openSecrets(ctx, req.Group)
+		if err != nil {
+			text = ""
+		}
+		text = NewRedactor(secrets).String(text)
 	}
 	t.CallText(text)
 }

@@ -76,6 +76,24 @@ tools:
       url: "http://ALLOWED/echo"
       headers: {Authorization: "Bearer {{ secrets.WEATHER_KEY }}"}
   - kind: Tool
+    object_name: Flaky
+    name: flaky
+    description: An API that fails twice (503), then answers.
+    parameters: []
+    error_recovery: {retry_max: 2, retry_delay: 0.1}
+    http:
+      url: "http://ALLOWED/flaky"
+      extract: {try: /try}
+  - kind: Tool
+    object_name: Down
+    name: down
+    description: An API that is down; the cache answers.
+    parameters:
+      - {name: city, type: str, description: The city.}
+    error_recovery: {on_exception: CachedWeather}
+    http:
+      url: "http://ALLOWED/down"
+  - kind: Tool
     object_name: Fetch
     name: fetch
     description: Fetches any URL.
@@ -96,7 +114,7 @@ tools:
 // same over MCP.
 func TestHTTPTools(t *testing.T) {
 	const key = "wk-live-7Hq2Rr90"
-	var booked atomic.Int64
+	var booked, flaky atomic.Int64
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(`{"internal":true}`)) }))
 	defer other.Close()
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -128,6 +146,16 @@ func TestHTTPTools(t *testing.T) {
 				return
 			}
 			fmt.Fprintf(w, `{"id":%d}`, booked.Add(1))
+		case "/flaky":
+			if n := flaky.Add(1); n <= 2 {
+				w.WriteHeader(503)
+				fmt.Fprintf(w, `{"error":{"message":"busy %d"}}`, n)
+			} else {
+				fmt.Fprintf(w, `{"try":%d}`, n)
+			}
+		case "/down":
+			w.WriteHeader(502)
+			w.Write([]byte(`{"error":{"message":"upstream down"}}`))
 		case "/echo":
 			b, _ := json.Marshal(map[string]string{"authorization": r.Header.Get("Authorization")})
 			w.Write(b)
@@ -154,6 +182,8 @@ func TestHTTPTools(t *testing.T) {
 		ResultText string `json:"result_text"`
 		Fallback   string `json:"fallback"`
 		Replayed   bool   `json:"replayed"`
+		Attempts   int    `json:"attempts"`
+		Errors     []struct{ Type, Message string }
 	}
 	call := func(body string) (answer, string) {
 		t.Helper()
@@ -181,6 +211,12 @@ func TestHTTPTools(t *testing.T) {
 		}},
 		{"a timeout and its fallback", `{"tool":"get_weather","arguments":{"city":"Slow"}}`, func(a answer) bool {
 			return a.Success && a.Fallback == "CachedWeather" && string(a.Content) == `{"cached":true,"city":"Slow"}`
+		}},
+		{"retries of 5xx, as for a Python exception", `{"tool":"flaky","arguments":{}}`, func(a answer) bool {
+			return a.Success && string(a.Content) == `{"try":3}` && a.Attempts == 3 && len(a.Errors) == 2 && a.Errors[1].Type == "HTTPError" && strings.Contains(a.Errors[1].Message, "HTTP 503")
+		}},
+		{"a 5xx and its on_exception fallback", `{"tool":"down","arguments":{"city":"Oslo"}}`, func(a answer) bool {
+			return a.Success && a.Fallback == "CachedWeather" && string(a.Content) == `{"cached":true,"city":"Oslo"}` && len(a.Errors) >= 1 && strings.Contains(a.Errors[0].Message, "HTTP 502")
 		}},
 		{"the secret in a header, redacted", `{"tool":"echo_auth","arguments":{}}`, func(a answer) bool {
 			return a.Success && string(a.Content) == `{"authorization":"Bearer [secret WEATHER_KEY]"}`

@@ -27,6 +27,15 @@ tools:
     implementation: keys.show
     parameters: []
   - kind: Tool
+    object_name: Echo
+    name: echo
+    description: Answers its text, shown in its call text first.
+    implementation: keys.echo
+    parameters:
+      - {name: text, type: str, description: Any text.}
+    ui:
+      call_template: "Sending {{ input.text }}"
+  - kind: Tool
     object_name: EchoAuth
     name: echo_auth
     description: Answers the Authorization header the API got.
@@ -48,6 +57,10 @@ def show():
     sys.stderr.write("stderr " + k + "\n")
     os.write(2, ("fd2 " + k + "\n").encode())
     return {"key": k}
+
+
+def echo(text):
+    return text
 `
 
 // TestLocalSecrets (issue 30): toolhost call, session and mcp take a
@@ -88,6 +101,8 @@ func TestLocalSecrets(t *testing.T) {
 		{"session, the environment by its own name", []string{"session", "--secret-env", "API_KEY", "--http-allow", allowed, group}, []string{"API_KEY=" + key},
 			`{"tool":"show_key","arguments":{}}` + "\n" + `{"tool":"echo_auth","arguments":{}}` + "\n", 0,
 			[]string{`"content":{"key":"[secret API_KEY]"}`, `"content":{"authorization":"Bearer [secret API_KEY]"}`}},
+		{"call, the value as an argument: the call text first, redacted too", []string{"call", "--secret", "API_KEY=@" + keyFile, group, "echo", `{"text":"` + key + `"}`}, nil, "", 0,
+			[]string{`"content": "[secret API_KEY]"`, `"call_text": "Sending [secret API_KEY]"`}},
 		{"call, not given: not set", []string{"call", group, "show_key"}, nil, "", 1, []string{`"type": "LookupError"`}},
 		{"a value on the command line is refused", []string{"call", "--secret", "API_KEY=" + key, group, "show_key"}, nil, "", 2,
 			[]string{`--secret wants NAME=@FILE, got "API_KEY=..."`}},

@@ -27,9 +27,13 @@ tools:
   - {kind: Tool, object_name: Crash, name: crash_worker, description: Writes the key in pieces and crashes., implementation: leaky.crash, parameters: []}
   - {kind: Tool, object_name: Nested, name: pass_on, description: Passes the key to another group's tool., implementation: leaky.nested, parameters: []}
   - {kind: Tool, object_name: NestedTwice, name: pass_on_twice, description: Passes the key to a tool that passes it on., implementation: leaky.nested_twice, parameters: []}
+  - {kind: Tool, object_name: Count, name: count_to, description: Counts (a number the agent may get wrong)., implementation: leaky.count, parameters: [{name: n, type: int, description: how far}]}
 `
 
 const leakyPy = `import os, subprocess, sys, toolhost
+
+def count(n):
+    return n
 
 def streams():
     v = toolhost.secret("API_KEY")
@@ -100,7 +104,7 @@ states:
     init_state: true
     final_state: true
     available_tools:
-      SingleStatefulOutboundAgent: [Streams, Crash, Nested, NestedTwice, EchoArg, FinishSession]
+      SingleStatefulOutboundAgent: [Streams, Crash, Nested, NestedTwice, EchoArg, Count, FinishSession]
 `
 
 // TestSecretsNeverLogged (issue 30, gaps a and b): a tenant's secret a
@@ -168,14 +172,21 @@ func TestSecretsNeverLogged(t *testing.T) {
 			t.Errorf("%s: the answer holds the value: %s", c.tool, raw)
 		}
 	}
+	// An agent that passes the value where a number goes: the call is
+	// refused (422) without the value, in the answer and the log.
+	var refusal json.RawMessage
+	if code := s.do(token, "POST", "/v1/sessions/"+sess.ID+"/calls", strings.NewReader(`{"tool":"count_to","arguments":{"n":"`+value+`"}}`), &refusal); code != 422 ||
+		bytes.Contains(refusal, []byte(value)) || !bytes.Contains(refusal, []byte(`got the string \"`+red)) {
+		t.Errorf("count_to with the value for an int: %d %s", code, refusal)
+	}
 	var logs []map[string]any
 	s.do(token, "GET", "/v1/sessions/"+sess.ID+"/logs", nil, &logs)
 	b, _ := json.Marshal(logs)
 	if bytes.Contains(b, []byte(value)) {
 		t.Errorf("the session's log holds the value: %s", b)
 	}
-	if n := bytes.Count(b, []byte(red)); n < 4 {
-		t.Errorf("the session's log has %d redactions, want the output, the crash, the nested call's arguments and result: %s", n, b)
+	if n := bytes.Count(b, []byte(red)); n < 5 {
+		t.Errorf("the session's log has %d redactions, want the output, the crash, the nested call's arguments and result, the refusal: %s", n, b)
 	}
 	out, err := exec.Command(bin, "logs", "--data", data, sess.ID).CombinedOutput()
 	if err != nil || strings.Contains(string(out), value) || !strings.Contains(string(out), red) {
