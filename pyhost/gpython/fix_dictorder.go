@@ -222,7 +222,7 @@ func compactOrder(d py.StringDict, noted []string) []string {
 	return out
 }
 
-// orderedDict is a new dict holding src's items in src's order.
+// orderedCopy is a new dict holding src's items in src's order.
 func orderedCopy(src py.StringDict) py.StringDict {
 	c := py.NewStringDictSized(len(src))
 	for _, k := range orderedKeys(src) {
