@@ -1,7 +1,9 @@
 package gpython
 
 import (
+	"encoding/json"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -12,6 +14,7 @@ func TestJSONRoundTrip(t *testing.T) {
 	for _, src := range []string{
 		`null`, `true`, `false`, `0`, `-7`, `12345678901234567890123`, `1.5`, `"é\n"`, `[]`, `{}`,
 		`[1,"a",null,[true,{"k":[2.5]}]]`, `{"a":{"b":{"c":[1,2,3]}}}`,
+		`{"b":1,"a":{"d":[],"c":{}}}`, // keys keep their order
 	} {
 		o, err := fromJSON([]byte(src))
 		if err != nil {
@@ -25,6 +28,52 @@ func TestJSONRoundTrip(t *testing.T) {
 			t.Errorf("round trip %s -> %s", src, b)
 		}
 	}
+}
+
+// FuzzFromJSON checks fromJSON's ordered token decoder against
+// encoding/json's Decode and toPy, which it replaced: the same documents are read
+// (a first value, anything after it ignored) and give the same values.
+func FuzzFromJSON(f *testing.F) {
+	for _, s := range []string{`{"b":1,"a":[1,2.5,null,{"y":true,"x":"s"}]}`, `[1 2]`, `{"a" 1}`, `{"a":1,}`, `[`, `"x" trailing`,
+		`{"a":1,"a":2}`, `12345678901234567890123`, `-0.0e5`, ` [] `} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		dec := json.NewDecoder(strings.NewReader(src))
+		dec.UseNumber()
+		var want any
+		werr := dec.Decode(&want)
+		var wantObj py.Object
+		if werr == nil {
+			wantObj, werr = toPy(want) // a number past a float's range: both refuse
+		}
+		o, err := fromJSON([]byte(src))
+		if (werr == nil) != (err == nil) {
+			t.Fatalf("%q: encoding/json says %v, fromJSON %v", src, werr, err)
+		}
+		if err != nil {
+			return
+		}
+		// Both written by toJSON, then read back with keys unordered.
+		canon := func(o py.Object) (any, string) {
+			b, err := toJSON(o)
+			if err != nil {
+				return err.Error(), string(b)
+			}
+			d := json.NewDecoder(strings.NewReader(string(b)))
+			d.UseNumber()
+			var v any
+			if err := d.Decode(&v); err != nil {
+				t.Fatalf("%q: toJSON gave %s: %v", src, b, err)
+			}
+			return v, string(b)
+		}
+		got, gb := canon(o)
+		exp, wb := canon(wantObj)
+		if !reflect.DeepEqual(got, exp) {
+			t.Fatalf("%q: fromJSON gave %s, encoding/json %s", src, gb, wb)
+		}
+	})
 }
 
 func TestToJSONRefuses(t *testing.T) {

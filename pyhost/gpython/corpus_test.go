@@ -600,6 +600,10 @@ var dictOrderProgs = []string{
 	"result = [k for k in list(globals()) if k in ('run', 'norm')]",
 	"def f(b, a):\n    return '{b}-{a}'.format(**locals()) + '%(a)s' % locals() + str(locals()['b']) + str('a' in locals())\nresult = f(1, 2)",
 	"result = globals().get('zzz', 'none')",
+	"def g(**kw):\n    yield list(kw)\nresult = next(g(b=1, a=2, c=3))",
+	"class C:\n    def __init__(self, **kw):\n        self.keys = list(kw)\n    def m(self, **kw):\n        return list(kw.items())\nresult = (C(b=1, a=2).keys, C().m(z=1, y=2))",
+	"f = lambda **kw: list(kw)\nresult = f(b=1, a=2)",
+	"def f(*args, **kw):\n    return (args, list(kw))\nresult = f(*['x'], **dict(b=1, a=2))",
 }
 
 // refusedBy says which constructs the deep check refuses on gpython, by

@@ -222,7 +222,7 @@ func compactOrder(d py.StringDict, noted []string) []string {
 	return out
 }
 
-// orderedDict is a new dict holding src's items in src's order.
+// orderedCopy is a new dict holding src's items in src's order.
 func orderedCopy(src py.StringDict) py.StringDict {
 	c := py.NewStringDictSized(len(src))
 	for _, k := range orderedKeys(src) {
@@ -377,7 +377,33 @@ func (ctx *context) callOrdered(packed py.Object) (py.Object, error) {
 	}
 	ctx.kwPending = kwargs
 	defer func() { ctx.kwPending = nil }()
-	return py.Call(fn, args, kwargs)
+	res, err := py.Call(fn, args, kwargs)
+	if g, ok := res.(*py.Generator); ok && err == nil && ctx.kwPending != nil {
+		// A generator's code starts at its first next(): its **kwargs
+		// are ordered now, in the frame the call made.
+		if kw := generatorKwargs(g); kw != nil {
+			ctx.kwOrder(kw)
+		}
+	}
+	return res, err
+}
+
+// generatorKwargs is the **kwargs dict of a generator not yet started
+// (nil if it takes none).
+func generatorKwargs(g *py.Generator) py.StringDict {
+	f := g.Frame
+	if f == nil || f.Code == nil || f.Code.Flags&py.CO_VARKEYWORDS == 0 {
+		return nil
+	}
+	i := int(f.Code.Argcount + f.Code.Kwonlyargcount)
+	if f.Code.Flags&py.CO_VARARGS != 0 {
+		i++
+	}
+	if i >= len(f.Localsplus) {
+		return nil
+	}
+	kw, _ := f.Localsplus[i].(py.StringDict)
+	return kw
 }
 
 // plainFunction is the Python function fn calls, bound or not (nil for
