@@ -11,6 +11,7 @@ package api
 
 import (
 	_ "embed"
+	"io"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -48,9 +49,9 @@ type Server struct {
 	MaxFileSize int64
 	Log         *slog.Logger
 	// RequestLog, when set, takes the line logged for each request in
-	// place of Log (the server holds these lines and writes them in
-	// batches).
-	RequestLog *slog.Logger
+	// place of Log, as Log's JSON handler writes it, one line per Write
+	// (the server holds these lines and writes them in batches).
+	RequestLog io.Writer
 	Metrics    *Metrics
 	// TokenCache is how long a verified token is trusted without asking the
 	// database again: 0 means TokenTTL, a negative value means every request

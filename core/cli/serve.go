@@ -173,7 +173,7 @@ func runServe(env *Env, args []string) int {
 	base, cutCalls := context.WithCancelCause(context.Background())
 	defer cutCalls(nil)
 	apiServer := &api.Server{DB: db, Registry: reg, Calls: cs, Metrics: metrics, MaxFileSize: int64(*maxFileMB) << 20, Log: log,
-		RequestLog: slog.New(slog.NewJSONHandler(logs.heldLines(), nil)), TokenCache: cacheTime(*tokenCache),
+		RequestLog: logs.heldLines(), TokenCache: cacheTime(*tokenCache),
 		BodyGrace: *bodyGrace, BodyMinRate: int64(*bodyRate) << 10, MaxUploads: *maxUploads, GeoIP: locator,
 		MCP:     &mcpserver.Handler{Calls: cs, Registry: reg, Version: api.Version(), Logger: log, BaseContext: base, Substitute: locator.Fill},
 		Console: &console.Console{DB: db, Registry: reg, Calls: cs, MaxFileSize: int64(*maxFileMB) << 20, Log: log}}
