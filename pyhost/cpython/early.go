@@ -43,10 +43,9 @@ func StartEarly(req *plugins.LoadRequest, env []string) *Early {
 // StartWaiting starts, in the background, a worker for no group yet: the
 // interpreter req names (with env, in req's scratch) starts, imports what
 // the runner imports for itself, compiles the toolhost module (a prepare
-// frame, the same for every group) and waits for its group's first
-// frame. A pool
-// adopts it when its interpreter, environment and scratch are the same
-// (waitingKey), and sends it the group's first frame. req's group,
+// frame, the same for every group) and waits for its group's first frame.
+// A pool adopts it when its interpreter, environment and scratch are the
+// same (waitingKey), and sends it the group's first frame. req's group,
 // modules and callables are not used: nothing of any group reaches the
 // worker before that frame.
 func StartWaiting(req *plugins.LoadRequest, env []string) *Early {
