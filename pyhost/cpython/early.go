@@ -29,13 +29,26 @@ type Early struct {
 	waiting bool
 }
 
-// StartEarly starts req's first worker in the background.
+// StartEarly starts req's first worker: its process starts before
+// StartEarly returns, and it is sent its first frame and imports the
+// group's modules in the background. (The plugin process runs one Go
+// thread at a time, GOMAXPROCS=1: a goroutine that started the process
+// would run only once go-plugin's set-up, which follows, let it.)
 func StartEarly(req *plugins.LoadRequest, env []string) *Early {
 	p := New(req, env)
 	e := &Early{key: p.earlyKey(), done: make(chan struct{})}
+	deadline := time.Now().Add(startTimeout)
+	w, err := spawnWorker(p.python, p.env, p.init.Scratch, nil, nil)
+	if err != nil {
+		e.err = err
+		close(e.done)
+		return e
+	}
 	go func() {
 		defer close(e.done)
-		e.w, e.err = startWorker(p.python, p.env, p.init, time.Now().Add(startTimeout), nil, nil)
+		if e.err = w.initialise(p.init, deadline); e.err == nil {
+			e.w = w
+		}
 	}()
 	return e
 }
@@ -43,10 +56,9 @@ func StartEarly(req *plugins.LoadRequest, env []string) *Early {
 // StartWaiting starts, in the background, a worker for no group yet: the
 // interpreter req names (with env, in req's scratch) starts, imports what
 // the runner imports for itself, compiles the toolhost module (a prepare
-// frame, the same for every group) and waits for its group's first
-// frame. A pool
-// adopts it when its interpreter, environment and scratch are the same
-// (waitingKey), and sends it the group's first frame. req's group,
+// frame, the same for every group) and waits for its group's first frame.
+// A pool adopts it when its interpreter, environment and scratch are the
+// same (waitingKey), and sends it the group's first frame. req's group,
 // modules and callables are not used: nothing of any group reaches the
 // worker before that frame.
 func StartWaiting(req *plugins.LoadRequest, env []string) *Early {

@@ -101,6 +101,14 @@ func TestSparesAcrossTenants(t *testing.T) {
 	if spare == 0 {
 		t.Fatal("no spare was started after tenant A's group loaded")
 	}
+	// Its plugin process exists before the spare is ready: it answers
+	// the handshake once its worker waits.
+	for s.metric("toolhost_spare_sandboxes") != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the spare did not become ready")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	group(tokB, "B")
 	if got := pyhosts(s)[spare]; !strings.Contains(got, `"B"`) {
 		t.Fatalf("tenant B's group is not in the spare A's Open started (it shows %q)", got)
