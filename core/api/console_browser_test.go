@@ -94,14 +94,27 @@ func TestConsoleInBrowser(t *testing.T) {
 	srv, token, _, _ := newServerWith(t, func(s *Server) {
 		s.Console = &console.Console{DB: s.DB, Registry: s.Registry, Calls: s.Calls}
 	})
-	ctx := browser.NewTimeout(t, 4*time.Minute)
+	ctx := browser.NewTimeout(t, 6*time.Minute)
 	cars, _ := filepath.Abs("../../sample_groups/car_search")
-	do(t, ctx, chromedp.EmulateViewport(1280, 900))
+	// at shows the screen at each width: show loads it and checks what
+	// it holds; then the page must be no wider than the screen, and it is
+	// saved as NAME-WIDTH.png. The rest of the story runs at 1280 px.
+	at := func(name string, show func(w int), where ...string) {
+		t.Helper()
+		for _, w := range widths {
+			do(t, ctx, chromedp.EmulateViewport(int64(w), 900))
+			show(w)
+			fits(t, ctx, w, name)
+			shot(t, ctx, name, where...)
+		}
+		do(t, ctx, chromedp.EmulateViewport(1280, 900))
+	}
 
 	// Sign in.
-	do(t, ctx, chromedp.Navigate(srv.URL+"/tools"))
-	until(t, ctx, "the sign-in page", `location.pathname === '/login' && !!document.querySelector('#token')`)
-	shot(t, ctx, "sign-in")
+	at("sign-in", func(int) {
+		do(t, ctx, chromedp.Navigate(srv.URL+"/tools"))
+		until(t, ctx, "the sign-in page", `location.pathname === '/login' && !!document.querySelector('#token')`)
+	})
 	do(t, ctx, chromedp.SendKeys(chromedp.CSS("#token"), token), chromedp.Submit(chromedp.CSS("#token")))
 	until(t, ctx, "the Tools screen", `location.pathname === '/tools' && document.querySelector('h1').textContent === 'Tools'`)
 
@@ -140,53 +153,66 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 	}
 	yamlJS, _ := json.Marshal(broken)
-	js(t, ctx, `document.querySelector('#def-text').value = `+string(yamlJS))
-	do(t, ctx, chromedp.Click(chromedp.CSS(`form[action="/tools"] button[type=submit]`)))
-	until(t, ctx, "the broken definition's report", `!!document.querySelector('ol.source')`)
-	if txt := eval[string](t, ctx, fmt.Sprintf(`(document.querySelector('li#L%d.has-error .diag.error') || {}).textContent || ''`, line)); !strings.Contains(txt, "itn") {
-		t.Errorf("line %d does not carry the error: %q", line, txt)
-	}
-	shot(t, ctx, "check")
+	at("check", func(w int) {
+		do(t, ctx, chromedp.Navigate(srv.URL+"/tools"))
+		until(t, ctx, "the Tools screen", `!!document.querySelector('#def-text')`)
+		js(t, ctx, `document.querySelector('#def-text').value = `+string(yamlJS))
+		do(t, ctx, chromedp.Click(chromedp.CSS(`form[action="/tools"] button[type=submit]`)))
+		until(t, ctx, "the broken definition's report", `!!document.querySelector('ol.source')`)
+		if txt := eval[string](t, ctx, fmt.Sprintf(`(document.querySelector('li#L%d.has-error .diag.error') || {}).textContent || ''`, line)); !strings.Contains(txt, "itn") {
+			t.Errorf("at %d px line %d does not carry the error: %q", w, line, txt)
+		}
+	})
 	do(t, ctx, chromedp.Navigate(srv.URL+"/tools/Car%20Search"))
 	until(t, ctx, "the group's page", `!!document.querySelector('.tool-card')`)
 	shot(t, ctx, "group")
 
 	// The Playground: a table whose second page comes through a
 	// continuation.
-	do(t, ctx, chromedp.Navigate(srv.URL+"/playground?group=Car%20Search&tool=SearchCars"))
-	until(t, ctx, "the tool's form", `!!document.querySelector('#pg-tool .fields input')`)
-	do(t, ctx, chromedp.SendKeys(chromedp.CSS(`#pg-tool .fields input[type=text]`), "a"), chromedp.Click(chromedp.CSS(`#pg-tool button[type=submit]`)))
-	until(t, ctx, "the answer's table", `!!document.querySelector('#pg-answer [data-block-type=table] tbody tr')`)
-	if txt := eval[string](t, ctx, `document.querySelector('#pg-answer .result-text').textContent`); !strings.Contains(txt, "найдено") {
-		t.Errorf("the result text: %q", txt)
-	}
-	rows := eval[int](t, ctx, `document.querySelectorAll('#pg-answer [data-block-type=table] tbody tr').length`)
-	js(t, ctx, `[...document.querySelectorAll('#pg-answer button')].find(b => /next page/i.test(b.textContent)).click()`)
-	until(t, ctx, "the second page", fmt.Sprintf(`document.querySelectorAll('#pg-answer [data-block-type=table] tbody tr').length > %d`, rows))
-	shot(t, ctx, "playground-table")
+	at("playground-table", func(w int) {
+		do(t, ctx, chromedp.Navigate(srv.URL+"/playground?group=Car%20Search&tool=SearchCars"))
+		until(t, ctx, "the tool's form", `!!document.querySelector('#pg-tool .fields input')`)
+		do(t, ctx, chromedp.SendKeys(chromedp.CSS(`#pg-tool .fields input[type=text]`), "a"), chromedp.Click(chromedp.CSS(`#pg-tool button[type=submit]`)))
+		until(t, ctx, "the answer's table", `!!document.querySelector('#pg-answer [data-block-type=table] tbody tr')`)
+		if txt := eval[string](t, ctx, `document.querySelector('#pg-answer .result-text').textContent`); !strings.Contains(txt, "найдено") {
+			t.Errorf("at %d px the result text: %q", w, txt)
+		}
+		rows := eval[int](t, ctx, `document.querySelectorAll('#pg-answer [data-block-type=table] tbody tr').length`)
+		js(t, ctx, `[...document.querySelectorAll('#pg-answer button')].find(b => /next page/i.test(b.textContent)).click()`)
+		until(t, ctx, "the second page", fmt.Sprintf(`document.querySelectorAll('#pg-answer [data-block-type=table] tbody tr').length > %d`, rows))
+	})
 
-	// A chart drawn.
-	do(t, ctx, chromedp.Navigate(srv.URL+"/playground?group=Car%20Search&tool=PriceReport"), chromedp.Click(chromedp.CSS(`#pg-tool button[type=submit]`)))
-	until(t, ctx, "the chart's canvas", `!!document.querySelector('#pg-answer [data-block-type=chart] canvas')`)
-	until(t, ctx, "the chart drawn", `(() => {
-		const c = document.querySelector('#pg-answer [data-block-type=chart] canvas');
-		const blank = document.createElement('canvas'); blank.width = c.width; blank.height = c.height;
-		return c.width > 0 && c.toDataURL() !== blank.toDataURL();
-	})()`)
-	shot(t, ctx, "playground-chart")
+	// A chart drawn, as wide as its place.
+	at("playground-chart", func(w int) {
+		do(t, ctx, chromedp.Navigate(srv.URL+"/playground?group=Car%20Search&tool=PriceReport"), chromedp.Click(chromedp.CSS(`#pg-tool button[type=submit]`)))
+		until(t, ctx, "the chart's canvas", `!!document.querySelector('#pg-answer [data-block-type=chart] canvas')`)
+		until(t, ctx, "the chart drawn", `(() => {
+			const c = document.querySelector('#pg-answer [data-block-type=chart] canvas');
+			const blank = document.createElement('canvas'); blank.width = c.width; blank.height = c.height;
+			return c.width > 0 && c.toDataURL() !== blank.toDataURL();
+		})()`)
+		// Within the screen (a canvas cut off by its box would not widen
+		// the page) and filling most of the answer's width.
+		box := eval[map[string]float64](t, ctx, `(() => { const r = document.querySelector('#pg-answer [data-block-type=chart] canvas').getBoundingClientRect();
+			return {left: r.left, right: r.right, answer: document.querySelector('#pg-answer').clientWidth}; })()`)
+		if box["left"] < 0 || box["right"] > float64(w) || box["right"]-box["left"] < box["answer"]/2 {
+			t.Errorf("at %d px the chart does not fit its place: %v", w, box)
+		}
+	})
 
 	// A map with its markers (no tiles: no network), and a file download.
-	do(t, ctx, chromedp.Navigate(srv.URL+"/playground?group=Car%20Search&tool=DealerMap"), chromedp.Click(chromedp.CSS(`#pg-tool button[type=submit]`)))
-	until(t, ctx, "the map's markers", `document.querySelectorAll('#pg-answer [data-block-type=map] path.leaflet-interactive').length > 0`)
-	link := eval[map[string]string](t, ctx, `(() => { const a = document.querySelector('#pg-answer [data-block-type=file] a[download]'); return a ? {href: a.href, name: a.getAttribute('download')} : {}; })()`)
-	if !strings.HasPrefix(link["href"], "blob:") || link["name"] == "" {
-		t.Errorf("the file block's link: %v", link)
-	}
-	size := eval[float64](t, ctx, `(async () => (await (await fetch(document.querySelector('#pg-answer [data-block-type=file] a[download]').href)).blob()).size)()`)
-	if size <= 0 {
-		t.Errorf("the downloaded file is empty")
-	}
-	shot(t, ctx, "playground-map")
+	at("playground-map", func(w int) {
+		do(t, ctx, chromedp.Navigate(srv.URL+"/playground?group=Car%20Search&tool=DealerMap"), chromedp.Click(chromedp.CSS(`#pg-tool button[type=submit]`)))
+		until(t, ctx, "the map's markers", `document.querySelectorAll('#pg-answer [data-block-type=map] path.leaflet-interactive').length > 0`)
+		link := eval[map[string]string](t, ctx, `(() => { const a = document.querySelector('#pg-answer [data-block-type=file] a[download]'); return a ? {href: a.href, name: a.getAttribute('download')} : {}; })()`)
+		if !strings.HasPrefix(link["href"], "blob:") || link["name"] == "" {
+			t.Errorf("at %d px the file block's link: %v", w, link)
+		}
+		size := eval[float64](t, ctx, `(async () => (await (await fetch(document.querySelector('#pg-answer [data-block-type=file] a[download]').href)).blob()).size)()`)
+		if size <= 0 {
+			t.Errorf("at %d px the downloaded file is empty", w)
+		}
+	})
 
 	// An agent's session through two states, then its System Logs.
 	putMCPGroup(t, srv, token)
@@ -208,15 +234,33 @@ func TestConsoleInBrowser(t *testing.T) {
 	do(t, ctx, chromedp.Click(chromedp.CSS(`.s-finish`)))
 	until(t, ctx, "the finish", `document.querySelector('.s-open').textContent === 'finished'`)
 	id := eval[string](t, ctx, `document.querySelector('#pg-session').dataset.session`)
-	do(t, ctx, chromedp.Navigate(srv.URL+"/sessions/"+id))
-	until(t, ctx, "the session's logs", `document.body.innerText.includes('Hello') && document.body.innerText.includes('Bye')`)
-	shot(t, ctx, "session-logs")
+	at("session-logs", func(int) {
+		do(t, ctx, chromedp.Navigate(srv.URL+"/sessions/"+id))
+		until(t, ctx, "the session's logs", `document.body.innerText.includes('Hello') && document.body.innerText.includes('Bye')`)
+	})
 	do(t, ctx, chromedp.Navigate(srv.URL+"/sessions"))
 	until(t, ctx, "the Sessions screen", `!!document.querySelector('[data-session="`+id+`"]') || document.body.innerText.includes('`+id+`')`)
 	shot(t, ctx, "sessions")
+
+	// A knowledge document (the sample agents' FAQ), uploaded from its
+	// file, then listed.
+	faq, _ := filepath.Abs("../../sample_groups/agents/knowledge/faq.md")
 	do(t, ctx, chromedp.Navigate(srv.URL+"/knowledge"))
-	until(t, ctx, "the knowledge screen", `document.querySelector('h1')?.textContent.length > 0`)
-	shot(t, ctx, "knowledge")
+	until(t, ctx, "the knowledge screen", `!!document.querySelector('#doc-file')`)
+	do(t, ctx, chromedp.SendKeys(chromedp.CSS("#doc-name"), "faq"), chromedp.SetUploadFiles(chromedp.CSS("#doc-file"), []string{faq}),
+		chromedp.Click(chromedp.CSS(`form[action="/knowledge"] button[type=submit]`)))
+	until(t, ctx, "the document stored", `document.querySelector('p.ok[role=status]')?.textContent === 'Stored faq.'`)
+	at("knowledge", func(w int) {
+		// Its text on its own page, which fits as well.
+		do(t, ctx, chromedp.Navigate(srv.URL+"/knowledge/faq"))
+		until(t, ctx, "the document's text", `document.querySelector('pre.doc')?.textContent.includes('Refunds take five business days')`)
+		fits(t, ctx, w, "/knowledge/faq")
+		do(t, ctx, chromedp.Navigate(srv.URL+"/knowledge"))
+		until(t, ctx, "the document listed", `!!document.querySelector('tr[data-doc="faq"]')`)
+		if row := eval[string](t, ctx, `[...document.querySelectorAll('tr[data-doc="faq"] td')].slice(0, 3).map(td => td.textContent.trim()).join('|')`); row != "faq|200|3" {
+			t.Errorf("at %d px the document's row is %q, want faq|200|3 (name, bytes, passages)", w, row)
+		}
+	})
 }
 
 // The Playground's forms for every type form of spec 004, at both

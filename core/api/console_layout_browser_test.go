@@ -86,8 +86,10 @@ func layoutServer(t *testing.T) (*httptest.Server, context.Context) {
 	return srv, ctx
 }
 
-// fits checks that the page is no wider than the screen, and that the
-// Playground is one column under 700 px and two above.
+// fits checks that the page is no wider than the screen, that the
+// Playground is one column under 700 px and two above, and that under
+// 700 px the cells of a table stacked as cards are as wide as their card
+// (not squeezed into a column of a letter a line).
 func fits(t *testing.T, ctx context.Context, width int, what string) {
 	t.Helper()
 	got := eval[map[string]float64](t, ctx, `(() => {
@@ -95,6 +97,14 @@ func fits(t *testing.T, ctx context.Context, width int, what string) {
 		return {scroll: d.scrollWidth, inner: window.innerWidth,
 			columns: pick && main ? (Math.abs(pick.getBoundingClientRect().left - main.getBoundingClientRect().left) < 1 ? 1 : 2) : 0};
 	})()`)
+	if width < 700 {
+		squeezed := eval[[]string](t, ctx, `[...document.querySelectorAll('table.stack tbody tr > *')].filter(c => c.getClientRects().length > 0 &&
+			c.getBoundingClientRect().width < 0.8 * c.parentElement.clientWidth).slice(0, 6)
+			.map(c => c.closest('table').className + ' ' + c.tagName.toLowerCase() + ' ' + Math.round(c.getBoundingClientRect().width) + 'px of ' + c.parentElement.clientWidth + 'px')`)
+		if len(squeezed) > 0 {
+			t.Errorf("%s at %d px: stacked table cells narrower than their card: %v", what, width, squeezed)
+		}
+	}
 	if got["scroll"] > got["inner"] {
 		wide := eval[[]string](t, ctx, `[...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > window.innerWidth + 0.5)
 			.slice(0, 6).map(e => e.tagName.toLowerCase() + (e.className ? '.' + String(e.className).split(' ').join('.') : '') + ' ' + Math.round(e.getBoundingClientRect().right) + 'px')`)
