@@ -5,6 +5,8 @@ import (
 	"runtime/debug"
 
 	"golang.org/x/sys/unix"
+
+	"toolhost/core/runner"
 )
 
 // serveGCPercent is the server's GOGC unless the environment sets one.
@@ -15,20 +17,32 @@ import (
 const serveGCPercent = 400
 
 // tuneGC sets the server's collector: GOGC 400 and, as a bound on what
-// that lets the heap grow to, a soft memory limit of a quarter of the
-// machine's memory (at least 512 MiB), each unless the environment sets
-// its own (GOGC, GOMEMLIMIT). Past the limit the collector runs as often
-// as it needs to stay below it.
+// that lets the heap grow to, a soft memory limit (gcMemoryLimit), each
+// unless the environment sets its own (GOGC, GOMEMLIMIT). Past the limit
+// the collector runs as often as it needs to stay below it.
 func tuneGC() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(serveGCPercent)
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
-		limit := int64(512 << 20)
 		var si unix.Sysinfo_t
+		machine := int64(0)
 		if unix.Sysinfo(&si) == nil {
-			limit = max(limit, int64(si.Totalram)*int64(si.Unit)/4)
+			machine = int64(si.Totalram) * int64(si.Unit)
 		}
-		debug.SetMemoryLimit(limit)
+		debug.SetMemoryLimit(gcMemoryLimit(machine, runner.MemoryLimit()))
 	}
+}
+
+// gcMemoryLimit is the server's soft memory limit: a quarter of the
+// machine's memory, at least 512 MiB, but at most half of what the
+// process may use (allowed: its cgroup's limit, a container's; the
+// machine's when it has none), so that GOGC 400 never lets the heap grow
+// into a container's out-of-memory kill.
+func gcMemoryLimit(machine, allowed int64) int64 {
+	limit := max(int64(512<<20), machine/4)
+	if allowed > 0 {
+		limit = min(limit, allowed/2)
+	}
+	return limit
 }
