@@ -49,6 +49,7 @@ func runServe(env *Env, args []string) int {
 	addr := fs.String("addr", "127.0.0.1:8080", "`HOST:PORT` to listen on")
 	maxFileMB := fs.Int("max-file-mb", api.DefaultMaxFileSize>>20, "largest uploaded file, in `MiB`")
 	maxWarm := fs.Int("max-warm", 32, "groups whose plugin processes are kept warm, shared by the tenants (each keeps its warm-groups quota, by default a fair share)")
+	starts := fs.Int("starts", 0, "sandboxes started at once, shared round-robin by tenant, one tenant holding at most all but one (0: one per CPU, at least 2)")
 	spares := fs.Int("spares", 1, "sandboxes kept started ahead for each shape of sandbox the groups use (runtime, limits, network), so that a group's cold start pays only for its load; 0 keeps none")
 	idle := fs.Duration("idle", 10*time.Minute, "stop a group's plugin process after this long without calls")
 	retention := fs.Duration("log-retention", 30*24*time.Hour, "keep session logs this long")
@@ -131,6 +132,7 @@ func runServe(env *Env, args []string) int {
 	for _, w := range opts.Sandbox.Warnings() {
 		log.Warn("WARNING: " + w)
 	}
+	opts.Starts = runner.NewStarts(*starts)
 	if *spares > 0 {
 		opts.Spares = runner.NewSpares(*spares)
 		defer opts.Spares.Close()

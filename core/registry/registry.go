@@ -106,6 +106,9 @@ func New(ctx context.Context, cfg Config) (*Registry, error) {
 		roots: filepath.Join(cfg.DB.Dir(), "roots"), loads: newLoadQueue(cfg.Loaders), queued: map[job]bool{}, stop: make(chan struct{}),
 		defs: map[string]*definition.Group{}, dirs: map[string]string{}, index: map[int64]*toolIndex{}, changes: map[int64]uint64{}, gens: map[*definition.Group]generation{}, serving: map[servingKey]storage.Group{}}
 	r.warm = runner.NewWarm(cfg.MaxWarm, cfg.IdleAfter, runner.WithGuarantee(r.warmGuarantee))
+	if cfg.Run.Spares != nil {
+		cfg.Run.Spares.ShareWith(r.warm)
+	}
 	// No plugin process outlives the server that started it, so no group
 	// folder is in use yet: the ones earlier runs laid out (for every
 	// generation they loaded) go, and are laid out again when needed.

@@ -64,6 +64,9 @@ type Options struct {
 	// Spares, if set, keeps sandboxes started ahead (spare.go): a group
 	// whose sandbox has the shape of a ready one is loaded in it.
 	Spares *Spares
+	// Starts, if set, admits the node's sandbox starts fairly among
+	// tenants (starts.go); nil starts each at once.
+	Starts *Starts
 	// ViaPlugin makes every call go through the plugin process, even where
 	// the core may call a sandboxed cpython group's workers directly (for
 	// measuring the two paths against each other).
@@ -402,7 +405,7 @@ func Open(ctx context.Context, def *definition.Group, root string, opts Options)
 				time.AfterFunc(refillDelay, g.refillSpares)
 			}
 		}()
-		if sp := opts.Spares.take(g.shape()); sp != nil {
+		if sp := opts.Spares.take(g.shape(), opts.Owner); sp != nil {
 			if err := g.adopt(ctx, sp); err == nil {
 				return g, nil
 			} else if _, ok := err.(*LoadError); ok {
@@ -531,6 +534,11 @@ func (g *Group) start(ctx context.Context, check bool) error {
 // launch starts a plugin process for the group, up to go-plugin's
 // handshake: nothing is loaded in it yet.
 func (g *Group) launch(ctx context.Context) (*process, error) {
+	done, err := g.opts.Starts.wait(ctx, g.opts.Owner)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	l, err := g.command()
 	if err != nil {
 		return nil, err

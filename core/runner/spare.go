@@ -30,8 +30,10 @@ type Spares struct {
 	mu       sync.Mutex
 	ready    map[string][]*spare
 	starting map[string]int
-	closed   bool
-	wg       sync.WaitGroup
+	// within reports whether a tenant may take a spare (ShareWith).
+	within func(owner string) bool
+	closed bool
+	wg     sync.WaitGroup
 }
 
 // spare is one sandbox started ahead.
@@ -121,17 +123,33 @@ func (g *Group) refillSpares() {
 	g.refillOnce.Do(func() { g.opts.Spares.refill(g) })
 }
 
-// take returns a ready spare of the shape, or nil.
-func (s *Spares) take(shape string) *spare {
+// take returns a ready spare of the shape for owner, or nil: none is
+// ready, or owner (a tenant; "" is none, the local CLI, never refused)
+// has more groups warm than its share (ShareWith).
+func (s *Spares) take(shape, owner string) *spare {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.ready[shape]
 	if len(r) == 0 {
 		return nil
 	}
+	if owner != "" && s.within != nil && !s.within(owner) {
+		return nil
+	}
 	sp := r[len(r)-1]
 	s.ready[shape] = r[:len(r)-1]
 	return sp
+}
+
+// ShareWith gives the spares only to tenants within their share of w's
+// warm groups (Warm.WithinShare), or alone on the node (issue 25): a
+// tenant cycling more groups than its share took every spare as it came,
+// and another tenant's new group then waited for a whole sandbox start,
+// slowed by the first one's crowd. Over its share, a tenant's cold starts
+// start their own sandboxes; the spare stays for the others. Call it
+// before the spares are used.
+func (s *Spares) ShareWith(w *Warm) {
+	s.within = w.WithinShare
 }
 
 // refill starts spares of g's shape in the background until perShape are

@@ -119,3 +119,56 @@ func TestSpareIsEmpty(t *testing.T) {
 		t.Errorf("a spare's Describe: %v, want no group loaded", err)
 	}
 }
+
+// TestSparesGoToTenantsWithinShare: with two tenants warm, the one over
+// its share of --max-warm (cycling its groups) opens its next group
+// without the spare, which stays ready for the other tenant's next group
+// (issue 25: one tenant's cold starts took every spare as it came, and the
+// other's new group waited for a whole sandbox start behind them). A
+// tenant alone on the node takes spares whatever its count.
+func TestSparesGoToTenantsWithinShare(t *testing.T) {
+	w := NewWarm(4, time.Hour)
+	defer w.Close()
+	spares := NewSpares(1)
+	defer spares.Close()
+	spares.ShareWith(w)
+	def, root, opts := warmTestGroup(t)
+	opts.Spares = spares
+	ctx := context.Background()
+	open := func(owner, key string) time.Duration {
+		t.Helper()
+		o := opts
+		o.Owner = owner
+		start := time.Now()
+		g, release, err := w.Acquire(ctx, owner, key, def, root, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := time.Since(start)
+		defer release()
+		if r := g.Call(ctx, impl(def, "ok"), nil, nil); !r.OK {
+			t.Fatal(r.Error)
+		}
+		return d
+	}
+	open("a", "a0") // alone: starts the spares' refill
+	waitSpares(t, spares, 1)
+	open("a", "a1")
+	if spares.Ready() != 0 {
+		t.Fatal("a tenant alone on the node did not take the ready spare")
+	}
+	waitSpares(t, spares, 1)
+	open("a", "a2")
+	waitSpares(t, spares, 1)
+	open("b", "b0") // b within its share: takes it
+	waitSpares(t, spares, 1)
+	// a has 3 of the cap of 4 warm, b 1: a's share is 2.
+	open("a", "a3")
+	if spares.Ready() != 1 {
+		t.Fatalf("a tenant over its share of the warm groups (%v) took the spare", w.Owners())
+	}
+	open("b", "b1")
+	if spares.Ready() != 0 {
+		t.Fatalf("a tenant within its share (%v) did not get the spare", w.Owners())
+	}
+}

@@ -383,6 +383,22 @@ func (w *Warm) Share(owner string) int {
 	return Shares(w.max, counts, w.guarantee)[owner]
 }
 
+// WithinShare reports whether owner has no more groups warm (those
+// starting included) than its share of the cap (see Shares), or is the only
+// owner with groups warm.
+func (w *Warm) WithinShare(owner string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	counts := w.countsLocked()
+	if counts[owner] == 0 {
+		counts[owner] = 1
+	}
+	if len(counts) == 1 {
+		return true
+	}
+	return counts[owner] <= Shares(w.max, counts, w.guarantee)[owner]
+}
+
 func (w *Warm) countsLocked() map[string]int {
 	counts := map[string]int{}
 	for _, e := range w.groups {

@@ -448,7 +448,9 @@ func nnLoadMain() int {
 
 // nnNoisy starts tenant A's load and answers the function that stops it
 // and waits for its clients; counts gets the outcomes of its requests by
-// kind and status.
+// kind and status. TOOLHOST_NN_KINDS, a comma-separated list of flood,
+// cycle, template, dry and slow, runs only those of A's loads (all when
+// unset): it tells which of them costs B what.
 func nnNoisy(A *nnClient, counts map[string]int) func() {
 	ctx, cancel := context.WithCancel(context.Background())
 	var mu sync.Mutex
@@ -468,7 +470,11 @@ func nnNoisy(A *nnClient, counts map[string]int) func() {
 		}
 	}
 	var wg sync.WaitGroup
-	loop := func(n int, f func(i, j int)) {
+	kinds := os.Getenv("TOOLHOST_NN_KINDS")
+	loop := func(kind string, n int, f func(i, j int)) {
+		if kinds != "" && !strings.Contains(","+kinds+",", ","+kind+",") {
+			return
+		}
 		for i := range n {
 			wg.Add(1)
 			go func() {
@@ -483,18 +489,18 @@ func nnNoisy(A *nnClient, counts map[string]int) func() {
 		code, _, err := A.send(ctx, "POST", "/v1/calls", []byte(`{"tool":"`+tool+`","arguments":{"x":1}}`))
 		count(kind, code, err)
 	}
-	loop(nnAFlooders, func(i, j int) { call("flood", "flood") })
-	loop(nnACyclers, func(i, j int) {
+	loop("flood", nnAFlooders, func(i, j int) { call("flood", "flood") })
+	loop("cycle", nnACyclers, func(i, j int) {
 		call("cycle", fmt.Sprintf("cycle_%02d", (i+j*nnACyclers)%nnAGroups))
 	})
-	loop(nnATemplaters, func(i, j int) { call("template loop", "loop") })
+	loop("template", nnATemplaters, func(i, j int) { call("template loop", "loop") })
 	dry := []byte(nnGroupYAML("Dry", "dry", "dry"))
-	loop(nnADryRunners, func(i, j int) {
+	loop("dry", nnADryRunners, func(i, j int) {
 		code, _, err := A.send(ctx, "POST", "/v1/groups?dry_run=true", dry)
 		count("dry run", code, err)
 	})
 	var slow atomic.Int64
-	loop(nnASlowLoads, func(i, j int) {
+	loop("slow", nnASlowLoads, func(i, j int) {
 		k := slow.Add(1)
 		name := fmt.Sprintf("Slow%d", k)
 		code, _, err := A.send(ctx, "POST", "/v1/groups", []byte(nnGroupYAML(name, fmt.Sprintf("slow_%d", k), "slow")))
