@@ -36,6 +36,16 @@ func TestRefusals(t *testing.T) {
 		{"def f(a):\n    return '{a}'.format(**locals()) + '%(a)s' % locals() + str(locals()['a']) + str('a' in globals())\n", 0, 0, ""},
 		{"x = globals().get('x')\n", 0, 0, ""},
 		{"def locals():\n    return {}\nk = list(locals())\n", 0, 0, ""},
+		{"x = vars()\n", 1, 5, "vars() is not available"},
+		{"def f(o):\n    return sorted(vars(o))\n", 2, 19, "vars() is not available"},
+		{"v = vars\n", 1, 5, "vars() is not available"},
+		{"vars = {'a': 1}\nx = vars['a']\n", 0, 0, ""},
+		{"def f(vars):\n    return vars\n", 0, 0, ""},
+		{"from m import vars\nx = vars()\n", 0, 0, ""},
+		{"d = obj.__dict__\n", 1, 8, "__dict__ is not available"},
+		{"class C:\n    def __init__(self, **kw):\n        self.__dict__.update(kw)\n", 3, 13, "__dict__ is not available"},
+		{"d = getattr(obj, '__dict__', None)\n", 1, 18, "__dict__ is not available"},
+		{"d = getattr(obj, 'name', None)\n", 0, 0, ""},
 	}
 	for _, tt := range tests {
 		got := Refusals("m.py", tt.src)
@@ -55,7 +65,7 @@ func TestRefusals(t *testing.T) {
 // FuzzRefusals feeds gpython's parser and the rules any source: they must
 // neither panic nor report outside the source.
 func FuzzRefusals(f *testing.F) {
-	for _, s := range []string{"x = type(1) is int\n", "def f(v):\n    return [v for _ in 'ab']\n", "class A(B):\n  pass\n", "{1: 2}\n", "(1,) < (2,)\n"} {
+	for _, s := range []string{"x = type(1) is int\n", "def f(v):\n    return [v for _ in 'ab']\n", "class A(B):\n  pass\n", "{1: 2}\n", "(1,) < (2,)\n", "x = vars(o).__dict__\n"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, src string) {
