@@ -591,6 +591,22 @@ func corpus() []snippet {
 	} {
 		prog("loopraise", p)
 	}
+	// A list changed while it is iterated: the loop sees it as it is at
+	// each step (listIter).
+	for _, p := range []string{
+		"q = [1]\nseen = []\nfor x in q:\n    seen.append(x)\n    if x < 4:\n        q.append(x + 1)\nresult = seen",
+		"xs = [1, 2, 3, 4]\nr = []\nfor x in xs:\n    r.append(x)\n    if x == 1:\n        xs.remove(1)\nresult = r",
+		"q = [1]\nresult = [q.append(x + 1) or x for x in q if x < 3]",
+		"q = ['a']\nr = []\nfor i, x in enumerate(q):\n    r.append((i, x))\n    if len(q) < 3:\n        q.append(x + 'b')\nresult = r",
+		"xs = [1]\nit = iter(xs)\nxs.append(2)\nresult = list(it)",
+		"xs = [1, 2, 3]\nr = []\nfor x in reversed(xs):\n    r.append(x)\n    xs.pop(0)\nresult = (r, xs)",
+		"xs = [1]\nit = iter(xs)\nr = list(it)\nxs.append(2)\nresult = (r, list(it))",
+		"xs = [1]\ng = (x * 10 for x in xs)\nxs.append(2)\nresult = list(g)",
+		"xs = [1, 2]\nm = map(str, xs)\nxs.append(3)\nresult = list(m)",
+		"todo = [('a', 2)]\ndone = {}\nfor name, n in todo:\n    done[name] = n\n    if n:\n        todo.append((name + '.', n - 1))\nresult = list(done.items())",
+	} {
+		prog("listchange", p)
+	}
 	// vars() and __dict__ (refused: gpython keeps no order of an object's
 	// attributes).
 	for _, p := range []string{"result = sorted(vars())", "class C:\n    def __init__(self):\n        self.b = 1\n        self.a = 2\nresult = vars(C())",

@@ -277,10 +277,14 @@ func inOrder(o py.Object) py.Object {
 
 // opIter is iter(o) for a for loop or a comprehension (GET_ITER): a
 // dict's keys in insertion order, checked for changes of the dict at
-// each step (dictIter).
+// each step (dictIter); a list's items as the list is at each step
+// (listIter, fix_loops.go).
 func opIter(o py.Object) (py.Object, error) {
-	if d, ok := o.(py.StringDict); ok {
-		return newDictIter(d, keysView, false), nil
+	switch x := o.(type) {
+	case py.StringDict:
+		return newDictIter(x, keysView, false), nil
+	case *py.List:
+		return newListIter(x, false), nil
 	}
 	return py.Iter(o)
 }
@@ -489,16 +493,23 @@ func (ctx *context) kwOrder(kw py.StringDict) {
 // orderedNew wraps the constructor of a type that iterates its arguments
 // (list, tuple, enumerate, zip, map, filter): a dict argument gives its
 // keys in insertion order. The lazy ones (enumerate, zip, map, filter)
-// take a dict iterator, which sees the dict change while they run.
+// take a dict's or a list's iterator, which sees it change while they
+// run.
 func orderedNew(orig py.NewFunc, lazy bool) py.NewFunc {
 	return func(t *py.Type, args py.Tuple, kwargs py.StringDict) (py.Object, error) {
 		for i, a := range args {
-			if d, ok := a.(py.StringDict); ok {
+			switch x := a.(type) {
+			case py.StringDict:
 				args = append(py.Tuple(nil), args...)
 				if lazy {
-					args[i] = newDictIter(d, keysView, false)
+					args[i] = newDictIter(x, keysView, false)
 				} else {
 					args[i] = inOrder(a)
+				}
+			case *py.List:
+				if lazy {
+					args = append(py.Tuple(nil), args...)
+					args[i] = newListIter(x, false)
 				}
 			}
 		}

@@ -55,7 +55,7 @@ func (l *loopIter) M__next__() (py.Object, error) {
 // tuple's or a list's).
 func (ctx *context) keepLoopErrors(it py.Object) py.Object {
 	switch x := it.(type) {
-	case *py.RangeIterator:
+	case *py.RangeIterator, *listIter:
 		return it
 	case *py.Iterator:
 		switch x.Seq.(type) {
@@ -94,4 +94,64 @@ func (ctx *context) loopBuiltins(b *py.Module) {
 		}
 		return py.None, nil
 	}, 0, "")
+}
+
+// listIter iterates a list as CPython's list iterator does: by index, on
+// the list as it is at each step, so that a loop sees the items appended
+// while it runs (a work queue) and skips none when one is removed.
+// gpython's iterated a copy of the list's items taken when the loop
+// began.
+type listIter struct {
+	l        *py.List // nil once the iteration ended
+	pos      int
+	reversed bool
+}
+
+var (
+	listIterType        = py.NewType("list_iterator", "")
+	listReverseIterType = py.NewType("list_reverseiterator", "")
+)
+
+func init() {
+	for _, t := range []*py.Type{listIterType, listReverseIterType} {
+		if err := t.Ready(); err != nil {
+			panic(err)
+		}
+	}
+}
+
+// newListIter is an iterator over l, from its first item or (reversed)
+// from its last.
+func newListIter(l *py.List, reversed bool) *listIter {
+	it := &listIter{l: l, reversed: reversed}
+	if reversed {
+		it.pos = len(l.Items) - 1
+	}
+	return it
+}
+
+// Type is the iterator's type.
+func (it *listIter) Type() *py.Type {
+	if it.reversed {
+		return listReverseIterType
+	}
+	return listIterType
+}
+
+// M__iter__ is the iterator itself.
+func (it *listIter) M__iter__() (py.Object, error) { return it, nil }
+
+// M__next__ is the list's item at the iterator's place now.
+func (it *listIter) M__next__() (py.Object, error) {
+	if it.l == nil || it.pos < 0 || it.pos >= len(it.l.Items) {
+		it.l = nil
+		return nil, py.StopIteration
+	}
+	o := it.l.Items[it.pos]
+	if it.reversed {
+		it.pos--
+	} else {
+		it.pos++
+	}
+	return o, nil
 }

@@ -177,13 +177,17 @@ func fixBuiltins(b *py.Module) {
 		b.Globals[name] = fn
 	}
 	// iter(d) and sum(d) go through a dict's keys in insertion order
-	// (iter(d) with a dict iterator, which sees the dict change).
+	// (iter(d) with a dict iterator, which sees the dict change; iter(xs)
+	// with a list iterator, which sees the list change).
 	for _, name := range []string{"iter", "sum"} {
 		orig := b.Globals[name]
 		b.Globals[name] = py.MustNewMethod(name, func(_ py.Object, args py.Tuple, kw py.StringDict) (py.Object, error) {
 			if name == "iter" && len(args) == 1 && len(kw) == 0 {
-				if d, ok := args[0].(py.StringDict); ok {
-					return newDictIter(d, keysView, false), nil
+				switch x := args[0].(type) {
+				case py.StringDict:
+					return newDictIter(x, keysView, false), nil
+				case *py.List:
+					return newListIter(x, false), nil
 				}
 			}
 			if len(args) > 0 {
@@ -438,7 +442,9 @@ func builtinReversed(_ py.Object, args py.Tuple, _ py.StringDict) (py.Object, er
 		return nil, py.ExceptionNewf(py.TypeError, "reversed expected 1 argument, got %d", len(args))
 	}
 	switch x := args[0].(type) {
-	case *py.List, py.Tuple, py.String, *py.Range:
+	case *py.List:
+		return newListIter(x, true), nil
+	case py.Tuple, py.String, *py.Range:
 	case py.StringDict:
 		return newDictIter(x, keysView, true), nil // reversed(d) since Python 3.8
 	case *dictView:
