@@ -571,6 +571,9 @@ func corpus() []snippet {
 	}
 	prog("dictchange", "d = {'a': 1, 'b': 2}\nit = iter(d)\nd['c'] = 3\nr = []\nfor _ in range(2):\n    try:\n        next(it)\n    except RuntimeError as e:\n        r.append(str(e))\nresult = r")
 	prog("dictchange", "d = {'a': 1}\nit = iter(d)\nresult = (list(it), next(it, 'end'))\nd['b'] = 2\nresult += (next(it, 'end'),)")
+	prog("dictchange", "class C:\n    r = [k for k in {'b': 1, 'a': 2}]\n    d = {'a': 1}\n    try:\n        for k in d:\n            d['x'] = 1\n    except RuntimeError as e:\n        r.append(str(e))\nresult = C.r")
+	prog("dictchange", "def g(d):\n    for k in d:\n        yield k\nd = {'a': 1, 'b': 2}\nit = g(d)\nnext(it)\nd['c'] = 1\ntry:\n    next(it)\n    result = 'no'\nexcept RuntimeError as e:\n    result = str(e)")
+	prog("dictview", "def g():\n    yield from [1, 2]\n    yield from {'b': 1, 'a': 2}\n    yield from {'x': 1}.items()\nresult = list(g())")
 	prog("dictchange", "d = {'q': 1, 'p': 2}\nseen = []\nfor k in d:\n    seen.append(k)\n    if len(seen) > 5:\n        break\nresult = seen")
 	for _, p := range []string{"d = {'a': 1, 'b': 2}\nfor k in d:\n    d[k + 'x'] = d.pop(k)\nresult = d",
 		"d = {'a': 1, 'b': 2}\nfor k in d:\n    v = d.pop(k)\n    d[k] = v\nresult = d",

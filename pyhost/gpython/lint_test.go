@@ -88,7 +88,8 @@ func FuzzRewriteModulo(f *testing.F) {
 	for _, s := range []string{"x = '%d' % 1\n", "for i in range(3):\n    if i % 2:\n        continue\n", "def f(a):\n    try:\n        return a % 2\n    finally:\n        a %= 3\n",
 		"while x % 3:\n    x += 1\nelse:\n    y = [i % 2 for i in z if i % 3]\n",
 		"def f(a, *b, **kw):\n    d = {'x': a, 'y': {k: v for k, v in kw.items()}}\n    return g(*b, z=1, **d)\n",
-		"for k, v in {'b': 1, 'a': 2}.items():\n    first, *rest = [k, v]\n    h(k, key=v)\n"} {
+		"for k, v in {'b': 1, 'a': 2}.items():\n    first, *rest = [k, v]\n    h(k, key=v)\n",
+		"r = [(a, b) for a in g() for b in (c for c in a) if b]\nfor x in r:\n    for y in x:\n        break\n    else:\n        pass\n"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, src string) {
@@ -119,6 +120,11 @@ func FuzzRewriteModulo(f *testing.F) {
 				}
 				if relJumps[op] && i+size+arg > len(b) || absJumps[op] && arg > len(b) {
 					t.Fatalf("a jump out of the code at %d: %v %d", i, op, arg)
+				}
+				// A loop's end raises the error that ended it (fix_loops.go).
+				if end := i + size + arg; op == vm.FOR_ITER && b != before && (end+2 >= len(b) || vm.OpCode(b[end]) != vm.LOAD_GLOBAL ||
+					c.Names[int(b[end+1])|int(b[end+2])<<8] != loopEndBuiltin) {
+					t.Fatalf("a loop ending at %d without the check of its iterator's error", end)
 				}
 				i += size
 			}
