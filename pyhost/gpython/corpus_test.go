@@ -577,7 +577,8 @@ func corpus() []snippet {
 	prog("dictchange", "d = {'q': 1, 'p': 2}\nseen = []\nfor k in d:\n    seen.append(k)\n    if len(seen) > 5:\n        break\nresult = seen")
 	for _, p := range []string{"d = {'a': 1, 'b': 2}\nfor k in d:\n    d[k + 'x'] = d.pop(k)\nresult = d",
 		"d = {'a': 1, 'b': 2}\nfor k in d:\n    v = d.pop(k)\n    d[k] = v\nresult = d",
-		"d = {'a': 1}\nfor k in d.items():\n    d['t'] = 0\n    del d['t']\nresult = d"} {
+		"d = {'a': 1}\nfor k in d.items():\n    d['t'] = 0\n    del d['t']\nresult = d",
+		"d = {'a': 1, 'b': 2}\nfor k in d:\n    if k == 'b':\n        d.__delitem__('a')\n        d.__setitem__('c', 3)\nresult = d"} {
 		out = append(out, snippet{Name: fmt.Sprintf("dictchange/%d", len(out)), Prog: p, AtRun: "changing a dict's keys while iterating over it"})
 	}
 	// An error raised while a loop takes its next item ends the loop with

@@ -506,6 +506,13 @@ func (it *dictIter) M__next__() (py.Object, error) {
 		return nil, unsupported("changing a dict's keys while iterating over it")
 	}
 	if it.pos >= len(it.keys) {
+		// The same size and every key still there: the same keys. A key
+		// replaced by a way toolhost does not note (d.__setitem__, which
+		// gpython resolves to its Go method) shows here.
+		if !holdsAll(it.d, it.keys) {
+			it.changed = true
+			return nil, unsupported("changing a dict's keys while iterating over it")
+		}
 		it.d = nil
 		return nil, py.StopIteration
 	}
