@@ -189,7 +189,8 @@ func TestConformance(t *testing.T) {
 // containers its own way (10000000000000000.0 for 1e+16).
 func TestPrintedOutput(t *testing.T) {
 	calls := []string{`print(1e16)`, `print([1.5, None], "x", sep="|")`, `print(-0.0, end="!")`, `print((1,))`,
-		`print({"a": 1.0})`, `print(True, 3, "s", 2.5)`, `print()`, `print(0.1 + 0.2, 1 / 3)`, `print("a", "b", sep="")`}
+		`print({"a": 1.0})`, `print(True, 3, "s", 2.5)`, `print()`, `print(0.1 + 0.2, 1 / 3)`, `print("a", "b", sep="")`,
+		`print({"b": 1, "a": 2.5}.items(), {"x": 1}.keys(), {}.values())`}
 	src := "import io, sys, json\nout = []\n"
 	for _, c := range calls {
 		src += "buf = io.StringIO()\nsys.stdout = buf\n" + c + "\nsys.stdout = sys.__stdout__\nout.append(buf.getvalue())\n"

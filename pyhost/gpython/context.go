@@ -47,6 +47,9 @@ type context struct {
 	// toolhost's call (callOrdered), in their order, until the function
 	// called takes them as its **kwargs (kwOrder).
 	kwPending py.StringDict
+	// loopErr is the error that ended a for loop, until the loop's end
+	// raises it (fix_loops.go).
+	loopErr error
 
 	closeOnce sync.Once
 	running   sync.WaitGroup
@@ -86,6 +89,7 @@ func newContext(root string, modules map[string]string) (*context, error) {
 	}, 0, "open() is not available on the gpython runtime")
 	fixBuiltins(builtins)
 	ctx.orderBuiltins(builtins)
+	ctx.loopBuiltins(builtins)
 	return ctx, nil
 }
 

@@ -525,6 +525,104 @@ func corpus() []snippet {
 	for _, p := range dictOrderProgs {
 		prog("dictorder", p)
 	}
+	// Dict views (fix_dictviews.go): their text, type, liveness,
+	// equality, set operators and comparisons.
+	for _, e := range []string{"str({'a': 1, 'b': 2}.keys())", "repr({'a': 1.5, 'b': None}.values())", "str({'b': 1, 'a': (2,)}.items())",
+		"(type({}.keys()).__name__, type({}.values()).__name__, type({}.items()).__name__)", "repr({}.keys())", "str({}.items())",
+		"{'a': 1}.keys() == {'a'}", "{'a'} == {'a': 1}.keys()", "{'a': 1}.keys() == ['a']", "{'a': 1}.keys() != {'a'}",
+		"{'a': 1}.values() == {'a': 1}.values()", "{'a': 1}.items() == {'a': 1}.items()", "{'a': 1, 'b': 2}.keys() == {'b': 0, 'a': 5}.keys()",
+		"{'a': 1}.items() == {'a': 2}.items()", "{'a': 1, 'b': 2}.keys() & {'a', 'z'}", "{'a': 1, 'b': 2}.keys() | {'z'}",
+		"{'a': 1, 'b': 2}.keys() - {'a'}", "{'a': 1, 'b': 2}.keys() ^ {'a', 'q'}", "{'a', 'q'} - {'a': 1}.keys()",
+		"['b', 'y'] & {'a': 1, 'b': 2}.keys()", "{'a': 1}.keys() | ['a', 1, True, 1.0]", "{'a': 1}.keys() - 5",
+		"{'a': 1, 'b': 2}.keys() < {'a', 'b', 'c'}", "{'a': 1, 'b': 2}.keys() <= {'a', 'b'}", "{'a': 1, 'b': 2}.keys() > {'a'}",
+		"{'a'} < {'a': 1, 'b': 2}.keys()", "{'a': 1}.keys() >= {'a': 2}.keys()", "{'a': 1}.keys() < list('ab')",
+		"{'a': 1}.keys().isdisjoint(['x'])", "{'a': 1}.items().isdisjoint([('a', 1)])", "hash({}.keys())", "{'a': 1}.keys()[0]",
+		"len({'a': 1, 'b': 2}.items())", "bool({}.values())", "'a' in {'a': 1}.keys()", "1 in {'a': 1}.values()",
+		"('a', 1) in {'a': 1}.items()", "('a', 2) in {'a': 1}.items()", "'a' in {'a': 1}.items()", "[1] in {'a': 1}.keys()",
+		"list(reversed({'b': 1, 'a': 2}.items()))", "'%s' % ({'a': 1}.values(),)", "'{}'.format({'a': 1}.items())",
+		"{'a': 1}.keys() + ['b']", "{'a': 1}.values() < {'a': 1}.values()"} {
+		add("dictview", e)
+	}
+	for _, p := range []string{
+		"d = {'a': 1}\nk, v, i = d.keys(), d.values(), d.items()\nd['b'] = 2\ndel d['a']\nresult = (list(k), list(v), list(i), len(k), 'b' in k, 2 in v, ('b', 2) in i, str(k), repr(v), str(i))",
+		"d = {'b': 1, 'a': 2}\nks = d.keys()\nd.clear()\nd['z'] = 0\nresult = (str(ks), ks == {'z'}, len(ks))",
+		"d = {'b': 1}\ns = d.keys()\ns |= {'z'}\nresult = (type(s).__name__, sorted(s), list(d))",
+		"d = {'x': 1, 'y': 2}\ntotal = 0\nfor k, v in d.items():\n    total += v\nresult = (total, [k for k in d.keys()], max(d.values()), ','.join(d.keys()), dict(d.items()))",
+		"def f(**kw):\n    return (str(kw.keys()), kw.keys() - {'a'}, str(kw.values()))\nresult = f(b=1, a=2)",
+		"d = {'b': [1]}\nv = d.values()\nresult = (v == v, v != v, [1] in v, ('b', [1]) in d.items(), str(v))",
+		"stock = {'apple': 3, 'pear': 0}\nwanted = {'apple', 'kiwi'}\nresult = (sorted(stock.keys() & wanted), sorted(wanted - stock.keys()), 'Stock: %s' % stock.items())",
+		"a, b = {'x': 1, 'y': 2}.items()\nresult = (a, b)",
+	} {
+		prog("dictview", p)
+	}
+	for _, p := range []string{"result = {'a': 1}.items() | {1}", "result = {'a': 1}.items() - {1}", "result = {'a': 1}.keys() | [(1, 2)]"} {
+		out = append(out, snippet{Name: fmt.Sprintf("dictview/%d", len(out)), Prog: p, AtRun: "set operator"})
+	}
+	// A dict changed while it is iterated (dictIter): RuntimeError when
+	// its size changed; a value changed is no change.
+	for _, loop := range []string{
+		"for k in d:\n    d['c'] = 3", "for k in d.keys():\n    del d[k]", "for k, v in d.items():\n    d.pop(k)",
+		"for v in d.values():\n    d['n%d' % v] = v", "it = iter(d)\nnext(it)\nd['z'] = 0\nnext(it)", "g = (k for k in d)\nnext(g)\nd['c'] = 3\nnext(g)",
+		"for i, k in enumerate(d):\n    d[k + str(i)] = 1", "for k in reversed(d):\n    del d[k]", "r = [d.setdefault(k + '2', 0) for k in d]",
+		"for k in d:\n    d.clear()", "for k in list(zip(d, d.values())) and d:\n    d.update(z=1)", "for k in map(lambda s: s, d):\n    d.popitem()",
+		"r = {k: d.pop(k) for k in d}", "for k in d:\n    d[k] = d[k] * 10", "for k in list(d):\n    del d[k]", "for k in d:\n    d.update({k: 0})",
+	} {
+		prog("dictchange", "d = {'a': 1, 'b': 2}\nr = None\ntry:\n"+indent(loop)+"\n    e = None\nexcept RuntimeError as x:\n    e = str(x)\nresult = (e, d)")
+	}
+	prog("dictchange", "d = {'a': 1, 'b': 2}\nit = iter(d)\nd['c'] = 3\nr = []\nfor _ in range(2):\n    try:\n        next(it)\n    except RuntimeError as e:\n        r.append(str(e))\nresult = r")
+	prog("dictchange", "d = {'a': 1}\nit = iter(d)\nresult = (list(it), next(it, 'end'))\nd['b'] = 2\nresult += (next(it, 'end'),)")
+	prog("dictchange", "class C:\n    r = [k for k in {'b': 1, 'a': 2}]\n    d = {'a': 1}\n    try:\n        for k in d:\n            d['x'] = 1\n    except RuntimeError as e:\n        r.append(str(e))\nresult = C.r")
+	prog("dictchange", "def g(d):\n    for k in d:\n        yield k\nd = {'a': 1, 'b': 2}\nit = g(d)\nnext(it)\nd['c'] = 1\ntry:\n    next(it)\n    result = 'no'\nexcept RuntimeError as e:\n    result = str(e)")
+	prog("dictview", "def g():\n    yield from [1, 2]\n    yield from {'b': 1, 'a': 2}\n    yield from {'x': 1}.items()\nresult = list(g())")
+	prog("dictchange", "d = {'q': 1, 'p': 2}\nseen = []\nfor k in d:\n    seen.append(k)\n    if len(seen) > 5:\n        break\nresult = seen")
+	for _, p := range []string{"d = {'a': 1, 'b': 2}\nfor k in d:\n    d[k + 'x'] = d.pop(k)\nresult = d",
+		"d = {'a': 1, 'b': 2}\nfor k in d:\n    v = d.pop(k)\n    d[k] = v\nresult = d",
+		"d = {'a': 1}\nfor k in d.items():\n    d['t'] = 0\n    del d['t']\nresult = d",
+		"d = {'a': 1, 'b': 2}\nfor k in d:\n    if k == 'b':\n        d.__delitem__('a')\n        d.__setitem__('c', 3)\nresult = d"} {
+		out = append(out, snippet{Name: fmt.Sprintf("dictchange/%d", len(out)), Prog: p, AtRun: "changing a dict's keys while iterating over it"})
+	}
+	// An error raised while a loop takes its next item ends the loop with
+	// that error (fix_loops.go).
+	for _, p := range []string{
+		"def g():\n    yield 1\n    1 / 0\nresult = [x for x in g()]",
+		"def g():\n    yield 1\n    raise ValueError('x')\nr = []\ntry:\n    for x in g():\n        r.append(x)\nexcept ValueError as e:\n    r.append(str(e))\nresult = r",
+		"r = []\ntry:\n    for n in map(int, ['1', 'x']):\n        r.append(n)\nexcept ValueError:\n    r.append('bad')\nresult = r",
+		"result = [n for n in map(int, ['1', 'x'])]",
+		"class It:\n    def __iter__(self):\n        return self\n    def __next__(self):\n        raise KeyError('k')\nresult = {x: 1 for x in It()}",
+		"r = 0\nfor x in (1 / y for y in [1, 0]):\n    r += x\nresult = r",
+		"def g():\n    for i in range(3):\n        yield i\nresult = [(a, b) for a in g() for b in g() if a < b]",
+		"def g(n):\n    yield n\n    if n:\n        yield from g(n - 1)\nresult = list(g(2)) + [x for x in g(1)]",
+	} {
+		prog("loopraise", p)
+	}
+	// A list changed while it is iterated: the loop sees it as it is at
+	// each step (listIter).
+	for _, p := range []string{
+		"q = [1]\nseen = []\nfor x in q:\n    seen.append(x)\n    if x < 4:\n        q.append(x + 1)\nresult = seen",
+		"xs = [1, 2, 3, 4]\nr = []\nfor x in xs:\n    r.append(x)\n    if x == 1:\n        xs.remove(1)\nresult = r",
+		"q = [1]\nresult = [q.append(x + 1) or x for x in q if x < 3]",
+		"q = ['a']\nr = []\nfor i, x in enumerate(q):\n    r.append((i, x))\n    if len(q) < 3:\n        q.append(x + 'b')\nresult = r",
+		"xs = [1]\nit = iter(xs)\nxs.append(2)\nresult = list(it)",
+		"xs = [1, 2, 3]\nr = []\nfor x in reversed(xs):\n    r.append(x)\n    xs.pop(0)\nresult = (r, xs)",
+		"xs = [1]\nit = iter(xs)\nr = list(it)\nxs.append(2)\nresult = (r, list(it))",
+		"xs = [1]\ng = (x * 10 for x in xs)\nxs.append(2)\nresult = list(g)",
+		"xs = [1, 2]\nm = map(str, xs)\nxs.append(3)\nresult = list(m)",
+		"todo = [('a', 2)]\ndone = {}\nfor name, n in todo:\n    done[name] = n\n    if n:\n        todo.append((name + '.', n - 1))\nresult = list(done.items())",
+	} {
+		prog("listchange", p)
+	}
+	// vars() and __dict__ (refused: gpython keeps no order of an object's
+	// attributes).
+	for _, p := range []string{"result = sorted(vars())", "class C:\n    def __init__(self):\n        self.b = 1\n        self.a = 2\nresult = vars(C())",
+		"v = vars\nresult = sorted(v())"} {
+		out = append(out, snippet{Name: fmt.Sprintf("vars/%d", len(out)), Prog: p, Refused: "vars() is not available"})
+	}
+	for _, p := range []string{"class C:\n    pass\nc = C()\nc.x = 1\nresult = c.__dict__", "def f():\n    pass\nresult = sorted(f.__dict__)",
+		"class C:\n    def __init__(self, **kw):\n        self.__dict__.update(kw)\nresult = C(a=1).a", "result = getattr(object(), '__dict__', 'none')"} {
+		out = append(out, snippet{Name: fmt.Sprintf("vars/%d", len(out)), Prog: p, Refused: "__dict__ is not available"})
+	}
+	prog("vars", "vars = {'a': 1}\nresult = vars['a']")
+	prog("vars", "def f(vars):\n    return vars + 1\nresult = f(1)")
 	settle(out)
 	return out
 }
@@ -689,6 +787,11 @@ func settle(out []snippet) {
 			}
 		}
 	}
+}
+
+// indent indents a block of code by four spaces.
+func indent(code string) string {
+	return "    " + strings.ReplaceAll(code, "\n", "\n    ")
 }
 
 // tryStmt runs m (an expression or a statement) and sets r to its value

@@ -43,7 +43,14 @@ const (
 	// ROT_TWO, CALL_FUNCTION 1 (f((function, arguments, argc)) makes the
 	// call with its keywords in order).
 	callOrdered
+	// suffixCall follows the instruction, which keeps its place:
+	// LOAD_GLOBAL f, ROT_TWO, CALL_FUNCTION 1 (TOS = f(TOS)).
+	suffixCall
 )
+
+// loopEndSize is the size of the check a loop's end starts with:
+// LOAD_GLOBAL loopEndBuiltin, CALL_FUNCTION 0, POP_TOP.
+const loopEndSize = 7
 
 // opRewrite is what an instruction becomes: a call of the builtin named.
 type opRewrite struct {
@@ -66,6 +73,8 @@ func (r opRewrite) extra(size int) int {
 		return 4
 	case callOrdered:
 		return 16 - size
+	case suffixCall:
+		return 7
 	}
 	return 7 - size
 }
@@ -188,8 +197,28 @@ func rewriteOps(code *py.Code) {
 			kwArg = -1
 		}
 	}
+	// The instructions a FOR_ITER ends its loop at start with a check
+	// that raises the error that ended it (fix_loops.go).
+	at := make(map[int]int, len(ins))
+	for k, in := range ins {
+		at[in.at] = k
+	}
+	loopEnd := make([]bool, len(ins))
+	for _, in := range ins {
+		if in.op == vm.FOR_ITER {
+			k, ok := at[in.at+in.size+in.arg]
+			if !ok {
+				return
+			}
+			if !loopEnd[k] {
+				loopEnd[k] = true
+				count++
+			}
+		}
+	}
 	for k, in := range ins {
 		r, ok := opRewrites[in.op]
+		forIter := k+1 < len(ins) && ins[k+1].op == vm.FOR_ITER
 		switch in.op {
 		case vm.COMPARE_OP:
 			name, isCmp := compareRewrites[in.arg]
@@ -204,6 +233,12 @@ func rewriteOps(code *py.Code) {
 			}
 		case vm.BUILD_MAP:
 			ok, r = comp && k == 0, opRewrite{saveDict, ""}
+		case vm.GET_ITER:
+			if forIter {
+				r = opRewrite{unaryCall, loopIterBuiltin}
+			}
+		case vm.LOAD_FAST:
+			ok, r = forIter, opRewrite{suffixCall, loopWrapBuiltin}
 		case vm.CALL_FUNCTION, vm.CALL_FUNCTION_VAR, vm.CALL_FUNCTION_KW, vm.CALL_FUNCTION_VAR_KW:
 			ok = in.op != vm.CALL_FUNCTION || in.arg>>8&0xff != 0
 			r = opRewrite{callOrdered, callBuiltin}
@@ -226,6 +261,9 @@ func rewriteOps(code *py.Code) {
 	for k, in := range ins {
 		for j := in.at; j < in.at+in.size; j++ {
 			shift[j] = extra
+		}
+		if loopEnd[k] {
+			extra += loopEndSize
 		}
 		if planned[k] {
 			extra += plan[k].extra(in.size)
@@ -274,6 +312,9 @@ func rewriteOps(code *py.Code) {
 		return
 	}
 	for k, in := range ins {
+		if loopEnd[k] && !(emit(vm.LOAD_GLOBAL, nameIndex(loopEndBuiltin)) && emit(vm.CALL_FUNCTION, 0) && emit(vm.POP_TOP, 0)) {
+			return
+		}
 		ok := true
 		switch {
 		case planned[k] && plan[k].kind == saveDict:
@@ -291,6 +332,8 @@ func rewriteOps(code *py.Code) {
 				ok = emit(vm.LOAD_GLOBAL, f) && emit(vm.ROT_TWO, 0) && emit(vm.CALL_FUNCTION, 1)
 			case keyCheck:
 				ok = emit(vm.LOAD_GLOBAL, f) && emit(vm.ROT_TWO, 0) && emit(vm.CALL_FUNCTION, 1) && emit(in.op, in.arg)
+			case suffixCall:
+				ok = emit(in.op, in.arg) && emit(vm.LOAD_GLOBAL, f) && emit(vm.ROT_TWO, 0) && emit(vm.CALL_FUNCTION, 1)
 			case storeCheck:
 				ok = emit(vm.DUP_TOP_TWO, 0) && emit(vm.LOAD_GLOBAL, f) && emit(vm.ROT_THREE, 0) &&
 					emit(vm.CALL_FUNCTION, 2) && emit(vm.POP_TOP, 0) && emit(in.op, 0)
@@ -305,7 +348,7 @@ func rewriteOps(code *py.Code) {
 			if target > len(b) {
 				return
 			}
-			ok = emit(in.op, newAt(target)-(newAt(in.at)+in.size))
+			ok = emit(in.op, newAt(target)-(len(out)+in.size))
 		case absJumps[in.op]:
 			if in.arg > len(b) {
 				return

@@ -178,23 +178,20 @@ func registerContainerFixes() {
 			return fn(self.(py.StringDict), args, kwargs)
 		})
 	}
-	// keys(), values() and items() in insertion order (orderedKeys;
-	// gpython's came in Go's random map order).
-	view := func(name string, item func(k string, v py.Object) py.Object) {
+	// keys(), values() and items() are views of the dict (dictView,
+	// fix_dictviews.go), in insertion order (orderedKeys; gpython's
+	// iterators came in Go's random map order).
+	view := func(name string, kind viewKind) {
 		dict(name, func(d py.StringDict, args py.Tuple, _ py.StringDict) (py.Object, error) {
 			if len(args) > 0 {
 				return nil, py.ExceptionNewf(py.TypeError, "%s() takes no arguments (%d given)", name, len(args))
 			}
-			out := make(py.Tuple, 0, len(d))
-			for _, k := range orderedKeys(d) {
-				out = append(out, item(k, d[k]))
-			}
-			return out, nil
+			return &dictView{d: d, kind: kind}, nil
 		})
 	}
-	view("keys", func(k string, _ py.Object) py.Object { return py.String(k) })
-	view("values", func(_ string, v py.Object) py.Object { return v })
-	view("items", func(k string, v py.Object) py.Object { return py.Tuple{py.String(k), v} })
+	view("keys", keysView)
+	view("values", valuesView)
+	view("items", itemsView)
 	// get of a key other than a str raised KeyError; no such key is in a
 	// gpython dict.
 	dict("get", func(d py.StringDict, args py.Tuple, _ py.StringDict) (py.Object, error) {

@@ -3,6 +3,7 @@ package gpython
 import (
 	"sort"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 	"weak"
 
@@ -37,6 +38,9 @@ type dictOrder struct {
 	// exact is set when keys were compacted and no key was noted since:
 	// keys then have no repeats, and are d's order if d holds each.
 	exact bool
+	// inserts counts the keys noted: an iterator over d sees by it that a
+	// key was put in d while it ran (dictIter, fix_dictviews.go).
+	inserts atomic.Uint64
 }
 
 // dictOrders is the table of dicts' orders, keyed by the address of the
@@ -76,7 +80,7 @@ func orderOf(d py.StringDict, create bool) *dictOrder {
 	if len(dictOrders.m) >= dictOrders.sweepAt {
 		sweepDictOrders()
 	}
-	o := &dictOrder{dict: weak.Make(p), keys: sortedKeys(d)}
+	o := &dictOrder{dict: weak.Make(p), keys: sortedKeys(d), exact: true}
 	dictOrders.m[addr] = o
 	return o
 }
@@ -122,6 +126,7 @@ func noteKey(d py.StringDict, k string) {
 	}
 	if o != nil {
 		o.keys, o.exact = append(o.keys, k), false
+		o.inserts.Add(1)
 		if len(o.keys) > 2*len(d)+16 {
 			o.keys = compactOrder(d, o.keys)
 		}
@@ -166,6 +171,26 @@ func orderedKeys(d py.StringDict) []string {
 	}
 	o.keys, o.exact = compactOrder(d, o.keys), true
 	return o.keys
+}
+
+// iterOrder is what an iterator over d needs: d's keys in order, and d's
+// order entry (made if d has none, so that a key put in d later is
+// counted) with its count of insertions. An empty dict needs no entry: a
+// key put in it changes its size.
+func iterOrder(d py.StringDict) ([]string, *dictOrder, uint64) {
+	if len(d) == 0 || fixesOff {
+		return orderedKeys(d), nil, 0
+	}
+	dictOrders.Lock()
+	defer dictOrders.Unlock()
+	o := orderOf(d, true)
+	if o == nil {
+		return sortedKeys(d), nil, 0
+	}
+	if !(o.exact && len(o.keys) == len(d) && holdsAll(d, o.keys)) {
+		o.keys, o.exact = compactOrder(d, o.keys), true
+	}
+	return o.keys, o, o.inserts.Load()
 }
 
 // holdsAll reports whether d holds every key.
@@ -251,10 +276,15 @@ func inOrder(o py.Object) py.Object {
 }
 
 // opIter is iter(o) for a for loop or a comprehension (GET_ITER): a
-// dict's keys in insertion order.
+// dict's keys in insertion order, checked for changes of the dict at
+// each step (dictIter); a list's items as the list is at each step
+// (listIter, fix_loops.go).
 func opIter(o py.Object) (py.Object, error) {
-	if d, ok := o.(py.StringDict); ok {
-		return py.NewIterator(dictKeysTuple(d)), nil
+	switch x := o.(type) {
+	case py.StringDict:
+		return newDictIter(x, keysView, false), nil
+	case *py.List:
+		return newListIter(x, false), nil
 	}
 	return py.Iter(o)
 }
@@ -462,13 +492,25 @@ func (ctx *context) kwOrder(kw py.StringDict) {
 
 // orderedNew wraps the constructor of a type that iterates its arguments
 // (list, tuple, enumerate, zip, map, filter): a dict argument gives its
-// keys in insertion order.
-func orderedNew(orig py.NewFunc) py.NewFunc {
+// keys in insertion order. The lazy ones (enumerate, zip, map, filter)
+// take a dict's or a list's iterator, which sees it change while they
+// run.
+func orderedNew(orig py.NewFunc, lazy bool) py.NewFunc {
 	return func(t *py.Type, args py.Tuple, kwargs py.StringDict) (py.Object, error) {
 		for i, a := range args {
-			if _, ok := a.(py.StringDict); ok {
+			switch x := a.(type) {
+			case py.StringDict:
 				args = append(py.Tuple(nil), args...)
-				args[i] = inOrder(a)
+				if lazy {
+					args[i] = newDictIter(x, keysView, false)
+				} else {
+					args[i] = inOrder(a)
+				}
+			case *py.List:
+				if lazy {
+					args = append(py.Tuple(nil), args...)
+					args[i] = newListIter(x, false)
+				}
 			}
 		}
 		return orig(t, args, kwargs)

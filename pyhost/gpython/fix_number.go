@@ -277,6 +277,8 @@ func writeRepr(b *strings.Builder, o py.Object, depth int) error {
 			}
 		}
 		b.WriteString("}")
+	case *dictView:
+		return writeViewRepr(b, x, depth)
 	case *py.Exception:
 		args, _ := x.Args.(py.Tuple)
 		b.WriteString(x.Base.Name)
@@ -304,7 +306,7 @@ func strObject(o py.Object) (string, error) {
 	switch x := o.(type) {
 	case py.String:
 		return string(x), nil
-	case py.Float, *py.List, py.Tuple, py.StringDict, py.Int, *py.BigInt, py.Bool, py.NoneType:
+	case py.Float, *py.List, py.Tuple, py.StringDict, py.Int, *py.BigInt, py.Bool, py.NoneType, *dictView:
 		return reprObject(x)
 	case *py.Exception:
 		// str(e) is its one argument's str (a KeyError's repr), else the

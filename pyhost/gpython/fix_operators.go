@@ -304,9 +304,22 @@ func and(x, y bool) bool { return x && y }
 func or(x, y bool) bool  { return x || y }
 func xor(x, y bool) bool { return x != y }
 
-// bitwiseOp is one of &, |, ^ (gpython's, or inplace).
-func bitwiseOp(op func(a, b py.Object) (py.Object, error), logic func(x, y bool) bool) func(a, b py.Object) (py.Object, error) {
-	return func(a, b py.Object) (py.Object, error) { return bitwise(a, b, op, logic) }
+// bitwiseOp is one of &, |, ^ (gpython's, or inplace; sym is the
+// operator): on a keys view, a set (viewSetOp).
+func bitwiseOp(op func(a, b py.Object) (py.Object, error), logic func(x, y bool) bool, sym string) func(a, b py.Object) (py.Object, error) {
+	return setOps(sym, func(a, b py.Object) (py.Object, error) { return bitwise(a, b, op, logic) })
+}
+
+// setOps makes an operator that takes set operands take dict views too
+// (viewSetOp): a view has no in-place operators, so a -= d.keys() makes
+// a new set, as in CPython.
+func setOps(sym string, op func(a, b py.Object) (py.Object, error)) func(a, b py.Object) (py.Object, error) {
+	return func(a, b py.Object) (py.Object, error) {
+		if r, done, err := viewSetOp(sym, a, b); done {
+			return r, err
+		}
+		return op(a, b)
+	}
 }
 
 // compareExact compares an int and a float exactly, as CPython does
@@ -425,6 +438,9 @@ func opNe(a, b py.Object) (py.Object, error) {
 // refuses to put one in), so such a key is not in it; gpython raised
 // KeyError. An unhashable key is a TypeError, as in CPython.
 func contains(a, b py.Object) (bool, error) {
+	if v, ok := b.(*dictView); ok {
+		return v.contains(a)
+	}
 	if _, ok := b.(py.StringDict); ok {
 		if _, ok := a.(py.String); !ok {
 			if err := hashable(a); err != nil {
@@ -450,10 +466,18 @@ func contains(a, b py.Object) (bool, error) {
 	return false, nil
 }
 
+// hashable is nil for a value CPython can hash, else its TypeError: a
+// list, dict, set or dict view, or a tuple holding one.
 func hashable(o py.Object) error {
-	switch o.(type) {
-	case *py.List, py.StringDict, *py.Set:
+	switch x := o.(type) {
+	case *py.List, py.StringDict, *py.Set, *dictView:
 		return py.ExceptionNewf(py.TypeError, "unhashable type: '%s'", o.Type().Name)
+	case py.Tuple:
+		for _, item := range x {
+			if err := hashable(item); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -609,8 +633,8 @@ func init() {
 	binary(imodBuiltin, func(a, b py.Object) (py.Object, error) { return percentIMod(nil, py.Tuple{a, b}) })
 	binary("__toolhost_add__", opAdd)
 	binary("__toolhost_iadd__", opIAdd)
-	binary("__toolhost_sub__", ints(py.Sub))
-	binary("__toolhost_isub__", ints(inPlace(py.ISub)))
+	binary("__toolhost_sub__", setOps("-", ints(py.Sub)))
+	binary("__toolhost_isub__", setOps("-", ints(inPlace(py.ISub))))
 	binary("__toolhost_mul__", ints(py.Mul))
 	binary("__toolhost_imul__", ints(inPlace(py.IMul)))
 	binary("__toolhost_truediv__", ints(py.TrueDiv))
@@ -618,12 +642,12 @@ func init() {
 	binary("__toolhost_pow__", opPow)
 	binary("__toolhost_lshift__", shift(py.Lshift, true))
 	binary("__toolhost_rshift__", shift(py.Rshift, false))
-	binary("__toolhost_and__", bitwiseOp(py.And, and))
-	binary("__toolhost_iand__", bitwiseOp(inPlace(py.IAnd), and))
-	binary("__toolhost_or__", bitwiseOp(py.Or, or))
-	binary("__toolhost_ior__", bitwiseOp(inPlace(py.IOr), or))
-	binary("__toolhost_xor__", bitwiseOp(py.Xor, xor))
-	binary("__toolhost_ixor__", bitwiseOp(inPlace(py.IXor), xor))
+	binary("__toolhost_and__", bitwiseOp(py.And, and, "&"))
+	binary("__toolhost_iand__", bitwiseOp(inPlace(py.IAnd), and, "&"))
+	binary("__toolhost_or__", bitwiseOp(py.Or, or, "|"))
+	binary("__toolhost_ior__", bitwiseOp(inPlace(py.IOr), or, "|"))
+	binary("__toolhost_xor__", bitwiseOp(py.Xor, xor, "^"))
+	binary("__toolhost_ixor__", bitwiseOp(inPlace(py.IXor), xor, "^"))
 	unary("__toolhost_neg__", opNeg)
 	unary("__toolhost_pos__", opPos)
 	unary("__toolhost_invert__", opInvert)

@@ -112,6 +112,12 @@ func init() {
 	// the class (B.k: AttributeError): gpython looked in the class's own
 	// dict and its metatype only.
 	attr(py.TypeType, "__getattribute__", py.MustNewMethod("__getattribute__", typeGetattribute, 0, ""))
+	// obj.__dict__ was an AttributeError (a function's aside); CPython's
+	// is the object's attributes in the order they were set, which
+	// gpython does not keep.
+	attr(py.ObjectType, "__dict__", &py.Property{Fget: func(self py.Object) (py.Object, error) {
+		return nil, unsupported("__dict__")
+	}})
 	attr(py.MethodType, "__name__", &py.Property{Fget: func(self py.Object) (py.Object, error) {
 		return py.String(self.(*py.Method).Name), nil
 	}})
@@ -129,7 +135,8 @@ func init() {
 	// The constructors that iterate their arguments take a dict's keys in
 	// insertion order (list(d), tuple(d), enumerate(d), zip, map, filter).
 	for _, t := range []*py.Type{py.ListType, py.TupleType, py.EnumerateType, py.ZipType, py.MapType, py.FilterType} {
-		newFixes[t] = [2]py.NewFunc{orderedNew(t.New), t.New}
+		lazy := t != py.ListType && t != py.TupleType
+		newFixes[t] = [2]py.NewFunc{orderedNew(t.New, lazy), t.New}
 	}
 	setTypeFixes(true)
 }
@@ -169,16 +176,32 @@ func fixBuiltins(b *py.Module) {
 	for name, fn := range operatorBuiltins {
 		b.Globals[name] = fn
 	}
-	// iter(d) and sum(d) go through a dict's keys in insertion order.
+	// iter(d) and sum(d) go through a dict's keys in insertion order
+	// (iter(d) with a dict iterator, which sees the dict change; iter(xs)
+	// with a list iterator, which sees the list change).
 	for _, name := range []string{"iter", "sum"} {
 		orig := b.Globals[name]
 		b.Globals[name] = py.MustNewMethod(name, func(_ py.Object, args py.Tuple, kw py.StringDict) (py.Object, error) {
+			if name == "iter" && len(args) == 1 && len(kw) == 0 {
+				switch x := args[0].(type) {
+				case py.StringDict:
+					return newDictIter(x, keysView, false), nil
+				case *py.List:
+					return newListIter(x, false), nil
+				}
+			}
 			if len(args) > 0 {
 				args = append(py.Tuple{inOrder(args[0])}, args[1:]...)
 			}
 			return py.Call(orig, args, kw)
 		}, 0, "")
 	}
+	// vars() and __dict__ (ObjectType's, below) would give a dict in an
+	// order gpython does not keep; the deep check refuses them where the
+	// source shows them, and this where it does not.
+	b.Globals["vars"] = py.MustNewMethod("vars", func(_ py.Object, _ py.Tuple, _ py.StringDict) (py.Object, error) {
+		return nil, unsupported("vars()")
+	}, 0, "")
 	b.Globals["pow"] = py.MustNewMethod("pow", builtinPow(b.Globals["pow"]), 0, "")
 	b.Globals["divmod"] = py.MustNewMethod("divmod", builtinDivmod(b.Globals["divmod"]), 0, "")
 	abs := b.Globals["abs"]
@@ -419,9 +442,13 @@ func builtinReversed(_ py.Object, args py.Tuple, _ py.StringDict) (py.Object, er
 		return nil, py.ExceptionNewf(py.TypeError, "reversed expected 1 argument, got %d", len(args))
 	}
 	switch x := args[0].(type) {
-	case *py.List, py.Tuple, py.String, *py.Range:
+	case *py.List:
+		return newListIter(x, true), nil
+	case py.Tuple, py.String, *py.Range:
 	case py.StringDict:
-		args = py.Tuple{dictKeysTuple(x)} // reversed(d) since Python 3.8
+		return newDictIter(x, keysView, true), nil // reversed(d) since Python 3.8
+	case *dictView:
+		return newDictIter(x.d, x.kind, true), nil
 	default:
 		return nil, py.ExceptionNewf(py.TypeError, "'%s' object is not reversible", args[0].Type().Name)
 	}

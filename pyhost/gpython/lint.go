@@ -30,9 +30,26 @@ func Refusals(file, src string) (out []plugins.SourceProblem) {
 		return nil
 	}
 	defined := map[string]bool{}
+	// bound are the names the module binds anywhere (assigned, a
+	// parameter, imported, a function or class): such a vars is the
+	// code's own.
+	bound := map[string]bool{}
 	ast.Walk(mod, func(n ast.Ast) bool {
 		switch x := n.(type) {
+		case *ast.Name:
+			if x.Ctx != ast.Load {
+				bound[string(x.Id)] = true
+			}
+		case *ast.Arg:
+			bound[string(x.Arg)] = true
+		case *ast.Alias:
+			bound[string(x.Name)], bound[string(x.AsName)] = true, true
+		case *ast.ClassDef:
+			bound[string(x.Name)] = true
+		case *ast.ExceptHandler:
+			bound[string(x.Name)] = true
 		case *ast.FunctionDef:
+			bound[string(x.Name)] = true
 			defined[string(x.Name)] = true
 		case *ast.Attribute:
 			// self.real = ... makes real the code's own attribute.
@@ -91,7 +108,14 @@ func Refusals(file, src string) (out []plugins.SourceProblem) {
 					}
 				}
 			}
+		case *ast.Name:
+			if x.Id == "vars" && x.Ctx == ast.Load && !bound["vars"] {
+				add(x, "vars() is not available on gpython (an object's attributes there have no order)")
+			}
 		case *ast.Attribute:
+			if x.Attr == "__dict__" {
+				add(x, "__dict__ is not available on gpython (an object's attributes there have no order)")
+			}
 			if why, ok := missingAttrs[string(x.Attr)]; ok && !defined[string(x.Attr)] {
 				add(x, "%s", why)
 			}
@@ -105,6 +129,12 @@ func Refusals(file, src string) (out []plugins.SourceProblem) {
 			}
 			if n, ok := x.Func.(*ast.Name); ok && (n.Id == "locals" || n.Id == "globals") && !defined[string(n.Id)] && !orderFree[x] {
 				add(n, "the order of %s() on gpython is its names' sorted order, not the order they were bound in", n.Id)
+			}
+			// getattr(obj, "__dict__") and the like.
+			if n, ok := x.Func.(*ast.Name); ok && len(x.Args) >= 2 && attrFuncs[string(n.Id)] && !bound[string(n.Id)] {
+				if s, ok := x.Args[1].(*ast.Str); ok && s.S == "__dict__" {
+					add(x.Args[1], "__dict__ is not available on gpython (an object's attributes there have no order)")
+				}
 			}
 		case *ast.Dict:
 			for _, k := range x.Keys {
@@ -154,6 +184,9 @@ func isTypeCall(e ast.Expr) bool {
 	n, ok := c.Func.(*ast.Name)
 	return ok && n.Id == "type"
 }
+
+// attrFuncs are the builtins that take an attribute's name.
+var attrFuncs = map[string]bool{"getattr": true, "hasattr": true, "setattr": true, "delattr": true}
 
 // builtinTypeNames are the types whose methods, taken from the type
 // (str.lower), gpython does not give.

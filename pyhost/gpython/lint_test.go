@@ -36,6 +36,16 @@ func TestRefusals(t *testing.T) {
 		{"def f(a):\n    return '{a}'.format(**locals()) + '%(a)s' % locals() + str(locals()['a']) + str('a' in globals())\n", 0, 0, ""},
 		{"x = globals().get('x')\n", 0, 0, ""},
 		{"def locals():\n    return {}\nk = list(locals())\n", 0, 0, ""},
+		{"x = vars()\n", 1, 5, "vars() is not available"},
+		{"def f(o):\n    return sorted(vars(o))\n", 2, 19, "vars() is not available"},
+		{"v = vars\n", 1, 5, "vars() is not available"},
+		{"vars = {'a': 1}\nx = vars['a']\n", 0, 0, ""},
+		{"def f(vars):\n    return vars\n", 0, 0, ""},
+		{"from m import vars\nx = vars()\n", 0, 0, ""},
+		{"d = obj.__dict__\n", 1, 8, "__dict__ is not available"},
+		{"class C:\n    def __init__(self, **kw):\n        self.__dict__.update(kw)\n", 3, 13, "__dict__ is not available"},
+		{"d = getattr(obj, '__dict__', None)\n", 1, 18, "__dict__ is not available"},
+		{"d = getattr(obj, 'name', None)\n", 0, 0, ""},
 	}
 	for _, tt := range tests {
 		got := Refusals("m.py", tt.src)
@@ -55,7 +65,7 @@ func TestRefusals(t *testing.T) {
 // FuzzRefusals feeds gpython's parser and the rules any source: they must
 // neither panic nor report outside the source.
 func FuzzRefusals(f *testing.F) {
-	for _, s := range []string{"x = type(1) is int\n", "def f(v):\n    return [v for _ in 'ab']\n", "class A(B):\n  pass\n", "{1: 2}\n", "(1,) < (2,)\n"} {
+	for _, s := range []string{"x = type(1) is int\n", "def f(v):\n    return [v for _ in 'ab']\n", "class A(B):\n  pass\n", "{1: 2}\n", "(1,) < (2,)\n", "x = vars(o).__dict__\n"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, src string) {
@@ -78,7 +88,8 @@ func FuzzRewriteModulo(f *testing.F) {
 	for _, s := range []string{"x = '%d' % 1\n", "for i in range(3):\n    if i % 2:\n        continue\n", "def f(a):\n    try:\n        return a % 2\n    finally:\n        a %= 3\n",
 		"while x % 3:\n    x += 1\nelse:\n    y = [i % 2 for i in z if i % 3]\n",
 		"def f(a, *b, **kw):\n    d = {'x': a, 'y': {k: v for k, v in kw.items()}}\n    return g(*b, z=1, **d)\n",
-		"for k, v in {'b': 1, 'a': 2}.items():\n    first, *rest = [k, v]\n    h(k, key=v)\n"} {
+		"for k, v in {'b': 1, 'a': 2}.items():\n    first, *rest = [k, v]\n    h(k, key=v)\n",
+		"r = [(a, b) for a in g() for b in (c for c in a) if b]\nfor x in r:\n    for y in x:\n        break\n    else:\n        pass\n"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, src string) {
@@ -109,6 +120,11 @@ func FuzzRewriteModulo(f *testing.F) {
 				}
 				if relJumps[op] && i+size+arg > len(b) || absJumps[op] && arg > len(b) {
 					t.Fatalf("a jump out of the code at %d: %v %d", i, op, arg)
+				}
+				// A loop's end raises the error that ended it (fix_loops.go).
+				if end := i + size + arg; op == vm.FOR_ITER && b != before && (end+2 >= len(b) || vm.OpCode(b[end]) != vm.LOAD_GLOBAL ||
+					c.Names[int(b[end+1])|int(b[end+2])<<8] != loopEndBuiltin) {
+					t.Fatalf("a loop ending at %d without the check of its iterator's error", end)
 				}
 				i += size
 			}
