@@ -1,9 +1,13 @@
 package templates
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -264,5 +268,38 @@ func TestSlowRendersArePaced(t *testing.T) {
 	}
 	if d := time.Since(t0); d < 300*time.Millisecond {
 		t.Errorf("a's render after its render to the 500 ms deadline waited %s, want about as long", d)
+	}
+}
+
+// TestWorkersYieldToTheServer: template workers run below the server's
+// CPU priority (nice 10), so that a tenant's template looping to its
+// deadline does not weigh as much as every sandbox together beside the
+// server's own work (issue 25).
+func TestWorkersYieldToTheServer(t *testing.T) {
+	r := NewRenderer(toolhostBin, 1, 2*time.Second, 1<<16)
+	defer r.Close()
+	if _, _, err := r.For("a").RenderMany(context.Background(), []Item{{Template: "{{ 1 }}"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	r.mu.Lock()
+	var pids []int
+	for _, w := range r.idle {
+		pids = append(pids, w.cmd.Process.Pid)
+	}
+	r.mu.Unlock()
+	if len(pids) == 0 {
+		t.Fatal("no idle template worker after a render")
+	}
+	for _, pid := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The fields after the command's closing parenthesis: nice is
+		// the 19th field of the line, the 17th after it.
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) < 17 || f[16] != strconv.Itoa(workerNice) {
+			t.Errorf("template worker %d runs at nice %v, want %d", pid, f[16:17], workerNice)
+		}
 	}
 }

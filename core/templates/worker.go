@@ -196,9 +196,18 @@ func (r *Renderer) start() (*worker, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start the template worker: %w", err)
 	}
+	// Below the server's priority: a template that loops until its
+	// deadline would otherwise weigh as much as every sandbox together
+	// (cgroup v1 puts the sandboxes' cgroup beside the server's own
+	// processes), and slow every tenant's calls (issue 25).
+	syscall.Setpriority(syscall.PRIO_PROCESS, cmd.Process.Pid, workerNice)
 	go func() { cmd.Wait(); close(w.done) }()
 	return w, nil
 }
+
+// workerNice is a template worker's nice value: CPU left to the server's
+// own work first, at a tenth of its weight.
+const workerNice = 10
 
 func (w *worker) kill() {
 	w.cmd.Process.Kill()
