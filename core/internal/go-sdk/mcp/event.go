@@ -42,6 +42,19 @@ func (e Event) Empty() bool {
 
 // writeEvent writes the event to w, and flushes.
 func writeEvent(w http.ResponseWriter, evt Event) (int, error) {
+	n, err := writeEventUnflushed(w, evt)
+	rc := http.NewResponseController(w)
+	// Ignore returned error as flushing is best-effort.
+	_ = rc.Flush()
+	return n, err
+}
+
+// writeEventUnflushed is writeEvent without its flush.
+//
+// toolhost: for the last event of a POST's stream, which the handler's
+// return sends (with the response's end, in one write where the flush made
+// it two).
+func writeEventUnflushed(w http.ResponseWriter, evt Event) (int, error) {
 	var b bytes.Buffer
 	if evt.Name != "" {
 		fmt.Fprintf(&b, "event: %s\n", evt.Name)
@@ -58,11 +71,7 @@ func writeEvent(w http.ResponseWriter, evt Event) (int, error) {
 	b.WriteString("data: ")
 	b.Write(evt.Data)
 	b.WriteString("\n\n")
-	n, err := w.Write(b.Bytes())
-	rc := http.NewResponseController(w)
-	// Ignore returned error as flushing is best-effort.
-	_ = rc.Flush()
-	return n, err
+	return w.Write(b.Bytes())
 }
 
 // DefaultMaxEventSize is the default maximum number of bytes buffered while

@@ -1132,7 +1132,13 @@ func (s *stream) deliverLocked(data []byte, eventID string, responseTo jsonrpc.I
 	} else {
 		// SSE mode: write event to response writer.
 		s.lastIdx++
-		if _, err := writeEvent(s.w, Event{Name: "message", Data: data, ID: eventID}); err != nil {
+		write := writeEvent
+		if done {
+			// toolhost: the stream's last event is sent by the handler's
+			// return, which done (closed below) lets happen at once.
+			write = writeEventUnflushed
+		}
+		if _, err := write(s.w, Event{Name: "message", Data: data, ID: eventID}); err != nil {
 			return done, err
 		}
 	}
