@@ -80,9 +80,9 @@ func TestSessionCache(t *testing.T) {
 	db.sessions.drop(k)
 	gen := db.sessions.generation()
 	db.sessions.drop(k) // a save began
-	db.sessions.keep(k, sessionRow{state: "Stale"}, gen)
+	db.sessions.keep(k, &Session{ID: "ses_1", State: "Stale"}, &sessionRow{state: "Stale"}, gen)
 	if r, ok := db.sessions.get(k); ok {
-		t.Errorf("a row read across a save was kept: %+v", r)
+		t.Errorf("a session read across a save was kept: %+v", r)
 	}
 	if s := read(); s.State != "Done" {
 		t.Errorf("the session reads state %q, want Done", s.State)
@@ -96,18 +96,51 @@ func TestSessionCacheBounds(t *testing.T) {
 	maxKeptSessionBytes = 16 << 10
 	var c sessionCache
 	big := sessionRow{vars: string(make([]byte, 2<<10))}
-	c.keep(sessionKey{1, "huge"}, big, c.generation())
+	c.keep(sessionKey{1, "huge"}, &Session{}, &big, c.generation())
 	if _, ok := c.get(sessionKey{1, "huge"}); ok {
 		t.Error("a row larger than a sixteenth of the bound was kept")
 	}
 	small := sessionRow{vars: string(make([]byte, 900))}
 	for i := range 40 {
-		c.keep(sessionKey{1, string(rune('a' + i))}, small, c.generation())
+		c.keep(sessionKey{1, string(rune('a' + i))}, &Session{}, &small, c.generation())
 		if c.bytes > maxKeptSessionBytes {
 			t.Fatalf("%d bytes kept, bound %d", c.bytes, maxKeptSessionBytes)
 		}
 	}
 	if len(c.rows) == 0 || len(c.rows) >= 40 {
 		t.Errorf("%d rows kept of 40", len(c.rows))
+	}
+}
+
+// TestCopySession: a kept session's copy shares nothing with it, and keeps
+// nil apart from empty (AllowedTags: nil is no whitelist, empty allows no
+// tool).
+func TestCopySession(t *testing.T) {
+	for _, s := range []*Session{
+		{ID: "a", Variables: map[string]any{"m": map[string]any{"l": []any{json.Number("1"), "x", nil, true, map[string]any{}}}}, AllowedTags: []string{"t"}},
+		{ID: "b", Variables: map[string]any{}, AllowedTags: []string{}},
+		{ID: "c"},
+	} {
+		want, _ := json.Marshal(s)
+		c := copySession(s)
+		got, _ := json.Marshal(c)
+		if string(got) != string(want) {
+			t.Errorf("copy\n%s\nof\n%s", got, want)
+		}
+		if (c.AllowedTags == nil) != (s.AllowedTags == nil) || (c.Variables == nil) != (s.Variables == nil) {
+			t.Errorf("session %s: nil and empty mixed up in its copy: tags %#v, variables %#v", s.ID, c.AllowedTags, c.Variables)
+		}
+		if m, ok := c.Variables["m"].(map[string]any); ok {
+			m["l"].([]any)[1] = "changed"
+			if s.Variables["m"].(map[string]any)["l"].([]any)[1] != "x" {
+				t.Error("a change to the copy's variables reached the kept session")
+			}
+		}
+		if len(c.AllowedTags) > 0 {
+			c.AllowedTags[0] = "changed"
+			if s.AllowedTags[0] != "t" {
+				t.Error("a change to the copy's tags reached the kept session")
+			}
+		}
 	}
 }

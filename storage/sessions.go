@@ -144,18 +144,14 @@ func (r *sessionRow) decode(sess *Session) error {
 	return dec.Decode(&sess.Variables)
 }
 
-// Session returns a tenant's session. On SQLite its row is kept once
-// read, until it is saved (sessioncache.go).
+// Session returns a tenant's session. On SQLite it is kept once read,
+// until it is saved (sessioncache.go).
 func (s *DB) Session(ctx context.Context, tenantID int64, id string) (*Session, error) {
 	k := sessionKey{tenantID, id}
 	keep := s.dialect == sqliteDialect
 	var gen uint64
 	if keep {
-		if r, ok := s.sessions.get(k); ok {
-			sess := &Session{ID: id}
-			if err := r.decode(sess); err != nil {
-				return nil, err
-			}
+		if sess, ok := s.sessions.get(k); ok {
 			return sess, nil
 		}
 		gen = s.sessions.generation()
@@ -173,7 +169,7 @@ func (s *DB) Session(ctx context.Context, tenantID int64, id string) (*Session, 
 		return nil, err
 	}
 	if keep {
-		s.sessions.keep(k, r, gen)
+		s.sessions.keep(k, sess, &r, gen)
 	}
 	return sess, nil
 }
