@@ -56,3 +56,7 @@ require (
 	google.golang.org/protobuf v1.36.6 // indirect
 	kernel.org/pub/linux/libs/security/libcap/psx v1.2.78 // indirect
 )
+
+// A copy of go-sdk v1.8.0 with its JSON unmarshalling made cheaper
+// (core/internal/go-sdk/README.toolhost.md).
+replace github.com/modelcontextprotocol/go-sdk => ./core/internal/go-sdk

@@ -221,12 +221,11 @@ func TestLogBatchBounds(t *testing.T) {
 		{"fewer than either bound", repeatInts(5, 100), 5},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			ch := make(chan *logRequest, len(tt.sizes))
+			var queue []*logRequest
 			for i, n := range tt.sizes {
-				ch <- &logRequest{e: heldLog{event: fmt.Sprint(i), data: strings.Repeat("x", n)}}
+				queue = append(queue, &logRequest{e: heldLog{event: fmt.Sprint(i), data: strings.Repeat("x", n)}})
 			}
-			first := <-ch
-			batch := takeLogBatch([]*logRequest{first}, ch)
+			batch, rest := takeLogBatch(queue)
 			if len(batch) != tt.wantBatch {
 				t.Fatalf("batch of %d entries, want %d", len(batch), tt.wantBatch)
 			}
@@ -235,8 +234,13 @@ func TestLogBatchBounds(t *testing.T) {
 					t.Fatalf("entry %d of the batch is %s", i, r.e.event)
 				}
 			}
-			if next := len(ch); next != len(tt.sizes)-tt.wantBatch {
+			if next := len(rest); next != len(tt.sizes)-tt.wantBatch {
 				t.Errorf("%d entries left queued, want %d", next, len(tt.sizes)-tt.wantBatch)
+			}
+			for i, r := range rest {
+				if r.e.event != fmt.Sprint(tt.wantBatch+i) {
+					t.Fatalf("entry %d left queued is %s", i, r.e.event)
+				}
 			}
 		})
 	}

@@ -96,6 +96,13 @@ func (s *DB) SaveSession(ctx context.Context, tenantID int64, sess *Session) err
 		finished = sess.FinishedAt
 	}
 	tags, _ := json.Marshal(sess.AllowedTags)
+	if s.dialect == sqliteDialect {
+		// Before and after: a read between the two keeps nothing
+		// (sessioncache.go).
+		k := sessionKey{tenantID, sess.ID}
+		s.sessions.drop(k)
+		defer s.sessions.drop(k)
+	}
 	_, err = s.exec(ctx, `INSERT INTO sessions (id, tenant_id, agent, state, variables, closed, created_at, finished_at, allowed_tags)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET state = excluded.state, variables = excluded.variables, closed = excluded.closed, finished_at = excluded.finished_at`,
@@ -111,27 +118,58 @@ const sessionColumns = `id, agent, state, variables, closed, created_at, finishe
 
 // scanSession reads one row of sessionColumns.
 func scanSession(row interface{ Scan(...any) error }, sess *Session) error {
-	var vars, tags string
-	var finished sql.NullString
-	if err := row.Scan(&sess.ID, &sess.Agent, &sess.State, &vars, &sess.Closed, &sess.CreatedAt, &finished, &tags); err != nil {
+	var r sessionRow
+	if err := scanSessionRow(row, &sess.ID, &r); err != nil {
 		return err
 	}
-	sess.FinishedAt = finished.String
-	json.Unmarshal([]byte(tags), &sess.AllowedTags)
-	dec := json.NewDecoder(strings.NewReader(vars))
+	return r.decode(sess)
+}
+
+// scanSessionRow reads one row of sessionColumns undecoded.
+func scanSessionRow(row interface{ Scan(...any) error }, id *string, r *sessionRow) error {
+	var finished sql.NullString
+	if err := row.Scan(id, &r.agent, &r.state, &r.vars, &r.closed, &r.created, &finished, &r.tags); err != nil {
+		return err
+	}
+	r.finished = finished.String
+	return nil
+}
+
+// decode fills sess (but its ID) from the row.
+func (r *sessionRow) decode(sess *Session) error {
+	sess.Agent, sess.State, sess.Closed, sess.CreatedAt, sess.FinishedAt = r.agent, r.state, r.closed, r.created, r.finished
+	json.Unmarshal([]byte(r.tags), &sess.AllowedTags)
+	dec := json.NewDecoder(strings.NewReader(r.vars))
 	dec.UseNumber()
 	return dec.Decode(&sess.Variables)
 }
 
-// Session returns a tenant's session.
+// Session returns a tenant's session. On SQLite it is kept once read,
+// until it is saved (sessioncache.go).
 func (s *DB) Session(ctx context.Context, tenantID int64, id string) (*Session, error) {
+	k := sessionKey{tenantID, id}
+	keep := s.dialect == sqliteDialect
+	var gen uint64
+	if keep {
+		if sess, ok := s.sessions.get(k); ok {
+			return sess, nil
+		}
+		gen = s.sessions.generation()
+	}
 	sess := &Session{}
-	err := scanSession(s.row(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = ? AND tenant_id = ?`, id, tenantID), sess)
+	var r sessionRow
+	err := scanSessionRow(s.row(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = ? AND tenant_id = ?`, id, tenantID), &sess.ID, &r)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
 	if err != nil {
 		return nil, err
+	}
+	if err := r.decode(sess); err != nil {
+		return nil, err
+	}
+	if keep {
+		s.sessions.keep(k, sess, &r, gen)
 	}
 	return sess, nil
 }

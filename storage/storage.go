@@ -76,6 +76,8 @@ type DB struct {
 	logs logBuffer
 	// logw writes the log entries in batches, one commit for each.
 	logw logWriter
+	// sessions keeps SQLite's session rows (sessioncache.go).
+	sessions sessionCache
 	// secretKey seals and opens the tenants' secrets.
 	secretKey secretKeyHolder
 }

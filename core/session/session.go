@@ -165,7 +165,14 @@ func (e *Engine) log(ctx context.Context, s *storage.Session, kind, event string
 
 // callContext is what tool code sees through the toolhost module.
 func (e *Engine) callContext(s *storage.Session) json.RawMessage {
-	b, _ := json.Marshal(map[string]any{"session_id": s.ID, "variables": s.Variables, "agent": s.Agent, "state": s.State})
+	// The keys in sorted order, as a map of them encoded (a struct
+	// encodes in a fraction of the time).
+	b, _ := json.Marshal(struct {
+		Agent     string         `json:"agent"`
+		SessionID string         `json:"session_id"`
+		State     string         `json:"state"`
+		Variables map[string]any `json:"variables"`
+	}{s.Agent, s.ID, s.State, s.Variables})
 	return b
 }
 
