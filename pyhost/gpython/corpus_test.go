@@ -623,6 +623,7 @@ func corpus() []snippet {
 	}
 	prog("vars", "vars = {'a': 1}\nresult = vars['a']")
 	prog("vars", "def f(vars):\n    return vars + 1\nresult = f(1)")
+	out = auditCorpus(out)
 	settle(out)
 	return out
 }

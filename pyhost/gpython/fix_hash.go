@@ -20,6 +20,9 @@ func builtinHash(_ py.Object, args py.Tuple, _ py.StringDict) (py.Object, error)
 		return nil, py.ExceptionNewf(py.TypeError, "hash() takes exactly one argument (%d given)", len(args))
 	}
 	h, err := hashOf(args[0])
+	if _, basic := args[0].(py.Float); err != nil && !basic {
+		h, err = setHash(args[0])
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -46,6 +49,9 @@ func hashOf(o py.Object) (int64, error) {
 		acc := uint64(prime5)
 		for _, item := range x {
 			lane, err := hashOf(item)
+			if err != nil {
+				lane, err = setHash(item)
+			}
 			if err != nil {
 				return 0, err
 			}

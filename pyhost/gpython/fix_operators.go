@@ -3,6 +3,7 @@ package gpython
 import (
 	"math"
 	"math/big"
+	"strings"
 
 	"github.com/go-python/gpython/py"
 )
@@ -314,7 +315,12 @@ func bitwiseOp(op func(a, b py.Object) (py.Object, error), logic func(x, y bool)
 // (viewSetOp): a view has no in-place operators, so a -= d.keys() makes
 // a new set, as in CPython.
 func setOps(sym string, op func(a, b py.Object) (py.Object, error)) func(a, b py.Object) (py.Object, error) {
+	inplace := strings.HasSuffix(sym, "=")
+	sym = strings.TrimSuffix(sym, "=")
 	return func(a, b py.Object) (py.Object, error) {
+		if r, done, err := setOperator(sym, a, b, inplace); done {
+			return r, err
+		}
 		if r, done, err := viewSetOp(sym, a, b); done {
 			return r, err
 		}
@@ -472,6 +478,10 @@ func hashable(o py.Object) error {
 	switch x := o.(type) {
 	case *py.List, py.StringDict, *py.Set, *dictView:
 		return py.ExceptionNewf(py.TypeError, "unhashable type: '%s'", o.Type().Name)
+	case *pySet:
+		if !x.frozen {
+			return py.ExceptionNewf(py.TypeError, "unhashable type: 'set'")
+		}
 	case py.Tuple:
 		for _, item := range x {
 			if err := hashable(item); err != nil {
@@ -585,29 +595,6 @@ func builtinDivmod(orig py.Object) func(py.Object, py.Tuple, py.StringDict) (py.
 	}
 }
 
-// frozensetNew is frozenset(iterable): gpython's frozenset could not be
-// made (TypeError).
-func frozensetNew(_ *py.Type, args py.Tuple, kwargs py.StringDict) (py.Object, error) {
-	if len(kwargs) > 0 {
-		return nil, py.ExceptionNewf(py.TypeError, "frozenset() takes no keyword arguments")
-	}
-	switch len(args) {
-	case 0:
-		return py.NewFrozenSet(), nil
-	case 1:
-		var items []py.Object
-		err := py.Iterate(args[0], func(o py.Object) bool {
-			items = append(items, o)
-			return false
-		})
-		if err != nil {
-			return nil, err
-		}
-		return py.NewFrozenSetFromItems(items), nil
-	}
-	return nil, py.ExceptionNewf(py.TypeError, "frozenset expected at most 1 argument, got %d", len(args))
-}
-
 // operatorBuiltins are the builtins the rewritten operators call
 // (opRewrites), made once: they hold no state.
 var operatorBuiltins = map[string]py.Object{}
@@ -634,7 +621,7 @@ func init() {
 	binary("__toolhost_add__", opAdd)
 	binary("__toolhost_iadd__", opIAdd)
 	binary("__toolhost_sub__", setOps("-", ints(py.Sub)))
-	binary("__toolhost_isub__", setOps("-", ints(inPlace(py.ISub))))
+	binary("__toolhost_isub__", setOps("-=", ints(inPlace(py.ISub))))
 	binary("__toolhost_mul__", ints(py.Mul))
 	binary("__toolhost_imul__", ints(inPlace(py.IMul)))
 	binary("__toolhost_truediv__", ints(py.TrueDiv))
@@ -643,11 +630,11 @@ func init() {
 	binary("__toolhost_lshift__", shift(py.Lshift, true))
 	binary("__toolhost_rshift__", shift(py.Rshift, false))
 	binary("__toolhost_and__", bitwiseOp(py.And, and, "&"))
-	binary("__toolhost_iand__", bitwiseOp(inPlace(py.IAnd), and, "&"))
+	binary("__toolhost_iand__", bitwiseOp(inPlace(py.IAnd), and, "&="))
 	binary("__toolhost_or__", bitwiseOp(py.Or, or, "|"))
-	binary("__toolhost_ior__", bitwiseOp(inPlace(py.IOr), or, "|"))
+	binary("__toolhost_ior__", bitwiseOp(inPlace(py.IOr), or, "|="))
 	binary("__toolhost_xor__", bitwiseOp(py.Xor, xor, "^"))
-	binary("__toolhost_ixor__", bitwiseOp(inPlace(py.IXor), xor, "^"))
+	binary("__toolhost_ixor__", bitwiseOp(inPlace(py.IXor), xor, "^="))
 	unary("__toolhost_neg__", opNeg)
 	unary("__toolhost_pos__", opPos)
 	unary("__toolhost_invert__", opInvert)
@@ -665,5 +652,19 @@ func init() {
 	binary("__toolhost_gt__", comparison(py.Gt, func(c int) bool { return c > 0 }))
 	binary("__toolhost_ge__", comparison(py.Ge, func(c int) bool { return c >= 0 }))
 	binary("__toolhost_in__", opIn)
+	unary(buildSetBuiltin, setDisplay)
+	unary(constSetBuiltin, constSetDisplay)
+	binary(setAddBuiltin, setCompAdd)
+	operatorBuiltins[stopIterationBuiltin] = py.StopIteration
+	unary(genReturnBuiltin, func(v py.Object) (py.Object, error) {
+		if v != py.None {
+			return nil, unsupported("a generator's return value (the value of yield from, StopIteration.value)")
+		}
+		return v, nil
+	})
+	unary(yieldFromBuiltin, func(py.Object) (py.Object, error) { return py.None, nil })
+	operatorBuiltins[genStopBuiltin] = py.MustNewMethod(genStopBuiltin, func(_ py.Object, _ py.Tuple) (py.Object, error) {
+		return py.ExceptionNewf(py.RuntimeError, "generator raised StopIteration"), nil
+	}, 0, "")
 	binary("__toolhost_not_in__", opNotIn)
 }

@@ -124,13 +124,15 @@ func init() {
 	registerStrFixes()
 	registerContainerFixes()
 	registerMathFixes()
+	registerSetFixes()
 	newFixes = map[*py.Type][2]py.NewFunc{
 		py.BoolType:       {boolNew, py.BoolType.New},
 		py.StringType:     {strNew, py.StringType.New},
 		py.StringDictType: {dictNew, py.StringDictType.New},
 		py.IntType:        {intNew, py.IntType.New},
 		py.RangeType:      {rangeNew, py.RangeType.New},
-		py.FrozenSetType:  {frozensetNew, py.FrozenSetType.New},
+		py.FrozenSetType:  {setNew(true), py.FrozenSetType.New},
+		py.SetType:        {setNew(false), py.SetType.New},
 	}
 	// The constructors that iterate their arguments take a dict's keys in
 	// insertion order (list(d), tuple(d), enumerate(d), zip, map, filter).
