@@ -199,7 +199,11 @@ type instr struct {
 // operand is a constant str, None or small int is left as it is (gpython
 // gets those right), as is a subscript by a constant int or str. Code with
 // EXTENDED_ARG (a function past 65,535 names or bytes) is left as it is.
-func rewriteOps(code *py.Code) {
+func rewriteOps(code *py.Code) { rewriteOpsWith(code, false) }
+
+// rewriteOpsWith is rewriteOps; allCompares rewrites the comparisons with
+// a constant too.
+func rewriteOpsWith(code *py.Code, allCompares bool) {
 	var ins []instr
 	b := code.Code
 	for i := 0; i < len(b); {
@@ -262,7 +266,7 @@ func rewriteOps(code *py.Code) {
 		switch in.op {
 		case vm.COMPARE_OP:
 			name, isCmp := compareRewrites[in.arg]
-			ok = isCmp && !(k > 0 && ins[k-1].op == vm.LOAD_CONST && exactConst(code, ins[k-1].arg))
+			ok = isCmp && (allCompares || !(k > 0 && ins[k-1].op == vm.LOAD_CONST && exactConst(code, ins[k-1].arg)))
 			r = opRewrite{binaryCall, name}
 		case vm.BINARY_SUBSCR:
 			ok = !(k > 0 && ins[k-1].op == vm.LOAD_CONST && indexConst(code, ins[k-1].arg))
@@ -279,6 +283,11 @@ func rewriteOps(code *py.Code) {
 			}
 		case vm.LOAD_FAST:
 			ok, r = forIter, opRewrite{suffixCall, loopWrapBuiltin}
+		case vm.POP_JUMP_IF_FALSE, vm.POP_JUMP_IF_TRUE, vm.UNARY_NOT:
+			// A comparison's result is a bool already.
+			ok, r = !(k > 0 && ins[k-1].op == vm.COMPARE_OP), opRewrite{keyCheck, truthBuiltin}
+		case vm.JUMP_IF_FALSE_OR_POP, vm.JUMP_IF_TRUE_OR_POP:
+			ok, r = true, opRewrite{keyCheck, truthCheckBuiltin}
 		case vm.BUILD_SET:
 			ok, r = true, opRewrite{buildSet, buildSetBuiltin}
 			if setComp && k == 0 {
@@ -392,7 +401,14 @@ func rewriteOps(code *py.Code) {
 			case unaryCall:
 				ok = emit(vm.LOAD_GLOBAL, f) && emit(vm.ROT_TWO, 0) && emit(vm.CALL_FUNCTION, 1)
 			case keyCheck:
-				ok = emit(vm.LOAD_GLOBAL, f) && emit(vm.ROT_TWO, 0) && emit(vm.CALL_FUNCTION, 1) && emit(in.op, in.arg)
+				arg := in.arg
+				if absJumps[in.op] {
+					if arg > len(b) {
+						return
+					}
+					arg = newAt(arg)
+				}
+				ok = emit(vm.LOAD_GLOBAL, f) && emit(vm.ROT_TWO, 0) && emit(vm.CALL_FUNCTION, 1) && emit(in.op, arg)
 			case suffixCall:
 				ok = emit(in.op, in.arg) && emit(vm.LOAD_GLOBAL, f) && emit(vm.ROT_TWO, 0) && emit(vm.CALL_FUNCTION, 1)
 			case storeCheck:

@@ -186,6 +186,9 @@ func opFloorDiv(a, b py.Object) (py.Object, error) {
 		}
 		return py.Float(q), nil
 	}
+	if isIntegral(a) && zeroInt(b) {
+		return nil, py.ExceptionNewf(py.ZeroDivisionError, "integer division or modulo by zero")
+	}
 	return py.FloorDiv(plainInt(a), plainInt(b))
 }
 
@@ -201,6 +204,9 @@ func numberMod(a, b py.Object) (py.Object, error) {
 			return nil, err
 		}
 		return py.Float(m), nil
+	}
+	if isIntegral(a) && zeroInt(b) {
+		return nil, py.ExceptionNewf(py.ZeroDivisionError, "integer modulo by zero")
 	}
 	return py.Mod(plainInt(a), plainInt(b))
 }
@@ -380,6 +386,9 @@ func comparison(op func(a, b py.Object) (py.Object, error), holds func(c int) bo
 // equalExact is a == b with ints and floats compared exactly, in lists,
 // tuples and dict values too (gpython's == of containers used its own).
 func equalExact(a, b py.Object) (bool, error) {
+	if eq, found, err := userEqual(a, b); found {
+		return eq, err
+	}
 	if c, ok := compareExact(a, b); ok {
 		return c == 0, nil
 	}
@@ -417,6 +426,9 @@ func itemsEqual(a, b []py.Object) (bool, error) {
 		return false, nil
 	}
 	for i := range a {
+		if err := nanPair(a[i], b[i]); err != nil {
+			return false, err
+		}
 		if eq, err := equalExact(a[i], b[i]); err != nil || !eq {
 			return false, err
 		}
@@ -465,11 +477,39 @@ func contains(a, b py.Object) (bool, error) {
 		return py.SequenceContains(b, a)
 	}
 	for _, o := range items {
+		if err := nanPair(a, o); err != nil {
+			return false, err
+		}
 		if eq, err := equalExact(a, o); err != nil || eq {
 			return eq, err
 		}
 	}
 	return false, nil
+}
+
+// nanPair refuses two NaNs met in a container (in, ==): CPython takes the
+// same NaN object for equal to itself ([n] == [n], n in [n]) and two NaN
+// objects for unequal; gpython's floats are values, with no identity.
+func nanPair(a, b py.Object) error {
+	x, ok1 := a.(py.Float)
+	y, ok2 := b.(py.Float)
+	if ok1 && ok2 && x != x && y != y {
+		return unsupported("comparing NaNs held in a container (CPython compares them by identity)")
+	}
+	return nil
+}
+
+// zeroInt reports an int (or bool) that is zero.
+func zeroInt(o py.Object) bool {
+	switch x := o.(type) {
+	case py.Int:
+		return x == 0
+	case py.Bool:
+		return !bool(x)
+	case *py.BigInt:
+		return (*big.Int)(x).Sign() == 0
+	}
+	return false
 }
 
 // hashable is nil for a value CPython can hash, else its TypeError: a
@@ -515,6 +555,18 @@ func opInvert(a py.Object) (py.Object, error) { return py.Invert(plainInt(a)) }
 // opSubscript is a[s]: gpython's tuple slice past its end
 // ((0, 1, 2, 3)[5:1]) was a Go panic.
 func opSubscript(a, s py.Object) (py.Object, error) {
+	if _, ok := a.(py.StringDict); ok {
+		if _, isStr := s.(py.String); !isStr {
+			// No key other than a str is in a dict; gpython's KeyError
+			// wrote a tuple key as Go does ('[x 1]').
+			if err := hashable(s); err != nil {
+				return nil, err
+			}
+			if _, isSlice := s.(*py.Slice); !isSlice {
+				return nil, &py.Exception{Base: py.KeyError, Args: py.Tuple{s}, Dict: py.StringDict{}}
+			}
+		}
+	}
 	if t, ok := a.(py.Tuple); ok {
 		if sl, ok := s.(*py.Slice); ok {
 			start, stop, step, n, err := sl.GetIndices(len(t))
@@ -570,8 +622,37 @@ func builtinPow(orig py.Object) func(py.Object, py.Tuple, py.StringDict) (py.Obj
 		if len(args) == 2 && len(kw) == 0 {
 			return opPow(args[0], args[1])
 		}
+		if len(args) == 3 && len(kw) == 0 && isIntegral(args[0]) && isIntegral(args[1]) && isIntegral(args[2]) {
+			e, _ := intValue(args[1])
+			if e.Sign() < 0 {
+				return modInversePow(args[0], e, args[2])
+			}
+		}
 		return py.Call(orig, args, kw)
 	}
+}
+
+// modInversePow is pow(base, e, m) for a negative e: the inverse of base
+// modulo m to the power -e, as CPython 3.8+ (gpython refused it).
+func modInversePow(base py.Object, e *big.Int, mod py.Object) (py.Object, error) {
+	b, _ := intValue(base)
+	m, _ := intValue(mod)
+	if m.Sign() == 0 {
+		return nil, py.ExceptionNewf(py.ValueError, "pow() 3rd argument cannot be 0")
+	}
+	am := new(big.Int).Abs(m)
+	if am.Cmp(big.NewInt(1)) == 0 {
+		return py.Int(0), nil
+	}
+	inv := new(big.Int).ModInverse(new(big.Int).Mod(b, am), am)
+	if inv == nil {
+		return nil, py.ExceptionNewf(py.ValueError, "base is not invertible for the given modulus")
+	}
+	r := new(big.Int).Exp(inv, new(big.Int).Neg(e), am)
+	if m.Sign() < 0 && r.Sign() != 0 {
+		r.Add(r, m)
+	}
+	return bigToInt(r), nil
 }
 
 // builtinDivmod is divmod() as CPython computes it for floats.
@@ -589,6 +670,9 @@ func builtinDivmod(orig py.Object) func(py.Object, py.Tuple, py.StringDict) (py.
 				}
 				return py.Tuple{py.Float(q), py.Float(m)}, nil
 			}
+			if isIntegral(args[0]) && zeroInt(args[1]) {
+				return nil, py.ExceptionNewf(py.ZeroDivisionError, "integer division or modulo by zero")
+			}
 			args = py.Tuple{plainInt(args[0]), plainInt(args[1])}
 		}
 		return py.Call(orig, args, kw)
@@ -601,6 +685,7 @@ var operatorBuiltins = map[string]py.Object{}
 
 func init() {
 	binary := func(name string, fn func(a, b py.Object) (py.Object, error)) {
+		fn = withDunders(name, fn)
 		operatorBuiltins[name] = py.MustNewMethod(name, func(_ py.Object, args py.Tuple) (py.Object, error) {
 			if len(args) != 2 {
 				return nil, py.ExceptionNewf(py.TypeError, "%s expected 2 arguments, got %d", name, len(args))
@@ -609,6 +694,7 @@ func init() {
 		}, 0, "")
 	}
 	unary := func(name string, fn func(a py.Object) (py.Object, error)) {
+		fn = withUnaryDunder(name, fn)
 		operatorBuiltins[name] = py.MustNewMethod(name, func(_ py.Object, args py.Tuple) (py.Object, error) {
 			if len(args) != 1 {
 				return nil, py.ExceptionNewf(py.TypeError, "%s expected 1 argument, got %d", name, len(args))
@@ -653,6 +739,8 @@ func init() {
 	binary("__toolhost_ge__", comparison(py.Ge, func(c int) bool { return c >= 0 }))
 	binary("__toolhost_in__", opIn)
 	unary(buildSetBuiltin, setDisplay)
+	unary(truthBuiltin, opTruth)
+	unary(truthCheckBuiltin, opTruthCheck)
 	unary(constSetBuiltin, constSetDisplay)
 	binary(setAddBuiltin, setCompAdd)
 	operatorBuiltins[stopIterationBuiltin] = py.StopIteration

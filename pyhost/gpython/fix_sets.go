@@ -85,11 +85,22 @@ func setHash(o py.Object) (int64, error) {
 	case py.Bool, py.Int, *py.BigInt, py.Float, py.String, py.Tuple, py.NoneType:
 		return hashOf(o)
 	}
-	if t := o.Type(); t != nil {
-		for _, name := range []string{"__eq__", "__hash__"} {
-			if _, ok := t.Dict[name]; ok && t.Dict["__module__"] != nil {
-				return 0, unsupported("a set item of a class defining " + name)
+	if isUserInstance(o) {
+		// A class's __hash__; a class defining __eq__ and not __hash__
+		// is unhashable, as in CPython.
+		fn := userMethod(o, "__hash__")
+		if fn == nil && userMethod(o, "__eq__") != nil || fn == py.None {
+			return 0, py.ExceptionNewf(py.TypeError, "unhashable type: '%s'", o.Type().Name)
+		}
+		if fn != nil {
+			r, err := callUser(fn, o)
+			if err != nil {
+				return 0, err
 			}
+			if !isIntegral(r) {
+				return 0, py.ExceptionNewf(py.TypeError, "__hash__ method should return an integer")
+			}
+			return hashOf(r)
 		}
 	}
 	v := reflect.ValueOf(o)
