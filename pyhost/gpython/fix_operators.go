@@ -121,6 +121,12 @@ func opAdd(a, b py.Object) (py.Object, error) {
 			return append(append(t, x...), y...), nil
 		}
 	}
+	// CPython's message for a str, list or tuple and another type.
+	for _, t := range []*py.Type{py.StringType, py.ListType, py.TupleType} {
+		if a.Type() == t && b.Type() != t && !isUserInstance(b) {
+			return nil, py.ExceptionNewf(py.TypeError, "can only concatenate %s (not \"%s\") to %s", t.Name, b.Type().Name, t.Name)
+		}
+	}
 	return py.Add(plainInt(a), plainInt(b))
 }
 

@@ -344,6 +344,8 @@ func intNew(t *py.Type, args py.Tuple, kwargs py.StringDict) (py.Object, error) 
 			if s, ok := digitsWithUnderscores(string(x)); ok {
 				args = py.Tuple{py.String(s)}
 			}
+		case py.NoneType, *py.List, py.Tuple, py.StringDict:
+			return nil, py.ExceptionNewf(py.TypeError, "int() argument must be a string, a bytes-like object or a real number, not '%s'", x.Type().Name)
 		}
 	}
 	return py.IntNew(t, args, kwargs)
