@@ -1210,6 +1210,102 @@ result = (T() or 'x').__class__.__name__`, "", ""},
 y = 0 and 1
 z = None or {} or 'last'
 result = (x, y, z, [] or [], 'a' and 'b')`, "", ""},
+	{"dunder", `class A:
+    def __init__(self):
+        self._x = 1
+    @property
+    def x(self):
+        return self._x * 10
+    @staticmethod
+    def s(v):
+        return v + 1
+    @classmethod
+    def c(cls):
+        return cls.__name__
+result = (A().x, A.s(1), A().s(2), A.c(), A().c())`, "", "property is not defined on gpython (NameError)"},
+	{"dunder", `class It:
+    def __init__(self, n):
+        self.n = n
+    def __iter__(self):
+        for i in range(self.n):
+            yield i
+result = (list(It(3)), sum(It(4)), [x * 2 for x in It(2)], 2 in It(3), sorted(It(3), reverse=True))`, "", ""},
+	{"dunder", `class Box:
+    def __init__(self, v):
+        self.v = v
+    def __repr__(self):
+        return 'Box(%r)' % (self.v,)
+    def __eq__(self, o):
+        return isinstance(o, Box) and o.v == self.v
+    def __hash__(self):
+        return hash(('Box', self.v))
+d = {}
+s = {Box(1), Box(1), Box((1, 2))}
+result = (len(s), repr(sorted(s, key=lambda b: str(b.v))), Box(1) in s, s == {Box(1), Box((1, 2))})`, "", ""},
+	{"dunder", `class Money:
+    def __init__(self, c):
+        self.c = c
+    def __add__(self, o):
+        return Money(self.c + (o.c if isinstance(o, Money) else o))
+    def __radd__(self, o):
+        return self.__add__(o)
+    def __lt__(self, o):
+        return self.c < o.c
+total = sum([Money(1), Money(2), Money(3)])
+result = (total.c, max([Money(5), Money(2)]).c, sorted([Money(3), Money(1)])[0].c)`, "", ""},
+	{"dunder", `class Node:
+    def __init__(self, v, nxt=None):
+        self.v = v
+        self.nxt = nxt
+n = Node(1, Node(2))
+r = []
+while n:
+    r.append(n.v)
+    n = n.nxt
+result = r`, "", ""},
+	{"dunder", `class Stack:
+    def __init__(self):
+        self.items = []
+    def __len__(self):
+        return len(self.items)
+    def push(self, x):
+        self.items.append(x)
+s = Stack()
+r = [bool(s), len(s)]
+s.push(1)
+r += [bool(s), 'ok' if s else 'empty', s and 'and', not s]
+result = r`, "", ""},
+	{"dunder", `x = None
+y = x or 'fallback'
+z = [] and 'never'
+w = 0 or 0.0 or '' or 'last'
+result = (y, z, w, 1 and 2 and 3, None and 1)`, "", ""},
+	{"dunder", `def f(xs=None):
+    xs = xs or []
+    xs.append(1)
+    return xs
+result = (f(), f([5]), f([]))`, "", ""},
+	{"dunder", `data = {'a': [3, 1], 'b': [2]}
+result = sorted(((k, sorted(v)) for k, v in data.items()), key=lambda kv: -len(kv[1]))`, "", ""},
+	{"dunder", `words = 'the quick brown the lazy the end quick'.split()
+uniq = []
+seen = set()
+for w in words:
+    if w not in seen:
+        seen.add(w)
+        uniq.append(w)
+result = (uniq, sorted(seen), len(seen), list({len(w) for w in words}))`, "", ""},
+	{"dunder", `result = list({x % 7 for x in range(40, 0, -3)}), list(set('abc') & set('bcd')) == list(set('abc') & set('bcd'))`, "", ""},
+	{"dunder", `import json
+result = json.dumps({'s': sorted({3, 1, 2}), 'n': None, 't': (1, 2)}, sort_keys=True, separators=(',', ':'))`, "", ""},
+	{"dunder", `def gen():
+    seen = set()
+    for x in [3, 1, 3, 2, 1]:
+        if x in seen:
+            continue
+        seen.add(x)
+        yield x
+result = list(gen())`, "", ""},
 }
 
 // auditCorpus appends the auditor's snippets to out.

@@ -286,3 +286,35 @@ func withUnaryDunder(name string, fn func(a py.Object) (py.Object, error)) func(
 		return fn(a)
 	}
 }
+
+// builtinSum is sum(): gpython's, unless an item or the start is an
+// instance of a class written in Python, whose __add__ and __radd__ it
+// then calls (gpython's sum raised TypeError).
+func builtinSum(orig py.Object, args py.Tuple) (py.Object, error) {
+	var items []py.Object
+	err := py.Iterate(args[0], func(o py.Object) bool {
+		items = append(items, o)
+		return false
+	})
+	if err != nil {
+		return nil, err
+	}
+	user := len(args) > 1 && isUserInstance(args[1])
+	for _, o := range items {
+		user = user || isUserInstance(o)
+	}
+	if !user {
+		return py.Call(orig, append(py.Tuple{py.Tuple(items)}, args[1:]...), nil)
+	}
+	var acc py.Object = py.Int(0)
+	if len(args) > 1 {
+		acc = args[1]
+	}
+	add := withDunders("__toolhost_add__", opAdd)
+	for _, o := range items {
+		if acc, err = add(acc, o); err != nil {
+			return nil, err
+		}
+	}
+	return acc, nil
+}

@@ -204,6 +204,9 @@ func fixBuiltins(b *py.Module) {
 			if len(args) > 0 {
 				args = append(py.Tuple{inOrder(args[0])}, args[1:]...)
 			}
+			if name == "sum" && len(args) > 0 && len(kw) == 0 {
+				return builtinSum(orig, args)
+			}
 			return py.Call(orig, args, kw)
 		}, 0, "")
 	}
