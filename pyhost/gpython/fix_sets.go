@@ -115,6 +115,16 @@ func setHash(o py.Object) (int64, error) {
 // setEqual is an item of the table equal to key: by identity first, as
 // CPython (a tuple has none), then ==.
 func setEqual(a, b py.Object) (bool, error) {
+	switch x := a.(type) {
+	case py.Int:
+		if y, ok := b.(py.Int); ok {
+			return x == y, nil
+		}
+	case py.String:
+		if y, ok := b.(py.String); ok {
+			return x == y, nil
+		}
+	}
 	if reflect.TypeOf(a) == reflect.TypeOf(b) && reflect.TypeOf(a).Comparable() && reflect.TypeOf(a).Kind() == reflect.Pointer && a == b {
 		return true, nil
 	}
