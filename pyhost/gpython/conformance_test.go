@@ -254,3 +254,17 @@ func TestModuloKeepsLines(t *testing.T) {
 		}
 	}
 }
+
+// TestZipOfNothing checks that zip() of no iterables is empty: gpython's
+// made items until the process ran out of memory (so the corpus, which
+// also runs on gpython without toolhost's fixes, cannot hold it).
+func TestZipOfNothing(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "z.py"), []byte("def f():\n    return [list(zip()), list(zip(*[]))]\n"), 0o644)
+	rt := New(&plugins.LoadRequest{Group: "zip", Root: dir, Modules: map[string]string{"z": "z.py"}, Runtime: plugins.RuntimeGPython})
+	defer rt.Close()
+	resp := rt.Call(gocontext.Background(), &plugins.CallRequest{Callable: plugins.Callable{Module: "z", Func: "f"}, TimeoutMs: 5000})
+	if !resp.OK || string(resp.Result) != "[[],[]]" {
+		t.Errorf("zip(): %s %+v, want [[],[]]", resp.Result, resp.Error)
+	}
+}

@@ -623,6 +623,7 @@ func corpus() []snippet {
 	}
 	prog("vars", "vars = {'a': 1}\nresult = vars['a']")
 	prog("vars", "def f(vars):\n    return vars + 1\nresult = f(1)")
+	out = auditCorpus(out)
 	settle(out)
 	return out
 }
@@ -717,6 +718,13 @@ var refusedBy = []struct{ has, why string }{
 	{"{1: 2", "only str keys"},
 	{"{3: 1", "only str keys"},
 	{"key=str.lower", "a method taken from its type"},
+	{"key=str.casefold", "a method taken from its type"},
+	{"__cause__", "__cause__ is not available"},
+	{"__context__", "__context__ is not available"},
+	{"def __call__", "__call__) is not available"},
+	{".__class__", "__class__ is not available"},
+	{"translate({97:", "only str keys"},
+	{"{1: 'a'} if False", "only str keys"},
 	{"type(1) == int", "use isinstance"},
 	{"class MyErr(Exception)", "a class deriving from Exception"},
 	{"class E(ValueError)", "a class deriving from ValueError"},

@@ -46,6 +46,16 @@ const (
 	// suffixCall follows the instruction, which keeps its place:
 	// LOAD_GLOBAL f, ROT_TWO, CALL_FUNCTION 1 (TOS = f(TOS)).
 	suffixCall
+	// buildSet replaces BUILD_SET n: BUILD_TUPLE n, LOAD_GLOBAL f,
+	// ROT_TWO, CALL_FUNCTION 1 (f(items) makes toolhost's set); the
+	// BUILD_SET a set comprehension starts with is followed by DUP_TOP,
+	// STORE_FAST set (its set kept in a local, as saveDict's dict).
+	buildSet
+	buildSetSave
+	// setAdd replaces SET_ADD (an item of a set comprehension):
+	// LOAD_GLOBAL f, ROT_TWO, LOAD_FAST set, CALL_FUNCTION 2, POP_TOP
+	// (f(item, set)).
+	setAdd
 )
 
 // loopEndSize is the size of the check a loop's end starts with:
@@ -75,6 +85,12 @@ func (r opRewrite) extra(size int) int {
 		return 16 - size
 	case suffixCall:
 		return 7
+	case buildSet:
+		return 7
+	case buildSetSave:
+		return 11
+	case setAdd:
+		return 11 - size
 	}
 	return 7 - size
 }
@@ -134,6 +150,28 @@ var starCalls = map[vm.OpCode]int{vm.CALL_FUNCTION: 0, vm.CALL_FUNCTION_VAR: 1, 
 var compareRewrites = map[int]string{0: "__toolhost_lt__", 1: "__toolhost_le__", 2: "__toolhost_eq__", 3: "__toolhost_ne__",
 	4: "__toolhost_gt__", 5: "__toolhost_ge__", 6: "__toolhost_in__", 7: "__toolhost_not_in__"}
 
+// Names of the builtins of a generator's handler (PEP 479): the
+// StopIteration class, and the RuntimeError a generator raises instead
+// (gpython's generator ended quietly, as if it had returned).
+const (
+	stopIterationBuiltin = "__toolhost_stop_iteration__"
+	genStopBuiltin       = "__toolhost_gen_stop__"
+	// genReturnBuiltin goes before a generator's RETURN_VALUE: it refuses
+	// a value other than None, which gpython's generators drop
+	// (StopIteration.value, the value of yield from).
+	genReturnBuiltin = "__toolhost_gen_return__"
+	// yieldFromBuiltin follows YIELD_FROM: the value of yield from is
+	// None (gpython's was the iterator).
+	yieldFromBuiltin = "__toolhost_yield_from__"
+)
+
+// Names of the builtins of set displays and comprehensions (fix_sets.go).
+const (
+	buildSetBuiltin = "__toolhost_build_set__"
+	constSetBuiltin = "__toolhost_const_set__"
+	setAddBuiltin   = "__toolhost_set_add__"
+)
+
 // subscrBuiltin is a[i] where i may be a slice.
 const subscrBuiltin = "__toolhost_subscr__"
 
@@ -161,7 +199,11 @@ type instr struct {
 // operand is a constant str, None or small int is left as it is (gpython
 // gets those right), as is a subscript by a constant int or str. Code with
 // EXTENDED_ARG (a function past 65,535 names or bytes) is left as it is.
-func rewriteOps(code *py.Code) {
+func rewriteOps(code *py.Code) { rewriteOpsWith(code, false) }
+
+// rewriteOpsWith is rewriteOps; allCompares rewrites the comparisons with
+// a constant too.
+func rewriteOpsWith(code *py.Code, allCompares bool) {
 	var ins []instr
 	b := code.Code
 	for i := 0; i < len(b); {
@@ -187,6 +229,7 @@ func rewriteOps(code *py.Code) {
 	// MAP_ADD's rewrite; a function taking **kwargs starts by putting
 	// them in the order of the call's keywords.
 	comp := code.Name == "<dictcomp>" && len(ins) > 0 && ins[0].op == vm.BUILD_MAP
+	setComp := code.Name == "<setcomp>" && len(ins) > 0 && ins[0].op == vm.BUILD_SET
 	kwArg := -1
 	if code.Flags&py.CO_VARKEYWORDS != 0 {
 		kwArg = int(code.Argcount + code.Kwonlyargcount)
@@ -216,13 +259,14 @@ func rewriteOps(code *py.Code) {
 			}
 		}
 	}
+	gen := code.Flags&py.CO_GENERATOR != 0
 	for k, in := range ins {
 		r, ok := opRewrites[in.op]
 		forIter := k+1 < len(ins) && ins[k+1].op == vm.FOR_ITER
 		switch in.op {
 		case vm.COMPARE_OP:
 			name, isCmp := compareRewrites[in.arg]
-			ok = isCmp && !(k > 0 && ins[k-1].op == vm.LOAD_CONST && exactConst(code, ins[k-1].arg))
+			ok = isCmp && (allCompares || !(k > 0 && ins[k-1].op == vm.LOAD_CONST && exactConst(code, ins[k-1].arg)))
 			r = opRewrite{binaryCall, name}
 		case vm.BINARY_SUBSCR:
 			ok = !(k > 0 && ins[k-1].op == vm.LOAD_CONST && indexConst(code, ins[k-1].arg))
@@ -239,6 +283,24 @@ func rewriteOps(code *py.Code) {
 			}
 		case vm.LOAD_FAST:
 			ok, r = forIter, opRewrite{suffixCall, loopWrapBuiltin}
+		case vm.POP_JUMP_IF_FALSE, vm.POP_JUMP_IF_TRUE, vm.UNARY_NOT:
+			// A comparison's result is a bool already.
+			ok, r = !(k > 0 && ins[k-1].op == vm.COMPARE_OP), opRewrite{keyCheck, truthBuiltin}
+		case vm.JUMP_IF_FALSE_OR_POP, vm.JUMP_IF_TRUE_OR_POP:
+			ok, r = true, opRewrite{keyCheck, truthCheckBuiltin}
+		case vm.BUILD_SET:
+			ok, r = true, opRewrite{buildSet, buildSetBuiltin}
+			if setComp && k == 0 {
+				r.kind = buildSetSave
+			} else if in.arg > 2 && constItems(ins[:k], in.arg) {
+				r.name = constSetBuiltin
+			}
+		case vm.SET_ADD:
+			ok, r = setComp, opRewrite{setAdd, setAddBuiltin}
+		case vm.RETURN_VALUE:
+			ok, r = gen, opRewrite{keyCheck, genReturnBuiltin}
+		case vm.YIELD_FROM:
+			ok, r = true, opRewrite{suffixCall, yieldFromBuiltin}
 		case vm.CALL_FUNCTION, vm.CALL_FUNCTION_VAR, vm.CALL_FUNCTION_KW, vm.CALL_FUNCTION_VAR_KW:
 			ok = in.op != vm.CALL_FUNCTION || in.arg>>8&0xff != 0
 			r = opRewrite{callOrdered, callBuiltin}
@@ -249,7 +311,9 @@ func rewriteOps(code *py.Code) {
 			deep = deep || r.kind == storeCheck
 		}
 	}
-	if count == 0 && kwArg < 0 {
+	// A generator's body runs in a try block whose handler turns a
+	// StopIteration it raised into RuntimeError (PEP 479).
+	if count == 0 && kwArg < 0 && !gen {
 		return
 	}
 	// newAt maps an old offset to its new one (offsets past the end too).
@@ -257,6 +321,9 @@ func rewriteOps(code *py.Code) {
 	extra := 0
 	if kwArg >= 0 {
 		extra = 10 // the prologue: LOAD_GLOBAL, LOAD_FAST, CALL_FUNCTION 1, POP_TOP
+	}
+	if gen {
+		extra += 3 // SETUP_EXCEPT to genStopHandler
 	}
 	for k, in := range ins {
 		for j := in.at; j < in.at+in.size; j++ {
@@ -292,7 +359,7 @@ func rewriteOps(code *py.Code) {
 		return len(consts) - 1
 	}
 	local := -1
-	if comp {
+	if comp || setComp {
 		varnames = append(append([]string(nil), varnames...), dictLocal)
 		local = len(varnames) - 1
 	}
@@ -306,6 +373,9 @@ func rewriteOps(code *py.Code) {
 			out = append(out, byte(arg), byte(arg>>8))
 		}
 		return true
+	}
+	if gen && !emit(vm.SETUP_EXCEPT, 0) {
+		return
 	}
 	if kwArg >= 0 && !(emit(vm.LOAD_GLOBAL, nameIndex(kwOrderBuiltin)) && emit(vm.LOAD_FAST, kwArg) &&
 		emit(vm.CALL_FUNCTION, 1) && emit(vm.POP_TOP, 0)) {
@@ -331,7 +401,14 @@ func rewriteOps(code *py.Code) {
 			case unaryCall:
 				ok = emit(vm.LOAD_GLOBAL, f) && emit(vm.ROT_TWO, 0) && emit(vm.CALL_FUNCTION, 1)
 			case keyCheck:
-				ok = emit(vm.LOAD_GLOBAL, f) && emit(vm.ROT_TWO, 0) && emit(vm.CALL_FUNCTION, 1) && emit(in.op, in.arg)
+				arg := in.arg
+				if absJumps[in.op] {
+					if arg > len(b) {
+						return
+					}
+					arg = newAt(arg)
+				}
+				ok = emit(vm.LOAD_GLOBAL, f) && emit(vm.ROT_TWO, 0) && emit(vm.CALL_FUNCTION, 1) && emit(in.op, arg)
 			case suffixCall:
 				ok = emit(in.op, in.arg) && emit(vm.LOAD_GLOBAL, f) && emit(vm.ROT_TWO, 0) && emit(vm.CALL_FUNCTION, 1)
 			case storeCheck:
@@ -339,6 +416,14 @@ func rewriteOps(code *py.Code) {
 					emit(vm.CALL_FUNCTION, 2) && emit(vm.POP_TOP, 0) && emit(in.op, 0)
 			case storeMap:
 				ok = emit(vm.BUILD_TUPLE, 2) && emit(vm.LOAD_GLOBAL, f) && emit(vm.ROT_THREE, 0) && emit(vm.CALL_FUNCTION, 2)
+			case buildSet, buildSetSave:
+				ok = emit(vm.BUILD_TUPLE, in.arg) && emit(vm.LOAD_GLOBAL, f) && emit(vm.ROT_TWO, 0) && emit(vm.CALL_FUNCTION, 1)
+				if plan[k].kind == buildSetSave {
+					ok = ok && emit(vm.DUP_TOP, 0) && emit(vm.STORE_FAST, local)
+				}
+			case setAdd:
+				ok = emit(vm.LOAD_GLOBAL, f) && emit(vm.ROT_TWO, 0) && emit(vm.LOAD_FAST, local) &&
+					emit(vm.CALL_FUNCTION, 2) && emit(vm.POP_TOP, 0)
 			case mapAdd:
 				ok = emit(vm.BUILD_TUPLE, 2) && emit(vm.LOAD_GLOBAL, f) && emit(vm.ROT_TWO, 0) && emit(vm.LOAD_FAST, local) &&
 					emit(vm.CALL_FUNCTION, 2) && emit(vm.POP_TOP, 0)
@@ -360,6 +445,25 @@ func rewriteOps(code *py.Code) {
 		if !ok {
 			return
 		}
+	}
+	if gen {
+		// The handler: DUP_TOP, LOAD_GLOBAL StopIteration, COMPARE_OP
+		// exception-match, POP_JUMP_IF_FALSE reraise, POP_TOP x3,
+		// LOAD_GLOBAL genStopBuiltin, CALL_FUNCTION 0, RAISE_VARARGS 1,
+		// reraise: END_FINALLY.
+		handler := len(out)
+		if handler-3 > 0xffff {
+			return
+		}
+		out[1], out[2] = byte(handler-3), byte((handler-3)>>8)
+		reraise := handler + 22
+		if !(emit(vm.DUP_TOP, 0) && emit(vm.LOAD_GLOBAL, nameIndex(stopIterationBuiltin)) && emit(vm.COMPARE_OP, 10) &&
+			emit(vm.POP_JUMP_IF_FALSE, reraise) && emit(vm.POP_TOP, 0) && emit(vm.POP_TOP, 0) && emit(vm.POP_TOP, 0) &&
+			emit(vm.LOAD_GLOBAL, nameIndex(genStopBuiltin)) && emit(vm.CALL_FUNCTION, 0) && emit(vm.RAISE_VARARGS, 1) &&
+			emit(vm.END_FINALLY, 0)) || len(out) != reraise+1 {
+			return
+		}
+		code.Stacksize += 4
 	}
 	// The line table: (address increment, line increment) pairs.
 	var lnotab []byte
@@ -384,6 +488,34 @@ func rewriteOps(code *py.Code) {
 	if deep {
 		code.Stacksize += 2
 	}
+}
+
+// foldedBinary are the binary operators CPython's compiler folds on
+// constants.
+var foldedBinary = map[vm.OpCode]bool{vm.BINARY_POWER: true, vm.BINARY_MULTIPLY: true, vm.BINARY_MODULO: true, vm.BINARY_ADD: true,
+	vm.BINARY_SUBTRACT: true, vm.BINARY_SUBSCR: true, vm.BINARY_FLOOR_DIVIDE: true, vm.BINARY_TRUE_DIVIDE: true, vm.BINARY_LSHIFT: true,
+	vm.BINARY_RSHIFT: true, vm.BINARY_AND: true, vm.BINARY_XOR: true, vm.BINARY_OR: true}
+
+// constItems reports whether the last n values the instructions push are
+// constant expressions (constants, and operators on them), which
+// CPython's compiler folds: a set display of more than two of them is made
+// from a frozenset constant.
+func constItems(ins []instr, n int) bool {
+	need := n
+	for j := len(ins) - 1; j >= 0 && need > 0; j-- {
+		switch op := ins[j].op; {
+		case op == vm.LOAD_CONST:
+			need--
+		case op == vm.UNARY_NEGATIVE || op == vm.UNARY_POSITIVE || op == vm.UNARY_INVERT:
+		case op == vm.BUILD_TUPLE:
+			need += ins[j].arg - 1
+		case foldedBinary[op]:
+			need++
+		default:
+			return false
+		}
+	}
+	return need == 0
 }
 
 // exactConst reports a constant that gpython compares as CPython does with

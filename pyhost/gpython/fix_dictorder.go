@@ -513,6 +513,15 @@ func orderedNew(orig py.NewFunc, lazy bool) py.NewFunc {
 				}
 			}
 		}
+		if t == py.ZipType && len(args) == 0 && len(kwargs) == 0 {
+			// gpython's zip() of no iterables never ended (it made items
+			// until the process ran out of memory); CPython's is empty.
+			return orig(t, py.Tuple{py.Tuple{}}, nil)
+		}
+		if start, ok := kwargs["start"]; ok && t == py.EnumerateType && len(kwargs) == 1 && len(args) == 1 {
+			// enumerate(xs, start=1): gpython's takes no keywords.
+			args, kwargs = py.Tuple{args[0], start}, nil
+		}
 		return orig(t, args, kwargs)
 	}
 }

@@ -236,7 +236,7 @@ func (v *dictView) compare(other py.Object, op string) (py.Object, error) {
 // frozenset, a keys or items view.
 func isSetLike(o py.Object) bool {
 	switch x := o.(type) {
-	case *py.Set, *py.FrozenSet:
+	case *py.Set, *py.FrozenSet, *pySet:
 		return true
 	case *dictView:
 		return x.setLike()
@@ -447,7 +447,13 @@ func (s *setBuilder) remove(x py.Object) bool {
 	return true
 }
 
-func (s *setBuilder) set() *py.Set { return py.NewSetFromItems(s.items) }
+func (s *setBuilder) set() *pySet {
+	r := newSet(false)
+	for _, o := range s.items {
+		_ = r.add(o)
+	}
+	return r
+}
 
 // dictIter iterates a dict's keys, values or items in insertion order
 // (reversed for reversed()), as CPython's dict iterators: each step

@@ -32,6 +32,7 @@ type formatSpec struct {
 	grouping  byte
 	precision int // -1: none
 	typ       byte
+	fillSet   bool // a fill character was given
 }
 
 func parseSpec(spec string) (formatSpec, error) {
@@ -41,7 +42,7 @@ func parseSpec(spec string) (formatSpec, error) {
 	}
 	s := spec
 	if r, size := utf8.DecodeRuneInString(s); size > 0 && len(s) > size && strings.IndexByte("<>=^", s[size]) >= 0 {
-		f.fill, f.align, s = r, s[size], s[size+1:]
+		f.fill, f.align, s, f.fillSet = r, s[size], s[size+1:], true
 	} else if len(s) > 0 && strings.IndexByte("<>=^", s[0]) >= 0 {
 		f.align, s = s[0], s[1:]
 	}
@@ -82,8 +83,13 @@ func parseSpec(spec string) (formatSpec, error) {
 	if len(s) == 1 {
 		f.typ = s[0]
 	}
+	// '0' fills with zeros unless a fill is given, and aligns after the
+	// sign unless an alignment is given (format(42, '<08') is 42000000).
+	if f.zero && !f.fillSet {
+		f.fill = '0'
+	}
 	if f.zero && f.align == 0 {
-		f.fill, f.align = '0', '='
+		f.align = '='
 	}
 	return f, nil
 }
@@ -91,6 +97,17 @@ func parseSpec(spec string) (formatSpec, error) {
 // formatValue is format(o, spec) for ints, floats, str, bool and None,
 // as CPython's __format__ of each.
 func formatValue(o py.Object, spec string) (string, error) {
+	if fn := userMethod(o, "__format__"); fn != nil && fn != py.None {
+		r, err := callUser(fn, o, py.String(spec))
+		if err != nil {
+			return "", err
+		}
+		s, ok := r.(py.String)
+		if !ok {
+			return "", py.ExceptionNewf(py.TypeError, "__format__ must return a str, not %s", r.Type().Name)
+		}
+		return string(s), nil
+	}
 	if spec == "" {
 		return strObject(o)
 	}
@@ -106,6 +123,9 @@ func formatValue(o py.Object, spec string) (string, error) {
 		if f.typ != 0 && f.typ != 's' {
 			return unknown("str")
 		}
+		if f.align == '=' && f.zero && !strings.Contains(spec, "=") {
+			f.align = 0 // format('ab', '05') is ab000
+		}
 		if f.sign != 0 || f.alt || f.grouping != 0 || f.align == '=' {
 			return "", py.ExceptionNewf(py.ValueError, "invalid format specifier for a str")
 		}
@@ -116,9 +136,7 @@ func formatValue(o py.Object, spec string) (string, error) {
 		return pad(f, "", s, '<'), nil
 	case py.Bool, py.Int, *py.BigInt:
 		v, _ := intValue(x)
-		if _, isBool := x.(py.Bool); isBool && f.typ == 0 {
-			return pad(f, "", strObjectMust(x), '<'), nil
-		}
+		// A bool with a spec formats as its int (format(True, '>6')).
 		switch f.typ {
 		case 'e', 'E', 'f', 'F', 'g', 'G', '%':
 			fl, _ := new(big.Float).SetInt(v).Float64()
@@ -154,12 +172,15 @@ func formatValue(o py.Object, spec string) (string, error) {
 			if f.typ == 'x' || f.typ == 'X' || f.typ == 'o' || f.typ == 'b' {
 				n = 4
 			}
-			digits = group(digits, n, f.grouping)
+			digits = groupPadded(f, digits, n, utf8.RuneCountInString(signOf(f, neg)+prefix))
 		}
 		return pad(f, signOf(f, neg)+prefix, digits, '>'), nil
 	case py.Float:
 		switch f.typ {
 		case 0, 'e', 'E', 'f', 'F', 'g', 'G', '%':
+			return formatFloat(f, float64(x))
+		case 'n':
+			f.typ = 'g' // 'n' is 'g' in the C locale
 			return formatFloat(f, float64(x))
 		}
 		return unknown("float")
@@ -268,10 +289,25 @@ func formatFloat(f formatSpec, x float64) (string, error) {
 			intPart, rest = body[:i], body[i:]
 		}
 		if intPart != "inf" && intPart != "nan" && intPart != "INF" && intPart != "NAN" {
-			body = group(intPart, 3, f.grouping) + rest
+			body = groupPadded(f, intPart, 3, utf8.RuneCountInString(signOf(f, neg)+rest+suffix)) + rest
 		}
 	}
 	return pad(f, signOf(f, neg), body+suffix, '>'), nil
+}
+
+// groupPadded groups digits (group); zero padding after the sign
+// (f's fill 0, align =) is grouped too, as CPython's: format(1234, '08,')
+// is 0,001,234. other is the width of the rest of the number.
+func groupPadded(f formatSpec, digits string, n, other int) string {
+	g := group(digits, n, f.grouping)
+	if f.fill != '0' || f.align != '=' {
+		return g
+	}
+	for len(g)+other < f.width {
+		digits = "0" + digits
+		g = group(digits, n, f.grouping)
+	}
+	return g
 }
 
 // group puts sep between each n digits from the right.
@@ -413,13 +449,17 @@ func formatField(field string, args py.Tuple, kwargs py.StringDict, auto *int, d
 		conv, spec = spec[1], spec[2:]
 	}
 	spec = strings.TrimPrefix(spec, ":")
-	if strings.Contains(spec, "{") {
-		var err error
-		if spec, err = formatString(spec, args, kwargs, auto, depth-1); err != nil {
-			return "", err
-		}
-	}
 	first, rest := name, ""
+	// The field takes its automatic number before the fields nested in
+	// its spec ('{:>{}}'.format('x', 4)).
+	nested := func() error {
+		if strings.Contains(spec, "{") {
+			var err error
+			spec, err = formatString(spec, args, kwargs, auto, depth-1)
+			return err
+		}
+		return nil
+	}
 	if j := strings.IndexAny(name, ".["); j >= 0 {
 		first, rest = name[:j], name[j:]
 	}
@@ -434,6 +474,9 @@ func formatField(field string, args py.Tuple, kwargs py.StringDict, auto *int, d
 		}
 		v = args[*auto]
 		*auto++
+		if err := nested(); err != nil {
+			return "", err
+		}
 	case first[0] >= '0' && first[0] <= '9':
 		n, err := strconv.Atoi(first)
 		if err != nil {
@@ -447,10 +490,16 @@ func formatField(field string, args py.Tuple, kwargs py.StringDict, auto *int, d
 			return "", py.ExceptionNewf(py.IndexError, "Replacement index %d out of range for positional args tuple", n)
 		}
 		v = args[n]
+		if err := nested(); err != nil {
+			return "", err
+		}
 	default:
 		var ok bool
 		if v, ok = kwargs[first]; !ok {
 			return "", py.ExceptionNewf(py.KeyError, "%q", first)
+		}
+		if err := nested(); err != nil {
+			return "", err
 		}
 	}
 	for rest != "" {

@@ -1,7 +1,6 @@
 package gpython
 
 import (
-	"hash/fnv"
 	"math"
 	"math/big"
 
@@ -20,6 +19,9 @@ func builtinHash(_ py.Object, args py.Tuple, _ py.StringDict) (py.Object, error)
 		return nil, py.ExceptionNewf(py.TypeError, "hash() takes exactly one argument (%d given)", len(args))
 	}
 	h, err := hashOf(args[0])
+	if _, basic := args[0].(py.Float); err != nil && !basic {
+		h, err = setHash(args[0])
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -28,15 +30,30 @@ func builtinHash(_ py.Object, args py.Tuple, _ py.StringDict) (py.Object, error)
 
 func hashOf(o py.Object) (int64, error) {
 	switch x := o.(type) {
-	case py.Bool, py.Int, *py.BigInt:
+	case py.Int:
+		// As hashInt, without a big.Int.
+		a := uint64(x)
+		if x < 0 {
+			a = uint64(-x)
+		}
+		m := int64(a % hashModulus)
+		if x < 0 {
+			m = -m
+		}
+		return fixHash(m), nil
+	case py.Bool, *py.BigInt:
 		v, _ := intValue(x)
 		return hashInt(v), nil
 	case py.Float:
 		return hashFloat(float64(x)), nil
 	case py.String:
-		h := fnv.New64a()
-		h.Write([]byte(x))
-		return fixHash(int64(h.Sum64() >> 1)), nil
+		// FNV-1a, inline.
+		h := uint64(14695981039346656037)
+		for i := 0; i < len(x); i++ {
+			h ^= uint64(x[i])
+			h *= 1099511628211
+		}
+		return fixHash(int64(h >> 1)), nil
 	case py.Tuple:
 		const (
 			prime1 = 11400714785074694791
@@ -46,6 +63,9 @@ func hashOf(o py.Object) (int64, error) {
 		acc := uint64(prime5)
 		for _, item := range x {
 			lane, err := hashOf(item)
+			if err != nil {
+				lane, err = setHash(item)
+			}
 			if err != nil {
 				return 0, err
 			}

@@ -19,6 +19,8 @@ type jsonOptions struct {
 	ensureASCII bool
 	allowNaN    bool
 	sortKeys    bool
+	dflt        py.Object // default=: called on what JSON cannot hold
+	dfltDepth   int
 }
 
 // pyJSONDumps is json.dumps as CPython writes it: ", " and ": " between
@@ -50,6 +52,10 @@ func pyJSONDumps(_ py.Object, args py.Tuple, kwargs py.StringDict) (py.Object, e
 			}
 		case "separators":
 			seps = v
+		case "default":
+			if v != py.None {
+				o.dflt = v
+			}
 		case "ensure_ascii", "allow_nan", "sort_keys", "skipkeys", "check_circular":
 			b, err := truth(v)
 			if err != nil {
@@ -64,7 +70,7 @@ func pyJSONDumps(_ py.Object, args py.Tuple, kwargs py.StringDict) (py.Object, e
 				o.sortKeys = b
 			}
 		default:
-			return nil, py.ExceptionNewf(py.TypeError, "dumps() got an unexpected keyword argument '%s' (the gpython runtime's json takes indent, separators, sort_keys, ensure_ascii and allow_nan; use the cpython runtime for more)", k)
+			return nil, py.ExceptionNewf(py.TypeError, "dumps() got an unexpected keyword argument '%s' (the gpython runtime's json takes indent, separators, sort_keys, ensure_ascii, allow_nan and default; use the cpython runtime for more)", k)
 		}
 	}
 	if o.hasIndent {
@@ -158,6 +164,20 @@ func (o *jsonOptions) write(b *strings.Builder, v py.Object, level int) error {
 		o.newline(b, level)
 		b.WriteString("}")
 	default:
+		if o.dflt != nil {
+			// default(v) stands for v; one that keeps giving what JSON
+			// cannot hold ends as CPython's, on its check of circles.
+			if o.dfltDepth > 100 {
+				return py.ExceptionNewf(py.ValueError, "Circular reference detected")
+			}
+			r, err := py.Call(o.dflt, py.Tuple{v}, nil)
+			if err != nil {
+				return err
+			}
+			o.dfltDepth++
+			defer func() { o.dfltDepth-- }()
+			return o.write(b, r, level)
+		}
 		return py.ExceptionNewf(py.TypeError, "Object of type %s is not JSON serializable", v.Type().Name)
 	}
 	return nil

@@ -308,6 +308,78 @@ func registerStrFixes() {
 		}
 		return py.Int(strings.Count(hay, string(sub))), nil
 	})
+	// split: gpython's gave [] for a negative maxsplit and did not split
+	// at the separators \x1c-\x1f.
+	strMethod("split", func(s string, args py.Tuple, kwargs py.StringDict) (py.Object, error) {
+		var sepO, maxO py.Object = py.None, py.Int(-1)
+		if err := py.ParseTupleAndKeywords(args, kwargs, "|OO:split", []string{"sep", "maxsplit"}, &sepO, &maxO); err != nil {
+			return nil, err
+		}
+		max, err := intArg(maxO)
+		if err != nil {
+			return nil, err
+		}
+		sep, has, err := optString(py.Tuple{sepO}, 0, "split")
+		if err != nil {
+			return nil, err
+		}
+		if !has {
+			return strList(splitWhite(s, int(max), false)), nil
+		}
+		if sep == "" {
+			return nil, py.ExceptionNewf(py.ValueError, "empty separator")
+		}
+		if max < 0 {
+			return strList(strings.Split(s, sep)), nil
+		}
+		return strList(strings.SplitN(s, sep, int(max)+1)), nil
+	})
+	strMethod("removeprefix", func(s string, args py.Tuple, _ py.StringDict) (py.Object, error) {
+		p, _, err := optString(args, 0, "removeprefix")
+		if err != nil || len(args) != 1 {
+			return nil, py.ExceptionNewf(py.TypeError, "removeprefix() takes exactly one argument (%d given)", len(args))
+		}
+		return py.String(strings.TrimPrefix(s, p)), nil
+	})
+	strMethod("removesuffix", func(s string, args py.Tuple, _ py.StringDict) (py.Object, error) {
+		p, _, err := optString(args, 0, "removesuffix")
+		if err != nil || len(args) != 1 {
+			return nil, py.ExceptionNewf(py.TypeError, "removesuffix() takes exactly one argument (%d given)", len(args))
+		}
+		return py.String(strings.TrimSuffix(s, p)), nil
+	})
+	strMethod("format_map", func(s string, args py.Tuple, _ py.StringDict) (py.Object, error) {
+		if len(args) != 1 {
+			return nil, py.ExceptionNewf(py.TypeError, "format_map() takes exactly one argument (%d given)", len(args))
+		}
+		d, ok := args[0].(py.StringDict)
+		if !ok {
+			return nil, unsupported("format_map with a mapping of type " + args[0].Type().Name)
+		}
+		auto := 0
+		out, err := formatString(s, nil, d, &auto, 2)
+		if err != nil {
+			return nil, err
+		}
+		return py.String(out), nil
+	})
+	strMethod("isidentifier", func(s string, _ py.Tuple, _ py.StringDict) (py.Object, error) {
+		ok := s != ""
+		for i, r := range s {
+			if !(r == '_' || unicode.IsLetter(r) || i > 0 && (unicode.IsDigit(r) || unicode.Is(unicode.Mn, r) || unicode.Is(unicode.Mc, r) || unicode.Is(unicode.Pc, r))) {
+				ok = false
+			}
+		}
+		return py.NewBool(ok), nil
+	})
+	strMethod("isprintable", func(s string, _ py.Tuple, _ py.StringDict) (py.Object, error) {
+		for _, r := range s {
+			if r != ' ' && !unicode.IsPrint(r) {
+				return py.False, nil
+			}
+		}
+		return py.True, nil
+	})
 	strMethod("rsplit", func(s string, args py.Tuple, kwargs py.StringDict) (py.Object, error) {
 		var sepO, maxO py.Object = py.None, py.Int(-1)
 		if err := py.ParseTupleAndKeywords(args, kwargs, "|OO:rsplit", []string{"sep", "maxsplit"}, &sepO, &maxO); err != nil {

@@ -3,6 +3,7 @@ package gpython
 import (
 	"math"
 	"math/big"
+	"strings"
 
 	"github.com/go-python/gpython/py"
 )
@@ -120,6 +121,12 @@ func opAdd(a, b py.Object) (py.Object, error) {
 			return append(append(t, x...), y...), nil
 		}
 	}
+	// CPython's message for a str, list or tuple and another type.
+	for _, t := range []*py.Type{py.StringType, py.ListType, py.TupleType} {
+		if a.Type() == t && b.Type() != t && !isUserInstance(b) {
+			return nil, py.ExceptionNewf(py.TypeError, "can only concatenate %s (not \"%s\") to %s", t.Name, b.Type().Name, t.Name)
+		}
+	}
 	return py.Add(plainInt(a), plainInt(b))
 }
 
@@ -185,6 +192,9 @@ func opFloorDiv(a, b py.Object) (py.Object, error) {
 		}
 		return py.Float(q), nil
 	}
+	if isIntegral(a) && zeroInt(b) {
+		return nil, py.ExceptionNewf(py.ZeroDivisionError, "integer division or modulo by zero")
+	}
 	return py.FloorDiv(plainInt(a), plainInt(b))
 }
 
@@ -200,6 +210,9 @@ func numberMod(a, b py.Object) (py.Object, error) {
 			return nil, err
 		}
 		return py.Float(m), nil
+	}
+	if isIntegral(a) && zeroInt(b) {
+		return nil, py.ExceptionNewf(py.ZeroDivisionError, "integer modulo by zero")
 	}
 	return py.Mod(plainInt(a), plainInt(b))
 }
@@ -314,7 +327,12 @@ func bitwiseOp(op func(a, b py.Object) (py.Object, error), logic func(x, y bool)
 // (viewSetOp): a view has no in-place operators, so a -= d.keys() makes
 // a new set, as in CPython.
 func setOps(sym string, op func(a, b py.Object) (py.Object, error)) func(a, b py.Object) (py.Object, error) {
+	inplace := strings.HasSuffix(sym, "=")
+	sym = strings.TrimSuffix(sym, "=")
 	return func(a, b py.Object) (py.Object, error) {
+		if r, done, err := setOperator(sym, a, b, inplace); done {
+			return r, err
+		}
 		if r, done, err := viewSetOp(sym, a, b); done {
 			return r, err
 		}
@@ -374,6 +392,9 @@ func comparison(op func(a, b py.Object) (py.Object, error), holds func(c int) bo
 // equalExact is a == b with ints and floats compared exactly, in lists,
 // tuples and dict values too (gpython's == of containers used its own).
 func equalExact(a, b py.Object) (bool, error) {
+	if eq, found, err := userEqual(a, b); found {
+		return eq, err
+	}
 	if c, ok := compareExact(a, b); ok {
 		return c == 0, nil
 	}
@@ -411,6 +432,9 @@ func itemsEqual(a, b []py.Object) (bool, error) {
 		return false, nil
 	}
 	for i := range a {
+		if err := nanPair(a[i], b[i]); err != nil {
+			return false, err
+		}
 		if eq, err := equalExact(a[i], b[i]); err != nil || !eq {
 			return false, err
 		}
@@ -459,11 +483,39 @@ func contains(a, b py.Object) (bool, error) {
 		return py.SequenceContains(b, a)
 	}
 	for _, o := range items {
+		if err := nanPair(a, o); err != nil {
+			return false, err
+		}
 		if eq, err := equalExact(a, o); err != nil || eq {
 			return eq, err
 		}
 	}
 	return false, nil
+}
+
+// nanPair refuses two NaNs met in a container (in, ==): CPython takes the
+// same NaN object for equal to itself ([n] == [n], n in [n]) and two NaN
+// objects for unequal; gpython's floats are values, with no identity.
+func nanPair(a, b py.Object) error {
+	x, ok1 := a.(py.Float)
+	y, ok2 := b.(py.Float)
+	if ok1 && ok2 && x != x && y != y {
+		return unsupported("comparing NaNs held in a container (CPython compares them by identity)")
+	}
+	return nil
+}
+
+// zeroInt reports an int (or bool) that is zero.
+func zeroInt(o py.Object) bool {
+	switch x := o.(type) {
+	case py.Int:
+		return x == 0
+	case py.Bool:
+		return !bool(x)
+	case *py.BigInt:
+		return (*big.Int)(x).Sign() == 0
+	}
+	return false
 }
 
 // hashable is nil for a value CPython can hash, else its TypeError: a
@@ -472,6 +524,10 @@ func hashable(o py.Object) error {
 	switch x := o.(type) {
 	case *py.List, py.StringDict, *py.Set, *dictView:
 		return py.ExceptionNewf(py.TypeError, "unhashable type: '%s'", o.Type().Name)
+	case *pySet:
+		if !x.frozen {
+			return py.ExceptionNewf(py.TypeError, "unhashable type: 'set'")
+		}
 	case py.Tuple:
 		for _, item := range x {
 			if err := hashable(item); err != nil {
@@ -505,6 +561,18 @@ func opInvert(a py.Object) (py.Object, error) { return py.Invert(plainInt(a)) }
 // opSubscript is a[s]: gpython's tuple slice past its end
 // ((0, 1, 2, 3)[5:1]) was a Go panic.
 func opSubscript(a, s py.Object) (py.Object, error) {
+	if _, ok := a.(py.StringDict); ok {
+		if _, isStr := s.(py.String); !isStr {
+			// No key other than a str is in a dict; gpython's KeyError
+			// wrote a tuple key as Go does ('[x 1]').
+			if err := hashable(s); err != nil {
+				return nil, err
+			}
+			if _, isSlice := s.(*py.Slice); !isSlice {
+				return nil, &py.Exception{Base: py.KeyError, Args: py.Tuple{s}, Dict: py.StringDict{}}
+			}
+		}
+	}
 	if t, ok := a.(py.Tuple); ok {
 		if sl, ok := s.(*py.Slice); ok {
 			start, stop, step, n, err := sl.GetIndices(len(t))
@@ -560,8 +628,37 @@ func builtinPow(orig py.Object) func(py.Object, py.Tuple, py.StringDict) (py.Obj
 		if len(args) == 2 && len(kw) == 0 {
 			return opPow(args[0], args[1])
 		}
+		if len(args) == 3 && len(kw) == 0 && isIntegral(args[0]) && isIntegral(args[1]) && isIntegral(args[2]) {
+			e, _ := intValue(args[1])
+			if e.Sign() < 0 {
+				return modInversePow(args[0], e, args[2])
+			}
+		}
 		return py.Call(orig, args, kw)
 	}
+}
+
+// modInversePow is pow(base, e, m) for a negative e: the inverse of base
+// modulo m to the power -e, as CPython 3.8+ (gpython refused it).
+func modInversePow(base py.Object, e *big.Int, mod py.Object) (py.Object, error) {
+	b, _ := intValue(base)
+	m, _ := intValue(mod)
+	if m.Sign() == 0 {
+		return nil, py.ExceptionNewf(py.ValueError, "pow() 3rd argument cannot be 0")
+	}
+	am := new(big.Int).Abs(m)
+	if am.Cmp(big.NewInt(1)) == 0 {
+		return py.Int(0), nil
+	}
+	inv := new(big.Int).ModInverse(new(big.Int).Mod(b, am), am)
+	if inv == nil {
+		return nil, py.ExceptionNewf(py.ValueError, "base is not invertible for the given modulus")
+	}
+	r := new(big.Int).Exp(inv, new(big.Int).Neg(e), am)
+	if m.Sign() < 0 && r.Sign() != 0 {
+		r.Add(r, m)
+	}
+	return bigToInt(r), nil
 }
 
 // builtinDivmod is divmod() as CPython computes it for floats.
@@ -579,33 +676,13 @@ func builtinDivmod(orig py.Object) func(py.Object, py.Tuple, py.StringDict) (py.
 				}
 				return py.Tuple{py.Float(q), py.Float(m)}, nil
 			}
+			if isIntegral(args[0]) && zeroInt(args[1]) {
+				return nil, py.ExceptionNewf(py.ZeroDivisionError, "integer division or modulo by zero")
+			}
 			args = py.Tuple{plainInt(args[0]), plainInt(args[1])}
 		}
 		return py.Call(orig, args, kw)
 	}
-}
-
-// frozensetNew is frozenset(iterable): gpython's frozenset could not be
-// made (TypeError).
-func frozensetNew(_ *py.Type, args py.Tuple, kwargs py.StringDict) (py.Object, error) {
-	if len(kwargs) > 0 {
-		return nil, py.ExceptionNewf(py.TypeError, "frozenset() takes no keyword arguments")
-	}
-	switch len(args) {
-	case 0:
-		return py.NewFrozenSet(), nil
-	case 1:
-		var items []py.Object
-		err := py.Iterate(args[0], func(o py.Object) bool {
-			items = append(items, o)
-			return false
-		})
-		if err != nil {
-			return nil, err
-		}
-		return py.NewFrozenSetFromItems(items), nil
-	}
-	return nil, py.ExceptionNewf(py.TypeError, "frozenset expected at most 1 argument, got %d", len(args))
 }
 
 // operatorBuiltins are the builtins the rewritten operators call
@@ -614,6 +691,7 @@ var operatorBuiltins = map[string]py.Object{}
 
 func init() {
 	binary := func(name string, fn func(a, b py.Object) (py.Object, error)) {
+		fn = withDunders(name, fn)
 		operatorBuiltins[name] = py.MustNewMethod(name, func(_ py.Object, args py.Tuple) (py.Object, error) {
 			if len(args) != 2 {
 				return nil, py.ExceptionNewf(py.TypeError, "%s expected 2 arguments, got %d", name, len(args))
@@ -622,6 +700,7 @@ func init() {
 		}, 0, "")
 	}
 	unary := func(name string, fn func(a py.Object) (py.Object, error)) {
+		fn = withUnaryDunder(name, fn)
 		operatorBuiltins[name] = py.MustNewMethod(name, func(_ py.Object, args py.Tuple) (py.Object, error) {
 			if len(args) != 1 {
 				return nil, py.ExceptionNewf(py.TypeError, "%s expected 1 argument, got %d", name, len(args))
@@ -634,7 +713,7 @@ func init() {
 	binary("__toolhost_add__", opAdd)
 	binary("__toolhost_iadd__", opIAdd)
 	binary("__toolhost_sub__", setOps("-", ints(py.Sub)))
-	binary("__toolhost_isub__", setOps("-", ints(inPlace(py.ISub))))
+	binary("__toolhost_isub__", setOps("-=", ints(inPlace(py.ISub))))
 	binary("__toolhost_mul__", ints(py.Mul))
 	binary("__toolhost_imul__", ints(inPlace(py.IMul)))
 	binary("__toolhost_truediv__", ints(py.TrueDiv))
@@ -643,11 +722,11 @@ func init() {
 	binary("__toolhost_lshift__", shift(py.Lshift, true))
 	binary("__toolhost_rshift__", shift(py.Rshift, false))
 	binary("__toolhost_and__", bitwiseOp(py.And, and, "&"))
-	binary("__toolhost_iand__", bitwiseOp(inPlace(py.IAnd), and, "&"))
+	binary("__toolhost_iand__", bitwiseOp(inPlace(py.IAnd), and, "&="))
 	binary("__toolhost_or__", bitwiseOp(py.Or, or, "|"))
-	binary("__toolhost_ior__", bitwiseOp(inPlace(py.IOr), or, "|"))
+	binary("__toolhost_ior__", bitwiseOp(inPlace(py.IOr), or, "|="))
 	binary("__toolhost_xor__", bitwiseOp(py.Xor, xor, "^"))
-	binary("__toolhost_ixor__", bitwiseOp(inPlace(py.IXor), xor, "^"))
+	binary("__toolhost_ixor__", bitwiseOp(inPlace(py.IXor), xor, "^="))
 	unary("__toolhost_neg__", opNeg)
 	unary("__toolhost_pos__", opPos)
 	unary("__toolhost_invert__", opInvert)
@@ -665,5 +744,21 @@ func init() {
 	binary("__toolhost_gt__", comparison(py.Gt, func(c int) bool { return c > 0 }))
 	binary("__toolhost_ge__", comparison(py.Ge, func(c int) bool { return c >= 0 }))
 	binary("__toolhost_in__", opIn)
+	unary(buildSetBuiltin, setDisplay)
+	unary(truthBuiltin, opTruth)
+	unary(truthCheckBuiltin, opTruthCheck)
+	unary(constSetBuiltin, constSetDisplay)
+	binary(setAddBuiltin, setCompAdd)
+	operatorBuiltins[stopIterationBuiltin] = py.StopIteration
+	unary(genReturnBuiltin, func(v py.Object) (py.Object, error) {
+		if v != py.None {
+			return nil, unsupported("a generator's return value (the value of yield from, StopIteration.value)")
+		}
+		return v, nil
+	})
+	unary(yieldFromBuiltin, func(py.Object) (py.Object, error) { return py.None, nil })
+	operatorBuiltins[genStopBuiltin] = py.MustNewMethod(genStopBuiltin, func(_ py.Object, _ py.Tuple) (py.Object, error) {
+		return py.ExceptionNewf(py.RuntimeError, "generator raised StopIteration"), nil
+	}, 0, "")
 	binary("__toolhost_not_in__", opNotIn)
 }

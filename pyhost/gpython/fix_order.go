@@ -11,6 +11,12 @@ import (
 // gpython's own < refused tuples, lists and bools (TypeError), so sorted()
 // of a dict's items failed.
 func lessThan(a, b py.Object) (bool, error) {
+	if r, found, err := userCompare("__lt__", "__gt__", a, b); found {
+		if err != nil {
+			return false, err
+		}
+		return truth(r)
+	}
 	a, b = boolAsInt(a), boolAsInt(b)
 	if c, ok := compareExact(a, b); ok {
 		return c < 0, nil

@@ -14,18 +14,25 @@ func compileModule(src, name string) (*py.Code, error) {
 		return nil, err
 	}
 	if !fixesOff {
-		fixCode(code)
+		// A module defining a class's == or a comparison has every
+		// comparison rewritten, those with a constant too (V(1) == 1
+		// calls V's __eq__).
+		all := false
+		for _, m := range []string{"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"} {
+			all = all || strings.Contains(src, m)
+		}
+		fixCode(code, all)
 	}
 	return code, nil
 }
 
 // fixCode corrects a code object and every code object nested in it.
-func fixCode(code *py.Code) {
+func fixCode(code *py.Code, allCompares bool) {
 	fixCell2arg(code)
-	rewriteOps(code)
+	rewriteOpsWith(code, allCompares)
 	for _, c := range code.Consts {
 		if nested, ok := c.(*py.Code); ok {
-			fixCode(nested)
+			fixCode(nested, allCompares)
 		}
 	}
 }
@@ -124,13 +131,17 @@ func init() {
 	registerStrFixes()
 	registerContainerFixes()
 	registerMathFixes()
+	registerSetFixes()
+	registerTranslateFixes()
+	registerRangeFixes()
 	newFixes = map[*py.Type][2]py.NewFunc{
 		py.BoolType:       {boolNew, py.BoolType.New},
 		py.StringType:     {strNew, py.StringType.New},
 		py.StringDictType: {dictNew, py.StringDictType.New},
 		py.IntType:        {intNew, py.IntType.New},
 		py.RangeType:      {rangeNew, py.RangeType.New},
-		py.FrozenSetType:  {frozensetNew, py.FrozenSetType.New},
+		py.FrozenSetType:  {setNew(true), py.FrozenSetType.New},
+		py.SetType:        {setNew(false), py.SetType.New},
 	}
 	// The constructors that iterate their arguments take a dict's keys in
 	// insertion order (list(d), tuple(d), enumerate(d), zip, map, filter).
@@ -193,6 +204,9 @@ func fixBuiltins(b *py.Module) {
 			if len(args) > 0 {
 				args = append(py.Tuple{inOrder(args[0])}, args[1:]...)
 			}
+			if name == "sum" && len(args) > 0 && len(kw) == 0 {
+				return builtinSum(orig, args)
+			}
 			return py.Call(orig, args, kw)
 		}, 0, "")
 	}
@@ -239,7 +253,7 @@ func fixBuiltins(b *py.Module) {
 				if !ok {
 					return nil, py.ExceptionNewf(py.TypeError, "issubclass() arg 2 must be a class or tuple of classes")
 				}
-				if t.IsSubtype(ct) {
+				if t.IsSubtype(ct) || t == py.BoolType && ct == py.IntType {
 					return py.True, nil
 				}
 			}
@@ -281,7 +295,7 @@ func oneArg(name string, args py.Tuple, fn func(py.Object) (string, error)) (py.
 
 // truth is bool(o).
 func truth(o py.Object) (bool, error) {
-	b, err := py.MakeBool(o)
+	b, err := opTruth(o)
 	if err != nil {
 		return false, err
 	}
@@ -305,7 +319,7 @@ func boolNew(_ *py.Type, args py.Tuple, kwargs py.StringDict) (py.Object, error)
 	case 0:
 		return py.False, nil
 	case 1:
-		return py.MakeBool(args[0])
+		return opTruth(args[0])
 	}
 	return nil, py.ExceptionNewf(py.TypeError, "bool expected at most 1 argument, got %d", len(args))
 }
@@ -333,6 +347,8 @@ func intNew(t *py.Type, args py.Tuple, kwargs py.StringDict) (py.Object, error) 
 			if s, ok := digitsWithUnderscores(string(x)); ok {
 				args = py.Tuple{py.String(s)}
 			}
+		case py.NoneType, *py.List, py.Tuple, py.StringDict:
+			return nil, py.ExceptionNewf(py.TypeError, "int() argument must be a string, a bytes-like object or a real number, not '%s'", x.Type().Name)
 		}
 	}
 	return py.IntNew(t, args, kwargs)
@@ -420,6 +436,14 @@ func builtinIsinstance(orig py.Object, args py.Tuple, kwargs py.StringDict) (py.
 		classes = t
 	}
 	for _, c := range classes {
+		if nested, ok := c.(py.Tuple); ok {
+			// A tuple of tuples of classes, as CPython takes it.
+			r, err := builtinIsinstance(orig, py.Tuple{args[0], nested}, nil)
+			if err != nil || r == py.True {
+				return r, err
+			}
+			continue
+		}
 		ct, ok := c.(*py.Type)
 		if !ok {
 			return nil, py.ExceptionNewf(py.TypeError, "isinstance() arg 2 must be a type or tuple of types")

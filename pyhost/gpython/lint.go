@@ -120,7 +120,8 @@ func Refusals(file, src string) (out []plugins.SourceProblem) {
 				add(x, "%s", why)
 			}
 			if name, ok := x.Value.(*ast.Name); ok && builtinTypeNames[string(name.Id)] && !strings.HasPrefix(string(x.Attr), "__") &&
-				!(name.Id == "dict" && x.Attr == "fromkeys") { // a class method: toolhost has it
+				!(name.Id == "dict" && x.Attr == "fromkeys") && // a class method: toolhost has it
+				!(name.Id == "str" && x.Attr == "maketrans") { // a static method: toolhost has it
 				add(x, "%s.%s (a method taken from its type) does not work on gpython: write a lambda, e.g. lambda s: s.%s()", name.Id, x.Attr, x.Attr)
 			}
 		case *ast.Call:
@@ -145,6 +146,11 @@ func Refusals(file, src string) (out []plugins.SourceProblem) {
 				}
 			}
 		case *ast.ClassDef:
+			for _, st := range x.Body {
+				if f, ok := st.(*ast.FunctionDef); ok && f.Name == "__call__" {
+					add(f, "calling an instance (a class's __call__) is not available on gpython")
+				}
+			}
 			for _, b := range x.Bases {
 				if n, ok := b.(*ast.Name); ok && isExceptionName(string(n.Id)) {
 					add(x, "a class deriving from %s (class %s) does not work on gpython: raising it fails with TypeError", n.Id, x.Name)
@@ -196,6 +202,9 @@ var builtinTypeNames = map[string]bool{"str": true, "int": true, "float": true, 
 // lacks, and toolhost does not add.
 var missingAttrs = map[string]string{
 	"bit_length":       "int.bit_length is not available on gpython",
+	"__cause__":        "an exception's __cause__ is not available on gpython",
+	"__class__":        "an object's __class__ is not available on gpython: use type(x)",
+	"__context__":      "an exception's __context__ is not available on gpython",
 	"as_integer_ratio": "float.as_integer_ratio is not available on gpython",
 	"conjugate":        "conjugate is not available on gpython",
 	"real":             "the real attribute of numbers is not available on gpython",
