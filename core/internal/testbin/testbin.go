@@ -8,12 +8,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"syscall"
 	"testing"
 
@@ -113,6 +115,22 @@ func sharedDir(root string, race bool) (dir string, unlock, cleanup func()) {
 // (in namespaces of its own, say), the toolhost binary its parent built:
 // Main uses it, and neither builds nor removes one.
 const EnvBin = "TOOLHOST_TEST_BIN"
+
+// ParallelAtLeast parses the test flags and raises -test.parallel (whose
+// default is GOMAXPROCS, 2 on CI) to n unless it was given: for a package
+// whose parallel tests spend most of their time waiting on processes of
+// their own (sandboxes, servers, a tool that sleeps). A TestMain calls it
+// before m.Run.
+func ParallelAtLeast(n int) {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if f := flag.Lookup("test.parallel"); !given && f != nil {
+		if cur, err := strconv.Atoi(f.Value.String()); err == nil && cur < n {
+			f.Value.Set(strconv.Itoa(n))
+		}
+	}
+}
 
 // Main is a test package's TestMain: it builds the binary into *bin, runs
 // the tests and removes the binary.
