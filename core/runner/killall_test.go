@@ -63,7 +63,6 @@ func TestCallsAfterKillAll(t *testing.T) {
 		{"kill(parent) via plugin", "kill_parent", true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel() // a group and sandboxes of its own
 			g := open(t, filepath.Join(dir, "killall.yaml"), Options{Runtime: plugins.RuntimeCPython, Sandbox: sandbox(t, "deny"), ViaPlugin: tt.plugin})
 			killSuccess, nextFailed := 0, 0
 			for r := 0; r < rounds; r++ {
