@@ -121,7 +121,6 @@ states:
 // redacted from the third call's log too: on 1b78f0f a call redacted
 // only its direct caller's secrets, and echo_again's logged the value.
 func TestSecretsNeverLogged(t *testing.T) {
-	t.Parallel()
 	const key = "0000000000000000000000000000000000000000000000000000000000000007"
 	const value = "sk-live-Hq7Wm2Rz9Tt4"
 	dir := t.TempDir()
@@ -235,7 +234,6 @@ def encoded():
 // the value as it is was: json.dumps of a passphrase with a quote, a
 // backslash or a non-ASCII letter, and its base64, reached the answer.
 func TestSecretsRedactedEncoded(t *testing.T) {
-	t.Parallel()
 	const key = "0000000000000000000000000000000000000000000000000000000000000007"
 	const value = `Pä"ss\wörd<&>-Zq81~?`
 	dir := t.TempDir()
@@ -327,7 +325,6 @@ def cut_traceback():
 // message began with its last 14; the message ended with its first 12
 // and the traceback began with its last 12.
 func TestSecretsCutAtLimits(t *testing.T) {
-	t.Parallel()
 	const key = "0000000000000000000000000000000000000000000000000000000000000007"
 	const value = "sk-live-Hq7Wm2Rz9Tt4"
 	dir := t.TempDir()

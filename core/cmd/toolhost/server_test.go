@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -67,13 +69,25 @@ func (w *tailWriter) Write(p []byte) (int, error) {
 // freePort is a loopback address with a port free now, never one it gave
 // before in this process: tests run in parallel, and each server must be
 // the only one on its port (its /healthz is how its test knows it is up).
+// The port is below the kernel's ephemeral range when there is room
+// (10000 up to it): the connections the tests and servers open take their
+// local ports from that range, and one of them could take the port
+// between this check and the server's listen.
 func freePort(t testing.TB) string {
-	for {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	low := ephemeralLow()
+	for i := 0; ; i++ {
+		addr := "127.0.0.1:0"
+		if low > 12000 && i < 1000 {
+			addr = fmt.Sprintf("127.0.0.1:%d", 10000+rand.IntN(low-10000))
+		}
+		l, err := net.Listen("tcp", addr)
 		if err != nil {
+			if addr != "127.0.0.1:0" {
+				continue // taken
+			}
 			t.Fatal(err)
 		}
-		addr := l.Addr().String()
+		addr = l.Addr().String()
 		l.Close()
 		givenPortsMu.Lock()
 		seen := givenPorts[addr]
@@ -83,6 +97,21 @@ func freePort(t testing.TB) string {
 			return addr
 		}
 	}
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range, 0 when
+// unknown.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	n, _ := strconv.Atoi(f[0])
+	return n
 }
 
 var (
@@ -112,7 +141,7 @@ func startServer(t *testing.T, data, addr string, extra ...string) *server {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatalf("the server did not come up: %s", out.String())
+	t.Fatalf("the server did not come up: %s\nstderr: %s", out.String(), lastBytes(errs.String(), 2048))
 	return nil
 }
 
