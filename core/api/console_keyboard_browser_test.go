@@ -138,6 +138,7 @@ func jsInts(set map[int]bool) string {
 // ring; and Enter and Space activate buttons (a schema's tab, an optional
 // parameter's Add, the phone's Menu).
 func TestConsoleKeyboardTab(t *testing.T) {
+	t.Parallel()
 	srv, ctx := layoutServer(t)
 	pages := []struct{ path, ready string }{
 		{"/tools", `!!document.querySelector('#def-text')`},
@@ -155,21 +156,21 @@ func TestConsoleKeyboardTab(t *testing.T) {
 		do(t, ctx, chromedp.EmulateViewport(int64(w), 900))
 		for _, p := range pages {
 			do(t, ctx, chromedp.Navigate(srv.URL+p.path))
-			until(t, ctx, p.path, p.ready)
+			soon(t, ctx, p.path, p.ready)
 			tabThrough(t, ctx, fmt.Sprintf("%s at %d px", p.path, w), w < 700)
 		}
 
 		// Space picks a schema's dialect; Enter and Space on an
 		// optional parameter's Add.
 		do(t, ctx, chromedp.Navigate(srv.URL+"/tools/Type%20Showcase"))
-		until(t, ctx, "the showcase's page", `!!document.querySelector('.tool-card [role=tab]')`)
+		soon(t, ctx, "the showcase's page", `!!document.querySelector('.tool-card [role=tab]')`)
 		js(t, ctx, `document.querySelectorAll('.tool-card')[0].querySelectorAll('[role=tab]')[1].focus()`)
 		do(t, ctx, chromedp.KeyEvent(" "))
 		if got := eval[string](t, ctx, `document.querySelectorAll('.tool-card')[0].querySelectorAll('[role=tab]')[1].getAttribute('aria-selected')`); got != "true" {
 			t.Errorf("at %d px Space on a schema's tab does not select it (aria-selected %q)", w, got)
 		}
 		do(t, ctx, chromedp.Navigate(srv.URL+"/playground?group=Type%20Showcase&tool=EchoEveryType"))
-		until(t, ctx, "the form", `!!document.querySelector('#pg-tool .optional-add')`)
+		soon(t, ctx, "the form", `!!document.querySelector('#pg-tool .optional-add')`)
 		for _, key := range []string{"\r", " "} {
 			before := eval[int](t, ctx, `document.querySelectorAll('#pg-tool .optional-add[aria-expanded=false]').length`)
 			js(t, ctx, `document.querySelector('#pg-tool .optional-add[aria-expanded=false]').focus()`)
@@ -186,6 +187,7 @@ func TestConsoleKeyboardTab(t *testing.T) {
 // (the focus back on the button); on a wide screen (1280 px) there is no
 // such button and the screens are always shown.
 func TestConsolePhoneMenu(t *testing.T) {
+	t.Parallel()
 	srv, ctx := signedInConsole(t)
 	state := `(() => { const b = document.querySelector('.menu-toggle'), links = [...document.querySelectorAll('nav[aria-label=Screens] a')];
 		return {button: !!b && b.getClientRects().length > 0, expanded: b ? b.getAttribute('aria-expanded') : '',
@@ -201,12 +203,12 @@ func TestConsolePhoneMenu(t *testing.T) {
 		Focused  bool   `json:"focused"`
 	}
 	do(t, ctx, chromedp.EmulateViewport(1280, 900), chromedp.Navigate(srv.URL+"/tools"))
-	until(t, ctx, "the Tools screen", `!!document.querySelector('#def-text')`)
+	soon(t, ctx, "the Tools screen", `!!document.querySelector('#def-text')`)
 	if m := eval[menu](t, ctx, state); m.Button || m.Shown != m.Links || m.Links < 6 || !m.Signout {
 		t.Errorf("at 1280 px: %+v, want no Menu button and every screen shown", m)
 	}
 	do(t, ctx, chromedp.EmulateViewport(390, 900), chromedp.Navigate(srv.URL+"/tools"))
-	until(t, ctx, "the Tools screen", `!!document.querySelector('#def-text')`)
+	soon(t, ctx, "the Tools screen", `!!document.querySelector('#def-text')`)
 	if m := eval[menu](t, ctx, state); !m.Button || m.Expanded != "false" || m.Shown != 0 || m.Signout {
 		t.Fatalf("at 390 px: %+v, want a closed Menu button and the screens hidden behind it", m)
 	}
@@ -237,7 +239,7 @@ func TestConsolePhoneMenu(t *testing.T) {
 		t.Errorf("at 390 px Escape in the menu: %+v, want it closed and the focus on the Menu button", m)
 	}
 	do(t, ctx, chromedp.KeyEvent(kb.Enter), chromedp.KeyEvent(kb.Tab), chromedp.KeyEvent(kb.Tab), chromedp.KeyEvent("\r"))
-	until(t, ctx, "the Resources screen", `location.pathname === '/resources'`)
+	soon(t, ctx, "the Resources screen", `location.pathname === '/resources'`)
 }
 
 // The Tools list follows changes made while it is open, without a
@@ -245,6 +247,7 @@ func TestConsolePhoneMenu(t *testing.T) {
 // Ready group whose definition is replaced by an Invalid one shows its
 // errors; the Resources screen's statuses follow too.
 func TestConsoleLiveErrors(t *testing.T) {
+	t.Parallel()
 	srv, ctx := signedInConsole(t)
 	token := consoleToken
 	put := func(path, body string) {
@@ -267,17 +270,17 @@ func TestConsoleLiveErrors(t *testing.T) {
 	}
 	for _, w := range widths {
 		do(t, ctx, chromedp.EmulateViewport(int64(w), 900), chromedp.Navigate(srv.URL+"/tools"))
-		until(t, ctx, "the Tools list", `!!document.querySelector('tr[data-group="Ready One"] .status-Ready')`)
+		soon(t, ctx, "the Tools list", `!!document.querySelector('tr[data-group="Ready One"] .status-Ready')`)
 		js(t, ctx, `window.__page = 'the same page'`) // gone if the page were loaded again
 		name := fmt.Sprintf("New Bad %d", w)
 		post(invalid(name))
-		until(t, ctx, "the new Invalid group in the list", fmt.Sprintf(`!!document.querySelector('tr[data-group=%q] .problems-count')`, name))
+		soon(t, ctx, "the new Invalid group in the list", fmt.Sprintf(`!!document.querySelector('tr[data-group=%q] .problems-count')`, name))
 		if txt := eval[string](t, ctx, fmt.Sprintf(`document.querySelector('tr[data-group=%q]').innerText`, name)); !strings.Contains(txt, "Invalid") || !strings.Contains(txt, "2 errors") {
 			t.Errorf("at %d px the new group shows %q, want Invalid with 2 errors", w, txt)
 		}
 		// Ready, then replaced by an Invalid definition.
 		post(invalid("Ready One"))
-		until(t, ctx, "Ready One Invalid", `document.querySelector('tr[data-group="Ready One"] .problems-count')?.textContent === '2 errors'`)
+		soon(t, ctx, "Ready One Invalid", `document.querySelector('tr[data-group="Ready One"] .problems-count')?.textContent === '2 errors'`)
 		if eval[string](t, ctx, `window.__page || ''`) != "the same page" {
 			t.Errorf("at %d px the page was loaded again", w)
 		}
@@ -287,10 +290,10 @@ func TestConsoleLiveErrors(t *testing.T) {
 		fits(t, ctx, w, "/tools after the live update")
 		// The Resources screen's statuses: Ready again.
 		do(t, ctx, chromedp.Navigate(srv.URL+"/resources"))
-		until(t, ctx, "the statuses", `!!document.querySelector('#statuses tr[data-group="Ready One"] .status-Invalid')`)
+		soon(t, ctx, "the statuses", `!!document.querySelector('#statuses tr[data-group="Ready One"] .status-Invalid')`)
 		js(t, ctx, `window.__page = 'the same page'`)
 		post(pagesGroup("Ready One", "", "", ""))
-		until(t, ctx, "Ready One Ready again", `!!document.querySelector('#statuses tr[data-group="Ready One"] .status-Ready')`)
+		soon(t, ctx, "Ready One Ready again", `!!document.querySelector('#statuses tr[data-group="Ready One"] .status-Ready')`)
 		if eval[string](t, ctx, `window.__page || ''`) != "the same page" {
 			t.Errorf("at %d px the Resources page was loaded again", w)
 		}
@@ -313,8 +316,8 @@ func signedInConsole(t *testing.T) (*httptest.Server, context.Context) {
 	consoleToken = token
 	ctx := browser.NewTimeout(t, 3*time.Minute)
 	do(t, ctx, chromedp.EmulateViewport(1280, 900), chromedp.Navigate(srv.URL+"/login"))
-	until(t, ctx, "the sign-in page", `!!document.querySelector('#token')`)
+	soon(t, ctx, "the sign-in page", `!!document.querySelector('#token')`)
 	do(t, ctx, chromedp.Focus(chromedp.CSS("#token")), chromedp.KeyEvent(token+"\r"))
-	until(t, ctx, "the Tools screen", `location.pathname === '/tools'`)
+	soon(t, ctx, "the Tools screen", `location.pathname === '/tools'`)
 	return srv, ctx
 }

@@ -75,14 +75,14 @@ func layoutServer(t *testing.T) (*httptest.Server, context.Context) {
 	}
 	ctx := browser.NewTimeout(t, 6*time.Minute)
 	do(t, ctx, chromedp.EmulateViewport(1280, 900), chromedp.Navigate(srv.URL+"/login"))
-	until(t, ctx, "the sign-in page", `!!document.querySelector('#token')`)
+	soon(t, ctx, "the sign-in page", `!!document.querySelector('#token')`)
 	for _, w := range widths {
 		do(t, ctx, chromedp.EmulateViewport(int64(w), 900))
 		fits(t, ctx, w, "/login")
 		accessible(t, ctx, w, "/login")
 	}
 	do(t, ctx, chromedp.EmulateViewport(1280, 900), chromedp.Focus(chromedp.CSS("#token")), chromedp.KeyEvent(token+"\r"))
-	until(t, ctx, "the Tools screen", `location.pathname === '/tools'`)
+	soon(t, ctx, "the Tools screen", `location.pathname === '/tools'`)
 	return srv, ctx
 }
 
@@ -136,6 +136,7 @@ func accessible(t *testing.T, ctx context.Context, width int, what string) {
 // no page is wider than the screen, the Playground is one column under
 // 700 px, and axe-core finds no serious or critical violation.
 func TestConsoleFitsEveryWidth(t *testing.T) {
+	t.Parallel()
 	srv, ctx := layoutServer(t)
 	pages := []string{"/tools", "/resources", "/playground", "/sessions", "/knowledge", "/usage", "/docs"}
 	for _, g := range []string{"Ready One", "Incomplete One", "Invalid Two", "Error Import", "Type Showcase", "Car Search", "MCP Tools"} {
@@ -150,9 +151,9 @@ func TestConsoleFitsEveryWidth(t *testing.T) {
 		do(t, ctx, chromedp.EmulateViewport(int64(w), 900))
 		for _, p := range pages {
 			do(t, ctx, chromedp.Navigate(srv.URL+p))
-			until(t, ctx, p, `document.readyState === 'complete' && !!document.querySelector('h1, #main, body')`)
+			soon(t, ctx, p, `document.readyState === 'complete' && !!document.querySelector('h1, #main, body')`)
 			if p == "/docs" {
-				until(t, ctx, "the API reference", `document.querySelectorAll('#api-reference .opblock').length > 20`)
+				soon(t, ctx, "the API reference", `document.querySelectorAll('#api-reference .opblock').length > 20`)
 			}
 			fits(t, ctx, w, p)
 			accessible(t, ctx, w, p)
@@ -164,12 +165,12 @@ func TestConsoleFitsEveryWidth(t *testing.T) {
 		// first on its page, each a link to its line; a schema's long
 		// message wraps.
 		do(t, ctx, chromedp.Navigate(srv.URL+"/tools"))
-		until(t, ctx, "the Tools list", `!!document.querySelector('tr[data-group="Invalid Two"]')`)
+		soon(t, ctx, "the Tools list", `!!document.querySelector('tr[data-group="Invalid Two"]')`)
 		if txt := eval[string](t, ctx, `document.querySelector('tr[data-group="Invalid Two"] td:nth-child(3)').innerText`); !strings.Contains(txt, "Invalid") || !strings.Contains(txt, "errors") || strings.Contains(txt, "missing") {
 			t.Errorf("at %d px the Tools list shows the Invalid group as %q, want its errors counted", w, txt)
 		}
 		do(t, ctx, chromedp.Navigate(srv.URL+"/tools/Invalid%20Two"))
-		until(t, ctx, "the group's page", `!!document.querySelector('#tools-h')`)
+		soon(t, ctx, "the group's page", `!!document.querySelector('#tools-h')`)
 		order := eval[map[string]any](t, ctx, `(() => { const p = document.querySelector('section.problems');
 			return {first: !!p && !!(p.compareDocumentPosition(document.querySelector('#tools-h')) & Node.DOCUMENT_POSITION_FOLLOWING),
 				links: p ? [...p.querySelectorAll('a[href^="#L"]')].filter(a => document.getElementById(a.getAttribute('href').slice(1))).length : 0,
@@ -178,7 +179,7 @@ func TestConsoleFitsEveryWidth(t *testing.T) {
 			t.Errorf("at %d px the Invalid group's problems are not listed first at their lines: %v", w, order)
 		}
 		do(t, ctx, chromedp.Navigate(srv.URL+"/tools/Type%20Showcase"))
-		until(t, ctx, "the showcase's page", `!!document.querySelector('.tool-card')`)
+		soon(t, ctx, "the showcase's page", `!!document.querySelector('.tool-card')`)
 		cut := eval[[]string](t, ctx, `(() => { const out = [];
 			document.querySelectorAll('.tool-card').forEach(c => c.querySelectorAll('[role=tab]').forEach(tab => { tab.click();
 				const pre = c.querySelector('.schema:not([hidden]) pre'); if (pre.scrollWidth > pre.clientWidth + 1) out.push(tab.dataset.dialect); }));
@@ -190,19 +191,19 @@ func TestConsoleFitsEveryWidth(t *testing.T) {
 		// A definition's check (the dry run) with its problems, from the
 		// keyboard.
 		do(t, ctx, chromedp.Navigate(srv.URL+"/tools"))
-		until(t, ctx, "the Tools screen", `!!document.querySelector('#def-text')`)
+		soon(t, ctx, "the Tools screen", `!!document.querySelector('#def-text')`)
 		do(t, ctx, chromedp.SetValue(chromedp.CSS("#def-text"), strings.Replace(pagesGroup("Checked", "", "", ""), "type: str", "type: 'dict[str'", 1)),
 			chromedp.Focus(chromedp.CSS(`form[action="/tools"] button[type=submit]`)), chromedp.KeyEvent("\r"))
-		until(t, ctx, "the check's report", `!!document.querySelector('section.problems') && !!document.querySelector('ol.source')`)
+		soon(t, ctx, "the check's report", `!!document.querySelector('section.problems') && !!document.querySelector('ol.source')`)
 		fits(t, ctx, w, "a check")
 		accessible(t, ctx, w, "a check")
 
 		// A session: its start, a state change, its finish.
 		do(t, ctx, chromedp.Navigate(srv.URL+"/playground?agent=Helper"))
-		until(t, ctx, "the session's start form", `!!document.querySelector('#var-Name')`)
+		soon(t, ctx, "the session's start form", `!!document.querySelector('#var-Name')`)
 		// Started without its required variable: the error at its field.
 		do(t, ctx, chromedp.Focus(chromedp.CSS(`#pg-start button[type=submit]`)), chromedp.KeyEvent("\r"))
-		until(t, ctx, "the refusal", `!!document.querySelector('#pg-answer .refused')`)
+		soon(t, ctx, "the refusal", `!!document.querySelector('#pg-answer .refused')`)
 		if got := eval[map[string]any](t, ctx, `({at: document.querySelector('#var-Name ~ .field-error')?.textContent || '', invalid: document.querySelector('#var-Name').getAttribute('aria-invalid'),
 			focused: document.activeElement === document.querySelector('#var-Name')})`); !strings.Contains(got["at"].(string), "Name") || got["invalid"] != "true" || got["focused"] != true {
 			t.Errorf("at %d px a start without Name does not say so at its field: %v", w, got)
@@ -211,7 +212,7 @@ func TestConsoleFitsEveryWidth(t *testing.T) {
 		do(t, ctx, chromedp.Focus(chromedp.CSS("#var-Name")), chromedp.KeyEvent("Ann"),
 			chromedp.Focus(chromedp.CSS("#var-extra")), chromedp.KeyEvent(kb.End+kb.Backspace+kb.Backspace+`{"Greeting": "Bye"}`),
 			chromedp.Focus(chromedp.CSS(`#pg-start button[type=submit]`)), chromedp.KeyEvent("\r"))
-		until(t, ctx, "the session", `!!document.querySelector('.s-tools button')`)
+		soon(t, ctx, "the session", `!!document.querySelector('.s-tools button')`)
 		if txt := eval[string](t, ctx, `document.querySelector('.s-skills').innerText`); !strings.Contains(txt, "Hello") || !strings.Contains(txt, "succeeded") {
 			t.Errorf("at %d px the init skill is not shown: %q", w, txt)
 		}
@@ -220,13 +221,13 @@ func TestConsoleFitsEveryWidth(t *testing.T) {
 		id := eval[string](t, ctx, `document.querySelector('#pg-session').dataset.session`)
 		js(t, ctx, `[...document.querySelectorAll('.s-tools button')].find(b => b.textContent === 'echo').focus()`)
 		do(t, ctx, chromedp.KeyEvent("\r"))
-		until(t, ctx, "echo's form", `!document.querySelector('#pg-tool').hidden && !!document.querySelector('#pg-tool [data-param=text] input')`)
+		soon(t, ctx, "echo's form", `!document.querySelector('#pg-tool').hidden && !!document.querySelector('#pg-tool [data-param=text] input')`)
 		do(t, ctx, chromedp.SendKeys(chromedp.CSS(`#pg-tool [data-param=text] input`), "hi\r"))
-		until(t, ctx, "echo's answer", `document.querySelector('#pg-answer details.content pre')?.textContent.includes('"echo": "hi"')`)
+		soon(t, ctx, "echo's answer", `document.querySelector('#pg-answer details.content pre')?.textContent.includes('"echo": "hi"')`)
 		fits(t, ctx, w, "a session's answer")
 		do(t, ctx, chromedp.Focus(chromedp.CSS("#s-state-pick")), chromedp.KeyEvent(kb.ArrowDown),
 			chromedp.Focus(chromedp.CSS(`.s-move button`)), chromedp.KeyEvent("\r"))
-		until(t, ctx, "the second state", `document.querySelector('.s-state').textContent === 'Reporting'`)
+		soon(t, ctx, "the second state", `document.querySelector('.s-state').textContent === 'Reporting'`)
 		if txt := eval[string](t, ctx, `document.querySelector('#pg-answer').innerText + (document.querySelector('#pg-tool').hidden ? '' : 'FORM')`); txt != "" {
 			t.Errorf("at %d px after the state change, the previous answer stays: %q", w, txt)
 		}
@@ -234,7 +235,7 @@ func TestConsoleFitsEveryWidth(t *testing.T) {
 		shot(t, ctx, "playground-session", ".pg-main")
 		accessible(t, ctx, w, "a session after a state change")
 		do(t, ctx, chromedp.Focus(chromedp.CSS(`.s-finish`)), chromedp.KeyEvent("\r"))
-		until(t, ctx, "the finish", `document.querySelector('.s-open').textContent === 'finished'`)
+		soon(t, ctx, "the finish", `document.querySelector('.s-open').textContent === 'finished'`)
 		got := eval[map[string]any](t, ctx, `({move: document.querySelector('.s-move button').disabled, pick: document.querySelector('#s-state-pick').disabled,
 			skills: document.querySelector('.s-skills').innerText, empty: document.querySelector('.s-tools-empty').hidden ? '' : document.querySelector('.s-tools-empty').textContent,
 			tools: document.querySelectorAll('.s-tools button').length})`)
@@ -252,7 +253,7 @@ func TestConsoleFitsEveryWidth(t *testing.T) {
 		accessible(t, ctx, w, "a finished session")
 		for _, p := range []string{"/sessions/" + id, "/sessions/" + id + "?log=trace", "/sessions/" + id + "?log=both", "/sessions?agent=Helper"} {
 			do(t, ctx, chromedp.Navigate(srv.URL+p))
-			until(t, ctx, p, `document.readyState === 'complete'`)
+			soon(t, ctx, p, `document.readyState === 'complete'`)
 			fits(t, ctx, w, p)
 			accessible(t, ctx, w, p)
 		}
@@ -263,6 +264,7 @@ func TestConsoleFitsEveryWidth(t *testing.T) {
 // The dark scheme, which follows prefers-color-scheme: the pages keep
 // their contrast (axe-core) and fit at both widths.
 func TestConsoleDarkScheme(t *testing.T) {
+	t.Parallel()
 	srv, ctx := layoutServer(t)
 	if _, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
 		Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}}); err != nil {
@@ -274,9 +276,9 @@ func TestConsoleDarkScheme(t *testing.T) {
 		do(t, ctx, chromedp.EmulateViewport(int64(w), 900))
 		for _, p := range pages {
 			do(t, ctx, chromedp.Navigate(srv.URL+p))
-			until(t, ctx, p, `document.readyState === 'complete'`)
+			soon(t, ctx, p, `document.readyState === 'complete'`)
 			if p == "/docs" {
-				until(t, ctx, "the API reference", `document.querySelectorAll('#api-reference .opblock').length > 20`)
+				soon(t, ctx, "the API reference", `document.querySelectorAll('#api-reference .opblock').length > 20`)
 			}
 			if bg := eval[string](t, ctx, `getComputedStyle(document.body).backgroundColor`); bg != "rgb(18, 22, 29)" {
 				t.Errorf("%s at %d px: the page's background is %s, not the dark scheme's", p, w, bg)
@@ -286,7 +288,7 @@ func TestConsoleDarkScheme(t *testing.T) {
 		}
 		shot(t, ctx, "docs-dark")
 		do(t, ctx, chromedp.Navigate(srv.URL+"/tools/Invalid%20Two"))
-		until(t, ctx, "the group's page", `!!document.querySelector('#tools-h')`)
+		soon(t, ctx, "the group's page", `!!document.querySelector('#tools-h')`)
 		shot(t, ctx, "group-invalid-dark")
 	}
 }
@@ -296,6 +298,7 @@ func TestConsoleDarkScheme(t *testing.T) {
 // the console's strict Content-Security-Policy, with no request leaving
 // the server and no policy violation.
 func TestConsoleDocsInBrowser(t *testing.T) {
+	t.Parallel()
 	srv, _, _, _ := newServerWith(t, func(s *Server) {
 		s.Console = &console.Console{DB: s.DB, Registry: s.Registry, Calls: s.Calls}
 	})
@@ -327,7 +330,7 @@ func TestConsoleDocsInBrowser(t *testing.T) {
 	}
 	for _, w := range widths {
 		do(t, ctx, chromedp.EmulateViewport(int64(w), 900), chromedp.Navigate(srv.URL+"/docs"))
-		until(t, ctx, "the API reference", fmt.Sprintf(`document.querySelectorAll('#api-reference .opblock').length >= %d`, ops))
+		soon(t, ctx, "the API reference", fmt.Sprintf(`document.querySelectorAll('#api-reference .opblock').length >= %d`, ops))
 		got := eval[map[string]any](t, ctx, `({usage: [...document.querySelectorAll('#api-reference .opblock-summary')].some(s => s.querySelector('.opblock-summary-method')?.textContent === 'GET' && s.querySelector('.opblock-summary-path')?.textContent.replace(/\u200b/g, '') === '/v1/usage'),
 			violations: window.__violations, elsewhere: performance.getEntriesByType('resource').map(e => e.name).filter(n => !n.startsWith(location.origin))})`)
 		if got["usage"] != true {
@@ -341,7 +344,7 @@ func TestConsoleDocsInBrowser(t *testing.T) {
 		}
 		// An operation opens from the keyboard.
 		do(t, ctx, chromedp.Focus(chromedp.CSS(`#api-reference .opblock-summary-control`)), chromedp.KeyEvent("\r"))
-		until(t, ctx, "the operation opened", `!!document.querySelector('#api-reference .opblock.is-open')`)
+		soon(t, ctx, "the operation opened", `!!document.querySelector('#api-reference .opblock.is-open')`)
 		fits(t, ctx, w, "/docs")
 		accessible(t, ctx, w, "/docs")
 		shot(t, ctx, "docs")

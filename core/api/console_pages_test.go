@@ -47,6 +47,7 @@ func pagesGroup(name, deps, tool, extra string) string {
 // of definition error, Incomplete, Installing, Ready, Error) and for every
 // sample group and agent.
 func TestConsolePagesOfEveryStatus(t *testing.T) {
+	t.Parallel()
 	var consoleLog, serverLog lockedBuffer
 	var api *Server
 	_, token, _, _ := newServerWith(t, func(s *Server) {

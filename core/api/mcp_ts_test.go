@@ -27,6 +27,7 @@ var tsClientDir = filepath.Join("..", "mcpserver", "testdata", "tsclient")
 // another state and the client waits for notifications/tools/list_changed.
 // Node is required (make tools installs the client's packages).
 func TestMCPTypeScriptClient(t *testing.T) {
+	t.Parallel()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Fatalf("node (18 or later) is needed to run the TypeScript MCP client in %s: %v", tsClientDir, err)

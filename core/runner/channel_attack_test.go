@@ -194,8 +194,10 @@ tools:
   - {kind: Tool, object_name: Outer, name: outer, description: d, implementation: n.outer, parameters: []}
 `), 0o644)
 	ended := make(chan time.Time, 4)
+	started := make(chan struct{}, 4)
 	g := open(t, filepath.Join(dir, "n.yaml"), Options{Runtime: plugins.RuntimeGPython, Sandbox: sandbox(t, "deny"), Timeout: time.Second,
 		OnToolCall: func(ctx context.Context, _ *Caller, _ *plugins.ToolCallRequest) *plugins.ToolCallResponse {
+			started <- struct{}{}
 			select {
 			case <-ctx.Done():
 			case <-time.After(time.Minute):
@@ -208,7 +210,21 @@ tools:
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			if how == "caller gone" {
-				time.AfterFunc(300*time.Millisecond, cancel)
+				// The caller goes 300 ms into the nested call. (The timeout
+				// before replaced the plugin process: on a loaded machine
+				// its new start alone may take 300 ms, and a cancel then
+				// ends the call before anything is nested.)
+				for len(started) > 0 {
+					<-started
+				}
+				go func() {
+					select {
+					case <-started:
+						time.Sleep(300 * time.Millisecond)
+					case <-ctx.Done():
+					}
+					cancel()
+				}()
 			}
 			start := time.Now()
 			r := g.CallTimeout(ctx, impl(g.def, "outer"), json.RawMessage(`{}`), nil, time.Second)

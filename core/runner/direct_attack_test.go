@@ -50,6 +50,7 @@ if os.fork() == 0:
 func TestHeldAnswerPipeAfterTimeout(t *testing.T) {
 	for _, viaPlugin := range []bool{false, true} {
 		t.Run(fmt.Sprintf("via the plugin %v", viaPlugin), func(t *testing.T) {
+			t.Parallel() // a group of its own; its calls mostly wait
 			g := open(t, attackYAML, Options{Sandbox: sandbox(t, "deny"), ViaPlugin: viaPlugin, Limits: plugins.Limits{Workers: 1}})
 			if got := g.Direct(); got == viaPlugin {
 				t.Fatalf("Direct() = %v", got)
@@ -97,6 +98,7 @@ func TestLeftoverSurvivesAKilledWorker(t *testing.T) {
 	for _, viaPlugin := range []bool{false, true} {
 		for name, how := range leave {
 			t.Run(fmt.Sprintf("%s via the plugin %v", name, viaPlugin), func(t *testing.T) {
+				t.Parallel() // a group of its own; its calls mostly wait
 				g := open(t, attackYAML, Options{Sandbox: sandbox(t, "deny"), ViaPlugin: viaPlugin, Limits: plugins.Limits{Workers: 1}})
 				code := strings.Replace(heldAnswerPipe, "    time.sleep(120)", "    time.sleep(30)", 1) + how + "out = 'left'"
 				r := callWithin(t, g, code, nil, 10*time.Second, 30*time.Second)

@@ -23,7 +23,12 @@ import (
 // that binary re-run, so the tests need the real thing.
 var toolhostBin string
 
-func TestMain(m *testing.M) { testbin.Main(m, &toolhostBin) }
+// TestMain builds the binaries; the parallel subtests (each a group of its
+// own whose calls mostly wait on timeouts and kills) run four at a time.
+func TestMain(m *testing.M) {
+	testbin.ParallelAtLeast(4)
+	testbin.Main(m, &toolhostBin)
+}
 
 func loadDef(t *testing.T, path string) *definition.Group {
 	t.Helper()

@@ -424,6 +424,7 @@ func TestStoppedPluginIsReplaced(t *testing.T) {
 	stop := "import os, signal, time\nos.kill(os.getppid(), signal.SIGSTOP)\ntime.sleep(0.5)\nout = 'answered'"
 	for _, viaPlugin := range []bool{true, false} {
 		t.Run(fmt.Sprintf("via the plugin %v", viaPlugin), func(t *testing.T) {
+			t.Parallel() // a group of its own; its calls mostly wait
 			g := open(t, attackYAML, Options{Sandbox: sandbox(t, "deny"), Timeout: time.Second, ViaPlugin: viaPlugin})
 			if got := g.Direct(); got == viaPlugin {
 				t.Fatalf("Direct() = %v", got)

@@ -48,6 +48,7 @@ func runStamped(t *testing.T, cmd *exec.Cmd) (stdout, stderr []stampedLine) {
 // tool's call text on stderr before its answer, as long before it as the
 // tool sleeps.
 func TestCallTextOnStderr(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	group := `kind: Plugin
 name: Slow

@@ -94,6 +94,7 @@ func quoteAll(words []string) []string {
 // completes command lines: commands, each command's flags (all of those its
 // --help lists, no other), tenant's subcommands and their flags, shells.
 func TestBashCompletion(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		words []string
 		want  []string // exactly these candidates
@@ -136,6 +137,7 @@ func TestBashCompletion(t *testing.T) {
 // bashcompinit; the fish script has a complete line for every command and
 // every flag of each.
 func TestZshAndFishCompletion(t *testing.T) {
+	t.Parallel()
 	zsh, err := exec.Command(bin, "completion", "zsh").Output()
 	if err != nil || !strings.HasPrefix(string(zsh), "#compdef toolhost\n") || !strings.Contains(string(zsh), "bashcompinit") ||
 		!strings.Contains(string(zsh), "complete -o default -F _toolhost toolhost") {
@@ -276,6 +278,7 @@ func TestLogsOnATerminal(t *testing.T) {
 // tenant default keeps one token; once that token is revoked, the next
 // --load prints a new one that works.
 func TestLoadKeepsOneToken(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	load := func() (string, *server) {
 		s := startServer(t, data, freePort(t), "--load", doorsDir)

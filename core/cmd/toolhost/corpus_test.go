@@ -60,6 +60,7 @@ var corpus = []mistake{
 // column, with the same words, by toolhost validate, by a dry run and by an
 // upload (for an agent: validate and its upload).
 func TestAuthoringCorpus(t *testing.T) {
+	t.Parallel()
 	read := func(name string) string {
 		b, err := os.ReadFile(filepath.Join("testdata", name))
 		if err != nil {

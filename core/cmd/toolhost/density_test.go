@@ -13,6 +13,7 @@ import (
 // is measured (issue 28: only the top-level files were copied, and every
 // copy stayed Incomplete, missing submodules/crm_logic.py).
 func TestServeDensityOfANestedGroup(t *testing.T) {
+	t.Parallel()
 	samples, _ := filepath.Abs("../../../sample_groups")
 	out := filepath.Join(t.TempDir(), "bench.json")
 	cmd := exec.Command(bin, "bench", "--n", "10", "--concurrency", "1", "--runtime", "cpython", "--serve-density", "2", "--out", out,

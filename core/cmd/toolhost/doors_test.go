@@ -34,6 +34,7 @@ type callAnswer struct {
 // key through `toolhost call`, `toolhost session` and `toolhost serve`, on
 // both runtimes, and a tool's own key still wins.
 func TestTimeoutFlagEveryDoor(t *testing.T) {
+	t.Parallel()
 	check := func(t *testing.T, door string, slow, keyed callAnswer, slowTook time.Duration) {
 		t.Helper()
 		if slow.Success || slow.Error == nil || slow.Error.Kind != "timeout" || !strings.Contains(slow.Error.Message, "within 1s") {
@@ -104,6 +105,7 @@ func TestTimeoutFlagEveryDoor(t *testing.T) {
 // API, a session over HTTP, toolhost.call_tool (through the server and
 // through `toolhost call`), `toolhost call` and `toolhost session`.
 func TestSameArgumentErrorsEveryDoor(t *testing.T) {
+	t.Parallel()
 	missing := `invalid arguments for tool "need": missing required parameter "count" (int)`
 	cases := []struct {
 		name, args, want string
@@ -177,6 +179,7 @@ func TestSameArgumentErrorsEveryDoor(t *testing.T) {
 // API, a session, toolhost.call_tool, a continuation) and the calls
 // refused before they ran.
 func TestMetricsCountEveryDoor(t *testing.T) {
+	t.Parallel()
 	samples, _ := filepath.Abs("../../../sample_groups")
 	s := startServer(t, t.TempDir(), freePort(t), "--load", doorsDir, "--load", filepath.Join(samples, "car_search"))
 	token := s.loadedToken()
@@ -254,6 +257,7 @@ func TestMetricsCountEveryDoor(t *testing.T) {
 // own call; three others running on the same group finish, and the next
 // call works (both runtimes).
 func TestHangUpStopsOnlyItsCall(t *testing.T) {
+	t.Parallel()
 	for _, rt := range []string{"cpython", "gpython"} {
 		t.Run(rt, func(t *testing.T) {
 			s := startServer(t, t.TempDir(), freePort(t), "--runtime", rt, "--workers", "4", "--load", doorsDir)

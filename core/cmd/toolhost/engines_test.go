@@ -52,6 +52,7 @@ var engineCalls = []struct {
 // summary as content and the full block for the UI, and the session's
 // log keeps the summary, not the data.
 func TestEnginesInASession(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, t.TempDir(), freePort(t))
 	token := tenant(t, s.data, "acme")
 	var p problemBody

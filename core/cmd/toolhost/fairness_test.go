@@ -133,6 +133,7 @@ func launchers(pid int) int {
 // five succeed in turn (issue 25, point 7: busy groups were not evicted and
 // new ones opened past the cap: 30 warm under a cap of 8).
 func TestMaxWarmIsABound(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	tok := tenant(t, data, "a")
 	s := startServer(t, data, freePort(t), "--max-warm", "2", "--workers", "1", "--spares", "0")

@@ -49,6 +49,7 @@ func (g geoToken) RoundTrip(r *http.Request) (*http.Response, error) {
 // GEOIP wins; X-Forwarded-For and Toolhost-GeoIP count only from a
 // --trusted-proxy.
 func TestGeoIPSubstitution(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "city.mmdb")
 	if err := geoiptest.Write(db, map[string]geoiptest.Place{
 		"127.0.0.0/8":  {City: map[string]string{"en": "Novosibirsk", "ru": "Новосибирск"}},

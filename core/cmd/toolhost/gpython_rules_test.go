@@ -49,6 +49,7 @@ func convGroup(t *testing.T, dir, name, tool, body string) string {
 // "%s km" % 1.609 is formatted by toolhost); and --runtime auto says on
 // stderr which runtime it chose and why.
 func TestGPythonRulesAtTheDoors(t *testing.T) {
+	t.Parallel()
 	refused := convGroup(t, t.TempDir(), "conv", "miles_to_km", refusedBody)
 	format := convGroup(t, t.TempDir(), "conv", "miles_to_km", formatBody)
 	percent := convGroup(t, t.TempDir(), "conv", "miles_to_km", percentBody)
@@ -103,6 +104,7 @@ func TestGPythonRulesAtTheDoors(t *testing.T) {
 // and why, and serve --runtime auto without python3 says on its log that
 // it chose gpython and why.
 func TestGPythonRulesOnTheServer(t *testing.T) {
+	t.Parallel()
 	type info struct {
 		Status        string `json:"status"`
 		Message       string `json:"message"`

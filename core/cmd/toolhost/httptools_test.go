@@ -113,6 +113,7 @@ tools:
 // link-local, the metadata address, and a redirect to loopback; and the
 // same over MCP.
 func TestHTTPTools(t *testing.T) {
+	t.Parallel()
 	const key = "wk-live-7Hq2Rr90"
 	var booked, flaky atomic.Int64
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(`{"internal":true}`)) }))

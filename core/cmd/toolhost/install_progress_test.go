@@ -15,6 +15,7 @@ import (
 // naming --wheelhouse; on a terminal (script(1)), call shows what it is
 // doing and the seconds going by, then the same error.
 func TestInstallProgressAndHint(t *testing.T) {
+	t.Parallel()
 	dir := writeShouter(t, "six\n")
 	cache := t.TempDir()
 	cmd := exec.Command(bin, "validate", "g.yaml")

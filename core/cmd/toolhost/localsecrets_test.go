@@ -71,6 +71,7 @@ def echo(text):
 // writes. On the former code the flags do not exist (exit 2) and a
 // declared secret was always "not set".
 func TestLocalSecrets(t *testing.T) {
+	t.Parallel()
 	const key = "sk-local-Qm39xT7"
 	var gotAuth atomic.Value
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -24,12 +24,22 @@ func TestMain(m *testing.M) {
 		// This process is BenchmarkNoisyNeighbour's tenant A.
 		os.Exit(nnLoadMain())
 	}
+	testbin.ParallelAtLeast(waitingTests)
 	var cleanup func()
 	bin, cleanup = testbin.Build()
 	code := pgtest.Main(m)
 	cleanup()
 	os.Exit(code)
 }
+
+// waitingTests is how many of the tests marked t.Parallel run at once
+// unless -test.parallel says otherwise (its default is GOMAXPROCS, 2 on
+// CI). Those tests spend most of their time waiting on processes of their
+// own (servers, sandboxes, pip, a tool that sleeps) and assert nothing of
+// the machine's processes, CPU shares or tight timings; the tests that do
+// (the hostile, leftover, fairness and timing ones) are not marked, and
+// run one at a time before any of the marked ones starts.
+const waitingTests = 4
 
 func exitCode(err error) int {
 	var ee *exec.ExitError
@@ -45,6 +55,7 @@ func exitCode(err error) int {
 // TestBinaryContract runs the real binary as the tests outside the project
 // do: exit codes 0 Ready, 3 Incomplete, 1 Invalid, 2 usage.
 func TestBinaryContract(t *testing.T) {
+	t.Parallel()
 	samples, _ := filepath.Abs("../../../sample_groups")
 	crm := filepath.Join(samples, "crm_integration", "crm_integration.yaml")
 	dir := t.TempDir()
@@ -91,6 +102,7 @@ func TestBinaryContract(t *testing.T) {
 // exit 0 success, 1 the tool failed, 2 usage or invalid arguments (checked
 // before any process starts).
 func TestCallContract(t *testing.T) {
+	t.Parallel()
 	samples, _ := filepath.Abs("../../../sample_groups")
 	crm := filepath.Join(samples, "crm_integration", "crm_integration.yaml")
 	bench := filepath.Join(samples, "bench", "bench.yaml")
@@ -123,6 +135,7 @@ func TestCallContract(t *testing.T) {
 }
 
 func TestDoctorAndBench(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command(bin, "doctor", "--json").Output()
 	if err != nil && exitCode(err) != 1 {
 		t.Fatalf("doctor: %v", err)
@@ -254,6 +267,7 @@ func TestDoctorAndBench(t *testing.T) {
 // `toolhost call`, with toolhost.call_tool, blocks made by the tool, the
 // spec's templates, and allowed_tool_tags.
 func TestCallToolCommand(t *testing.T) {
+	t.Parallel()
 	samples, _ := filepath.Abs("../../../sample_groups")
 	cars := filepath.Join(samples, "car_search", "car_search.yaml")
 	for _, rt := range []string{"cpython", "gpython"} {
@@ -284,6 +298,7 @@ func TestCallToolCommand(t *testing.T) {
 // and reports every mismatch between the Python code and the definition at
 // its line, with the def's file and line; --quick skips it.
 func TestValidateDeepCheck(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "m.py"), []byte("def echo(y):\n    return y\n\n\ndef fine(a, b=1):\n    return a\n"), 0o644)
 	os.WriteFile(filepath.Join(dir, "g.yaml"), []byte(`kind: Plugin

@@ -55,6 +55,7 @@ func TestSchemaOfAnAgent(t *testing.T) {
 // required variable (nothing runs) or an init skill raises; with its
 // variables and a skill that works, it exits 0.
 func TestSessionStartFailureExitStatus(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "setup.py"), []byte("def init(Owner):\n    if Owner == 'nobody':\n        raise ValueError('no CRM for ' + Owner)\n    return {'Ready': True}\n\ndef ping():\n    return 'pong'\n"), 0o644)
 	group := filepath.Join(dir, "setup.yaml")
@@ -100,6 +101,7 @@ skills:
 // every usage line, and is what each one's hint names when a group is not
 // found.
 func TestGroupsFlagEverywhere(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	groups, agents := filepath.Join(dir, "lib", "groups"), filepath.Join(dir, "agents")
 	os.MkdirAll(groups, 0o755)

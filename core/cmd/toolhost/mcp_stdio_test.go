@@ -149,6 +149,7 @@ func (l *progressLog) of(token any, before time.Time) []progressSeen {
 // failures, refusals), progress, cancellation, and the end of the session
 // (the finish skills run, the process exits 0).
 func TestMCPStdioAgent(t *testing.T) {
+	t.Parallel()
 	progress := &progressLog{}
 	p := startMCP(t, &mcp.ClientOptions{ProgressNotificationHandler: progress.handler},
 		"--var", "Name=Ann", mcpAgentFile)
@@ -405,6 +406,7 @@ func (w teeToClient) Write(p []byte) (int, error) {
 // and checks that each line is a JSON-RPC 2.0 message: the tools' output,
 // the session's events and any diagnostics must go elsewhere.
 func TestMCPStdioStdoutIsProtocolOnly(t *testing.T) {
+	t.Parallel()
 	stdinR, stdinW, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -541,6 +543,7 @@ func TestMCPStdioStdoutIsProtocolOnly(t *testing.T) {
 // TestMCPStdioGroup serves a group file directly: one state with the
 // group's tools, in its order, and the built-ins.
 func TestMCPStdioGroup(t *testing.T) {
+	t.Parallel()
 	p := startMCP(t, nil, "--var", "Name=Ann", mcpGroupFile)
 	cs := p.cs
 	if ir := cs.InitializeResult(); ir.ProtocolVersion != "2025-11-25" || ir.Instructions != "Tools and skills for the MCP tests." {

@@ -44,6 +44,7 @@ func dbTenant(t testing.TB, dsn, name string) string {
 // middle of an install and of a call leaves the other to finish the
 // install and serve every group, with nothing stored lost.
 func TestTwoNodesOnePostgres(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.DSN(t)
 	tok := dbTenant(t, dsn, "acme")
 	wheels := t.TempDir()

@@ -127,6 +127,7 @@ func TestKeyInFlightTakenOverAfterRestart(t *testing.T) {
 // its runs per item in its worker's memory (one worker, kept warm), and a
 // second tool reads the counts.
 func TestKeysAcrossADatabaseRestart(t *testing.T) {
+	t.Parallel()
 	c := pgtest.Private(t)
 	dsn := c.URL("postgres")
 	tok := dbTenant(t, dsn, "acme")

@@ -153,6 +153,7 @@ func runWithStderr(t *testing.T, dir string, tty bool, stdin, until string, args
 // check, session and mcp; and each step of bench with its calls counted.
 // The answers on stdout are the same either way.
 func TestProgressOnATerminal(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for name, content := range map[string]string{"slow.yaml": slowYAML, "slow.py": slowPy} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
@@ -199,29 +200,33 @@ func TestProgressOnATerminal(t *testing.T) {
 			if _, err := exec.LookPath("python3"); err != nil && tt.name == "bench" {
 				t.Skip("bench's rows name cpython: no python3")
 			}
+			// The terminal run and the pipe run at once: each mostly waits too.
 			for _, tty := range []bool{true, false} {
-				r := runWithStderr(t, dir, tty, tt.stdin, tt.until, tt.args...)
-				if r.code != tt.code {
-					t.Errorf("tty %v: exit %d, want %d\nstdout:\n%s\nstderr:\n%q", tty, r.code, tt.code, r.stdout, r.stderr)
-				}
-				if !strings.Contains(r.stdout, tt.stdout) {
-					t.Errorf("tty %v: stdout lacks %q:\n%s", tty, tt.stdout, r.stdout)
-				}
-				for _, q := range tt.quiet {
-					if strings.Contains(r.stdout, q) {
-						t.Errorf("tty %v: progress %q on stdout:\n%q", tty, q, r.stdout)
+				t.Run(map[bool]string{true: "terminal", false: "pipe"}[tty], func(t *testing.T) {
+					t.Parallel()
+					r := runWithStderr(t, dir, tty, tt.stdin, tt.until, tt.args...)
+					if r.code != tt.code {
+						t.Errorf("tty %v: exit %d, want %d\nstdout:\n%s\nstderr:\n%q", tty, r.code, tt.code, r.stdout, r.stderr)
 					}
-					if !tty && strings.Contains(r.stderr, q) {
-						t.Errorf("stderr into a pipe has progress %q:\n%q", q, r.stderr)
+					if !strings.Contains(r.stdout, tt.stdout) {
+						t.Errorf("tty %v: stdout lacks %q:\n%s", tty, tt.stdout, r.stdout)
 					}
-				}
-				if tty {
-					for _, re := range tt.tty {
-						if !regexp.MustCompile(re).MatchString(r.stderr) {
-							t.Errorf("the terminal does not show %s:\n%q", re, r.stderr)
+					for _, q := range tt.quiet {
+						if strings.Contains(r.stdout, q) {
+							t.Errorf("tty %v: progress %q on stdout:\n%q", tty, q, r.stdout)
+						}
+						if !tty && strings.Contains(r.stderr, q) {
+							t.Errorf("stderr into a pipe has progress %q:\n%q", q, r.stderr)
 						}
 					}
-				}
+					if tty {
+						for _, re := range tt.tty {
+							if !regexp.MustCompile(re).MatchString(r.stderr) {
+								t.Errorf("the terminal does not show %s:\n%q", re, r.stderr)
+							}
+						}
+					}
+				})
 			}
 		})
 	}

@@ -15,6 +15,7 @@ import (
 // too (403); a quota changed with `toolhost tenant quota` takes effect
 // without a restart, and quotas survive one.
 func TestStorageQuotasOverHTTP(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	tokA, tokB := tenant(t, data, "acme"), tenant(t, data, "beta")
 	run(t, "tenant", "quota", "acme", "--storage-mb", "1", "--groups", "1", "--data", data)

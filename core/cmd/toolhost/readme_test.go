@@ -179,6 +179,7 @@ type readmeAPI map[string]struct {
 // without the key), and each answer holds what README says it answers. The
 // key is in no output, and the repeated side effect was sent once.
 func TestREADMEHTTPTools(t *testing.T) {
+	t.Parallel()
 	section := readmeSection(t, "Tenant secrets and HTTP tools")
 	group := readmeHTTPGroup(section)
 	var api readmeAPI
@@ -291,6 +292,7 @@ PIPELINE
 // of a tool over sample_groups/car_search/cars.py, in one toolhost
 // session; each call answers what README says it does.
 func TestREADMEPipelineKeys(t *testing.T) {
+	t.Parallel()
 	section := readmeSection(t, "The call pipeline")
 	yamls := fenced(section, "yaml")
 	calls := readmeCalls(t, section)
@@ -325,6 +327,7 @@ func TestREADMEPipelineKeys(t *testing.T) {
 // list shows the secret the line before set; at the end no secret is
 // left.
 func TestREADMESecretCommands(t *testing.T) {
+	t.Parallel()
 	section := readmeSection(t, "Tenant secrets and HTTP tools")
 	shells := fenced(section, "sh")
 	if len(shells) == 0 || !strings.Contains(shells[0], "curl -X PUT") || !strings.Contains(shells[0], "toolhost tenant secret set") {

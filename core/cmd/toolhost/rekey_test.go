@@ -18,6 +18,7 @@ import (
 // new one gives a tool the same value. On the former code rekey is no
 // subcommand (exit 2): the rotation existed in storage only.
 func TestSecretKeyRotation(t *testing.T) {
+	t.Parallel()
 	const value = "sk-rotate-81QvZ"
 	dir, data := t.TempDir(), t.TempDir()
 	keyA, keyB := filepath.Join(dir, "a.key"), filepath.Join(dir, "b.key")

@@ -73,6 +73,7 @@ def ctx():
 // CLI sets, lists and removes secrets; a server (or a command) given
 // another key is refused, naming both key ids.
 func TestTenantSecrets(t *testing.T) {
+	t.Parallel()
 	const key = "0000000000000000000000000000000000000000000000000000000000000001"
 	const otherKey = "0000000000000000000000000000000000000000000000000000000000000002"
 	for _, runtime := range []string{"cpython", "gpython"} {
@@ -244,6 +245,7 @@ func TestTenantSecrets(t *testing.T) {
 // group that declares secrets (503, naming the group), while the rest of
 // its work goes on: listing answers.
 func TestSecretsWithoutAKey(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "keys.yaml"), []byte(secretsGroup), 0o644)
 	os.WriteFile(filepath.Join(dir, "keys.py"), []byte(keysPy), 0o644)

@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -64,14 +66,58 @@ func (w *tailWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// freePort is a loopback address with a port free now, never one it gave
+// before in this process: tests run in parallel, and each server must be
+// the only one on its port (its /healthz is how its test knows it is up).
+// The port is below the kernel's ephemeral range when there is room
+// (10000 up to it): the connections the tests and servers open take their
+// local ports from that range, and one of them could take the port
+// between this check and the server's listen.
 func freePort(t testing.TB) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	low := ephemeralLow()
+	for i := 0; ; i++ {
+		addr := "127.0.0.1:0"
+		if low > 12000 && i < 1000 {
+			addr = fmt.Sprintf("127.0.0.1:%d", 10000+rand.IntN(low-10000))
+		}
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			if addr != "127.0.0.1:0" {
+				continue // taken
+			}
+			t.Fatal(err)
+		}
+		addr = l.Addr().String()
+		l.Close()
+		givenPortsMu.Lock()
+		seen := givenPorts[addr]
+		givenPorts[addr] = true
+		givenPortsMu.Unlock()
+		if !seen {
+			return addr
+		}
 	}
-	defer l.Close()
-	return l.Addr().String()
 }
+
+// ephemeralLow is the first port of the kernel's ephemeral range, 0 when
+// unknown.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	n, _ := strconv.Atoi(f[0])
+	return n
+}
+
+var (
+	givenPortsMu sync.Mutex
+	givenPorts   = map[string]bool{}
+)
 
 func startServer(t *testing.T, data, addr string, extra ...string) *server {
 	t.Helper()
@@ -95,7 +141,7 @@ func startServer(t *testing.T, data, addr string, extra ...string) *server {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatalf("the server did not come up: %s", out.String())
+	t.Fatalf("the server did not come up: %s\nstderr: %s", out.String(), lastBytes(errs.String(), 2048))
 	return nil
 }
 
@@ -214,6 +260,7 @@ func (s *server) upload(token, dir string, files ...string) {
 // uploaded before its files, calls, schemas in two dialects, a deleted file,
 // hostile paths and bodies, tenant isolation, and kill -9 with restarts.
 func TestServerEndToEnd(t *testing.T) {
+	t.Parallel()
 	samples, _ := filepath.Abs("../../../sample_groups")
 	crmDir := filepath.Join(samples, "crm_integration")
 	crmYAML, _ := os.ReadFile(filepath.Join(crmDir, "crm_integration.yaml"))
@@ -534,6 +581,7 @@ tools:
 // variables, state-scoped calls, built-in tools, instructions, traces and
 // logs, finish skills, a closed session, and `toolhost logs`.
 func TestSessionsOverHTTP(t *testing.T) {
+	t.Parallel()
 	samples, _ := filepath.Abs("../../../sample_groups")
 	data := t.TempDir()
 	s := startServer(t, data, freePort(t), "--load", samples)
@@ -759,6 +807,7 @@ func TestSessionsOverHTTP(t *testing.T) {
 // TestSessionCommand runs `toolhost session` with the sample agent: init
 // skills, one result per input line, finish skills at the end.
 func TestSessionCommand(t *testing.T) {
+	t.Parallel()
 	samples, _ := filepath.Abs("../../../sample_groups")
 	input := strings.Join([]string{
 		`{"tool":"SendChatMessage","arguments":{"message":"Hello"}}`,
@@ -817,6 +866,7 @@ func TestSessionCommand(t *testing.T) {
 // for unknown ids), fenced blocks, allowed_tool_tags, idempotency with
 // parallel duplicates, and warnings that can be searched.
 func TestPipelineOverHTTP(t *testing.T) {
+	t.Parallel()
 	samples, _ := filepath.Abs("../../../sample_groups")
 	data := t.TempDir()
 	s := startServer(t, data, freePort(t), "--load", samples)
@@ -940,6 +990,7 @@ func TestTokenRotation(t *testing.T) {
 // TestServerCollectsBlobs: the bytes of a replaced file are deleted when the
 // server (re)starts, and the current bytes stay served.
 func TestServerCollectsBlobs(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	token := tenant(t, data, "acme")
 	blobs := func() int {

@@ -43,6 +43,7 @@ type liveView struct {
 // version or the other, the switch is in the log, and a broken version
 // leaves the serving one serving, with both shown on the group.
 func TestUpdateWithoutDowntime(t *testing.T) {
+	t.Parallel()
 	s, errs := startServerEnv(t, nil, t.TempDir(), freePort(t), "--wheelhouse", t.TempDir())
 	token := tenant(t, s.data, "acme")
 	put := func(path, body string) {

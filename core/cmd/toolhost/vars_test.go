@@ -54,6 +54,7 @@ def tagged():
 // failed ("Setup" did not run). Also: toolhost call
 // --allowed-tool-tags= (given, empty) refuses every tool (point 7).
 func TestVarsReadByDeclaredType(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "vars.py"), []byte(varsPy), 0o644)
 	yaml := filepath.Join(dir, "vars.yaml")

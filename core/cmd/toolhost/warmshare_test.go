@@ -13,6 +13,7 @@ import (
 // next call runs in the same worker (a token its module drew at import),
 // not a restarted one.
 func TestWarmShareOverHTTP(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	tokA, tokB := tenant(t, data, "a"), tenant(t, data, "b")
 	s := startServer(t, data, freePort(t), "--max-warm", "2", "--workers", "1", "--spares", "0")
