@@ -296,3 +296,25 @@ func TestSessionBodiesChecked(t *testing.T) {
 		t.Errorf("a good session call: %d %s", resp.StatusCode, b)
 	}
 }
+
+// BenchmarkSessionCall is POST /v1/sessions/{id}/calls of a warm tool
+// over loopback (the server's side and the client's in one process: run
+// it with -cpuprofile to see the session call's own costs).
+func BenchmarkSessionCall(b *testing.B) {
+	srv, token, _ := newServer(b)
+	putMCPGroup(b, srv, token)
+	var sess struct {
+		ID string `json:"id"`
+	}
+	resp, body := request(b, srv, token, "POST", "/v1/sessions", `{"agent":"Helper","variables":{"Name":"Ann"}}`)
+	if resp.StatusCode != 201 || json.Unmarshal(body, &sess) != nil {
+		b.Fatalf("session: %d %s", resp.StatusCode, body)
+	}
+	path := "/v1/sessions/" + sess.ID + "/calls"
+	b.ResetTimer()
+	for b.Loop() {
+		if resp, body := request(b, srv, token, "POST", path, `{"tool":"Nap","arguments":{"seconds":0}}`); resp.StatusCode != 200 {
+			b.Fatalf("call: %d %s", resp.StatusCode, body)
+		}
+	}
+}
