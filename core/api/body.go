@@ -210,7 +210,15 @@ const maxJSONDepth = strictjson.DefaultMaxDepth
 // {"tool":"a","tool":"b"} would run b). It is the one place the API reads
 // JSON bodies; its error is a 400, 408 or 413 problem.
 func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxJSONBody))
+	var body []byte
+	var err error
+	if rb, ok := r.Body.(*readBody); ok && !rb.touched && len(rb.b) <= maxJSONBody {
+		// Read already (a session's request, before its lock), within
+		// the bound, and not read from since: those bytes are the body.
+		body = rb.b
+	} else {
+		body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, maxJSONBody))
+	}
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
@@ -248,3 +256,29 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) bool 
 	}
 	return true
 }
+
+// readBody is a request body read already (readUpTo), kept as its bytes so
+// that decodeJSON takes them as they are rather than copying them again.
+// Read as a reader it is marked touched: its bytes are then no longer
+// the whole of what is left to read.
+type readBody struct {
+	b       []byte
+	r       bytes.Reader
+	touched bool
+}
+
+// newReadBody makes a request body of bytes read already.
+func newReadBody(b []byte) *readBody {
+	rb := &readBody{b: b}
+	rb.r.Reset(b)
+	return rb
+}
+
+// Read implements io.Reader.
+func (rb *readBody) Read(p []byte) (int, error) {
+	rb.touched = true
+	return rb.r.Read(p)
+}
+
+// Close implements io.Closer.
+func (rb *readBody) Close() error { return nil }

@@ -1,12 +1,10 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -294,7 +292,7 @@ func (s *Server) routeSession(w http.ResponseWriter, r *http.Request, path strin
 		if err != nil {
 			return err
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.Body = newReadBody(body)
 	}
 	return s.inSession(r, seg[0], func(r *http.Request, sess *storage.Session) error {
 		switch action {

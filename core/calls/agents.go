@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -211,15 +212,24 @@ func (s *Service) StateTools(ctx context.Context, tenant int64, agentName, state
 	return tools, groups, missing, nil
 }
 
-// Engine makes the session engine of a tenant's agent: its attached groups
-// (which must all be Ready), the database as its store, and warm plugin
-// processes as its caller.
+// Engine returns the session engine of a tenant's agent: its attached
+// groups (which must all be Ready), the database as its store, and warm
+// plugin processes as its caller. The engine is kept while the agent and
+// the tenant's groups are unchanged (enginecache.go), and so shared:
+// a caller that sets one of its fields sets it on a copy.
 func (s *Service) Engine(ctx context.Context, tenant int64, agentName string) (*session.Engine, error) {
 	a, err := s.Agent(ctx, tenant, agentName)
 	if err != nil {
 		return nil, err
 	}
-	defs, rows, err := s.reg.Definitions(ctx, tenant)
+	version, err := s.reg.Version(ctx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	if eng := s.engines.get(tenant, agentName, a, version); eng != nil {
+		return eng, nil
+	}
+	defs, rows, version, err := s.reg.DefinitionsAt(ctx, tenant)
 	if err != nil {
 		return nil, err
 	}
@@ -234,8 +244,10 @@ func (s *Service) Engine(ctx context.Context, tenant int64, agentName string) (*
 		}
 		groups = append(groups, g)
 	}
-	return &session.Engine{Agent: a, Groups: groups, Store: &tenantStore{db: s.db, tenant: tenant}, Pipeline: s.Pipeline(tenant),
-		OnChange: func(sess *storage.Session) { s.changed.Notify(sessionKey(tenant, sess.ID)) }}, nil
+	eng := &session.Engine{Agent: a, Groups: groups, Store: &tenantStore{db: s.db, tenant: tenant}, Pipeline: s.Pipeline(tenant),
+		OnChange: func(sess *storage.Session) { s.changed.Notify(sessionKey(tenant, sess.ID)) }}
+	s.engines.keep(tenant, agentName, a, version, eng)
+	return eng, nil
 }
 
 // InSession runs f on a tenant's session, read afresh, holding the
@@ -289,8 +301,15 @@ func (s *Service) AgentChanged(tenant int64, name string) (<-chan struct{}, func
 	return s.changed.Watch(agentKey(tenant, name))
 }
 
-func sessionKey(tenant int64, id string) string { return fmt.Sprintf("s/%d/%s", tenant, id) }
-func agentKey(tenant int64, name string) string { return fmt.Sprintf("a/%d/%s", tenant, name) }
+// sessionKey and agentKey name a session's and an agent's lock and
+// change notifications; sessionKey is on every session call's path: no
+// fmt.
+func sessionKey(tenant int64, id string) string {
+	return "s/" + strconv.FormatInt(tenant, 10) + "/" + id
+}
+func agentKey(tenant int64, name string) string {
+	return "a/" + strconv.FormatInt(tenant, 10) + "/" + name
+}
 
 // tenantStore is the session store of one tenant, in the database.
 type tenantStore struct {

@@ -62,6 +62,7 @@ type Service struct {
 	timeout  time.Duration
 	renderer *templates.Renderer
 	agents   agentCache
+	engines  engineCache
 	// changed wakes the watchers of a session (state, finish) or of an
 	// agent (a new definition), changed here or by another node.
 	changed watch.Hub

@@ -254,6 +254,19 @@ func (r *Registry) HasGroup(ctx context.Context, tenant int64, name string) erro
 	return &UnknownGroupError{Name: name, Suggest: closest(name, names)}
 }
 
+// Version returns what a tenant's Definitions are made from now, as a
+// value to compare: while it is equal (==) to one returned before, the
+// tenant's groups, their rows and their definitions are the ones they
+// were then. Any change of the tenant's groups (a new generation, a
+// status, a deletion) makes a new one.
+func (r *Registry) Version(ctx context.Context, tenant int64) (any, error) {
+	idx, err := r.tools(ctx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	return idx, nil
+}
+
 // Definitions parses every stored group of a tenant, by name, with its
 // row (groups whose definitions have errors are left out).
 func (r *Registry) Definitions(ctx context.Context, tenant int64) (map[string]*definition.Group, map[string]storage.Group, error) {
@@ -261,6 +274,22 @@ func (r *Registry) Definitions(ctx context.Context, tenant int64) (map[string]*d
 	if err != nil {
 		return nil, nil, err
 	}
+	defs, rows := r.definitionsOf(tenant, idx)
+	return defs, rows, nil
+}
+
+// DefinitionsAt is Definitions with the Version they are made from.
+func (r *Registry) DefinitionsAt(ctx context.Context, tenant int64) (map[string]*definition.Group, map[string]storage.Group, any, error) {
+	idx, err := r.tools(ctx, tenant)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defs, rows := r.definitionsOf(tenant, idx)
+	return defs, rows, idx, nil
+}
+
+// definitionsOf parses the groups of a tenant's tool index.
+func (r *Registry) definitionsOf(tenant int64, idx *toolIndex) (map[string]*definition.Group, map[string]storage.Group) {
 	defs, rows := map[string]*definition.Group{}, map[string]storage.Group{}
 	for _, g := range idx.groups {
 		def, err := r.definition(warmKey(tenant, g.Name, g.Generation), g)
@@ -269,5 +298,5 @@ func (r *Registry) Definitions(ctx context.Context, tenant int64) (map[string]*d
 		}
 		defs[g.Name], rows[g.Name] = def, g
 	}
-	return defs, rows, nil
+	return defs, rows
 }
