@@ -282,3 +282,28 @@ func TestCPUWeightSplit(t *testing.T) {
 		t.Errorf("weights kept after every sandbox went: %v", weights.by)
 	}
 }
+
+// TestRemoveCgroupGivesUpWhenNotAllowed: a cgroup this process may not
+// remove (a rootless server finds a root server's leftovers) is left at
+// once: retrying for a second each held a rootless server's start past its
+// clients' patience when a root server had been killed. (An immutable
+// parent stands for the other owner's cgroup: it refuses even root.)
+func TestRemoveCgroupGivesUpWhenNotAllowed(t *testing.T) {
+	parent := filepath.Join(t.TempDir(), "p")
+	child := filepath.Join(parent, "toolhost-1-1")
+	if err := os.MkdirAll(child, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("chattr", "+i", parent).CombinedOutput(); err != nil {
+		t.Skipf("chattr +i is not available here: %v %s", err, out)
+	}
+	defer exec.Command("chattr", "-i", parent).Run()
+	start := time.Now()
+	removeCgroup(child)
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Errorf("removeCgroup kept trying a cgroup it may not remove for %v", d)
+	}
+	if _, err := os.Stat(child); err != nil {
+		t.Fatalf("the directory went: %v", err)
+	}
+}
