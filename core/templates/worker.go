@@ -202,6 +202,20 @@ func (r *Renderer) start() (*worker, error) {
 	// processes), and slow every tenant's calls (issue 25).
 	syscall.Setpriority(syscall.PRIO_PROCESS, cmd.Process.Pid, workerNice)
 	go func() { cmd.Wait(); close(w.done) }()
+	// An empty request, answered once the worker runs: its start is not
+	// counted in its first render's time (nor paced as a slow render's,
+	// when a loaded machine starts it slowly).
+	var none []answer
+	timer := time.AfterFunc(r.timeout+5*time.Second, func() { cmd.Process.Kill() })
+	err = frame.Write(w.in, request{})
+	if err == nil {
+		err = frame.Read(w.out, &none)
+	}
+	timer.Stop()
+	if err != nil || len(none) != 0 {
+		w.kill()
+		return nil, fmt.Errorf("start the template worker: it did not answer (%v) %s", err, w.stderr.String())
+	}
 	return w, nil
 }
 
@@ -244,14 +258,14 @@ func (r *Renderer) renderMany(ctx context.Context, tenant string, items []Item, 
 	if err := r.pace(ctx, tenant); err != nil {
 		return nil, nil, err
 	}
-	began := time.Now()
-	defer r.charge(tenant, began)
 	w := r.takeIdle()
 	if w == nil {
 		if w, err = r.start(); err != nil {
 			return nil, nil, err
 		}
 	}
+	began := time.Now()
+	defer r.charge(tenant, began)
 	var expired atomic.Bool
 	timer := time.AfterFunc(r.timeout, func() { expired.Store(true); w.cmd.Process.Kill() })
 	err = frame.Write(w.in, request{Items: items, Data: data, MaxOut: r.maxOut})
