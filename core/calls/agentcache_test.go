@@ -48,22 +48,20 @@ func (s *feedStore) hear(c storage.Change) {
 	}
 }
 
-// TestAgentKeptUntilItChanges: a session's calls read their agent once,
-// not at each call (issue 28), and see a new definition as soon as it is
-// put or deleted on this node, or once the change feed tells of another
-// node's (ChangeAgents, or ChangeAll after the feed was interrupted), or,
-// when the other node's notification was lost, once the agent kept
-// expires (on ab8173d it was kept until any agent changed).
-func TestAgentKeptUntilItChanges(t *testing.T) {
+// cacheWorld is the agent caches' tests' setting: agents kept for keep,
+// a real SQLite store behind a change feed the test speaks for, one
+// tenant, and the calls service over them.
+func cacheWorld(t *testing.T, keep time.Duration) (*storage.DB, *feedStore, storage.Tenant, *Service) {
+	t.Helper()
 	old := agentKeepFor
-	agentKeepFor = 200 * time.Millisecond // the lookups below take less
-	defer func() { agentKeepFor = old }()
+	agentKeepFor = keep
+	t.Cleanup(func() { agentKeepFor = old })
 	ctx := context.Background()
 	db, err := storage.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	t.Cleanup(func() { db.Close() })
 	store := &feedStore{DB: db}
 	tn, _, _ := db.CreateTenant(ctx, "t")
 	reg, err := registry.New(ctx, registry.Config{DB: store, Run: runner.Options{Executable: toolhostBin},
@@ -71,13 +69,27 @@ func TestAgentKeptUntilItChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer reg.Close()
+	t.Cleanup(reg.Close)
 	cs := New(Config{DB: store, Registry: reg, Executable: toolhostBin})
-	defer cs.Close()
-	agent := func(instructions string) []byte {
-		return []byte("kind: Agent\nname: A\ninstructions: " + instructions + "\ntool_groups: []\nstates:\n" +
-			"  - {kind: StateConfig, name: S, init_state: true, available_tools: []}\n")
-	}
+	t.Cleanup(cs.Close)
+	return db, store, tn, cs
+}
+
+// agentYAML is agent A of the cache tests, with its instructions.
+func agentYAML(instructions string) []byte {
+	return []byte("kind: Agent\nname: A\ninstructions: " + instructions + "\ntool_groups: []\nstates:\n" +
+		"  - {kind: StateConfig, name: S, init_state: true, available_tools: []}\n")
+}
+
+// TestAgentKeptUntilItChanges: a session's calls read their agent once,
+// not at each call (issue 28), and see a new definition as soon as it is
+// put or deleted on this node, or once the change feed tells of another
+// node's (ChangeAgents, or ChangeAll after the feed was interrupted), or,
+// when the other node's notification was lost, once the agent kept
+// expires (on ab8173d it was kept until any agent changed).
+func TestAgentKeptUntilItChanges(t *testing.T) {
+	ctx := context.Background()
+	db, store, tn, cs := cacheWorld(t, 200*time.Millisecond) // the lookups below take less
 	instructions := func() string {
 		t.Helper()
 		a, err := cs.Agent(ctx, tn.ID, "A")
@@ -86,7 +98,7 @@ func TestAgentKeptUntilItChanges(t *testing.T) {
 		}
 		return strings.TrimSpace(a.Instructions)
 	}
-	if _, err := cs.PutAgent(ctx, tn.ID, agent("one")); err != nil {
+	if _, err := cs.PutAgent(ctx, tn.ID, agentYAML("one")); err != nil {
 		t.Fatal(err)
 	}
 	before := store.reads.Load()
@@ -105,18 +117,18 @@ func TestAgentKeptUntilItChanges(t *testing.T) {
 		want   string
 	}{
 		{"put on this node", func() {
-			if _, err := cs.PutAgent(ctx, tn.ID, agent("two")); err != nil {
+			if _, err := cs.PutAgent(ctx, tn.ID, agentYAML("two")); err != nil {
 				t.Fatal(err)
 			}
 		}, "two"},
 		{"another node's put, told by the feed", func() {
-			if err := db.PutAgent(ctx, tn.ID, "A", agent("three")); err != nil {
+			if err := db.PutAgent(ctx, tn.ID, "A", agentYAML("three")); err != nil {
 				t.Fatal(err)
 			}
 			store.hear(storage.Change{Kind: storage.ChangeAgents, Tenant: tn.ID, Name: "A"})
 		}, "three"},
 		{"another node's put, the feed interrupted", func() {
-			if err := db.PutAgent(ctx, tn.ID, "A", agent("four")); err != nil {
+			if err := db.PutAgent(ctx, tn.ID, "A", agentYAML("four")); err != nil {
 				t.Fatal(err)
 			}
 			store.hear(storage.Change{Kind: storage.ChangeAll})
@@ -124,7 +136,7 @@ func TestAgentKeptUntilItChanges(t *testing.T) {
 		{"another node's put whose notification was lost", func() {
 			// Committed, but its pg_notify failed (storage/postgres.go):
 			// nothing is heard; the agent kept expires.
-			if err := db.PutAgent(ctx, tn.ID, "A", agent("five")); err != nil {
+			if err := db.PutAgent(ctx, tn.ID, "A", agentYAML("five")); err != nil {
 				t.Fatal(err)
 			}
 			time.Sleep(agentKeepFor + 10*time.Millisecond)

@@ -21,29 +21,8 @@ import (
 // node) or the tenant's groups do; an agent read again unchanged (its
 // keeping expired) keeps the engine.
 func TestEngineKeptUntilItsAgentOrGroupsChange(t *testing.T) {
-	old := agentKeepFor
-	agentKeepFor = 100 * time.Millisecond
-	defer func() { agentKeepFor = old }()
 	ctx := context.Background()
-	db, err := storage.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	store := &feedStore{DB: db}
-	tn, _, _ := db.CreateTenant(ctx, "t")
-	reg, err := registry.New(ctx, registry.Config{DB: store, Run: runner.Options{Executable: toolhostBin},
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer reg.Close()
-	cs := New(Config{DB: store, Registry: reg, Executable: toolhostBin})
-	defer cs.Close()
-	agent := func(instructions string) []byte {
-		return []byte("kind: Agent\nname: A\ninstructions: " + instructions + "\ntool_groups: []\nstates:\n" +
-			"  - {kind: StateConfig, name: S, init_state: true, available_tools: []}\n")
-	}
+	db, store, tn, cs := cacheWorld(t, 100*time.Millisecond)
 	engine := func() *session.Engine {
 		t.Helper()
 		eng, err := cs.Engine(ctx, tn.ID, "A")
@@ -52,7 +31,7 @@ func TestEngineKeptUntilItsAgentOrGroupsChange(t *testing.T) {
 		}
 		return eng
 	}
-	if _, err := cs.PutAgent(ctx, tn.ID, agent("one")); err != nil {
+	if _, err := cs.PutAgent(ctx, tn.ID, agentYAML("one")); err != nil {
 		t.Fatal(err)
 	}
 	e1 := engine()
@@ -70,12 +49,12 @@ func TestEngineKeptUntilItsAgentOrGroupsChange(t *testing.T) {
 		want   string
 	}{
 		{"the agent put on this node", func() {
-			if _, err := cs.PutAgent(ctx, tn.ID, agent("two")); err != nil {
+			if _, err := cs.PutAgent(ctx, tn.ID, agentYAML("two")); err != nil {
 				t.Fatal(err)
 			}
 		}, "two"},
 		{"the agent put on another node, told by the feed", func() {
-			if err := db.PutAgent(ctx, tn.ID, "A", agent("three")); err != nil {
+			if err := db.PutAgent(ctx, tn.ID, "A", agentYAML("three")); err != nil {
 				t.Fatal(err)
 			}
 			store.hear(storage.Change{Kind: storage.ChangeAgents, Tenant: tn.ID, Name: "A"})

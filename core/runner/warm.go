@@ -376,11 +376,18 @@ func (w *Warm) Owners() map[string]int {
 func (w *Warm) Share(owner string) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	share, _ := w.shareLocked(owner)
+	return share
+}
+
+// shareLocked is owner's share (as Share) and the warm groups of each
+// owner, owner counted with one at least (under mu).
+func (w *Warm) shareLocked(owner string) (int, map[string]int) {
 	counts := w.countsLocked()
 	if counts[owner] == 0 {
 		counts[owner] = 1
 	}
-	return Shares(w.max, counts, w.guarantee)[owner]
+	return Shares(w.max, counts, w.guarantee)[owner], counts
 }
 
 // WithinShare reports whether owner has no more groups warm (those
@@ -389,14 +396,8 @@ func (w *Warm) Share(owner string) int {
 func (w *Warm) WithinShare(owner string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	counts := w.countsLocked()
-	if counts[owner] == 0 {
-		counts[owner] = 1
-	}
-	if len(counts) == 1 {
-		return true
-	}
-	return counts[owner] <= Shares(w.max, counts, w.guarantee)[owner]
+	share, counts := w.shareLocked(owner)
+	return len(counts) == 1 || counts[owner] <= share
 }
 
 func (w *Warm) countsLocked() map[string]int {
