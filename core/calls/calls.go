@@ -52,6 +52,10 @@ type Config struct {
 	// HTTPAllow are the HOST:PORT targets HTTP tools may reach past the
 	// address checks (serve --http-allow: tests, private deployments).
 	HTTPAllow []string
+	// PlaceTemplateWorkers, when set, moves each template worker's
+	// process where the tenants' work runs (runner's
+	// Sandbox.PlaceTemplateWorkers).
+	PlaceTemplateWorkers func(pid int) error
 }
 
 // Service is the call path of the server.
@@ -86,6 +90,9 @@ func New(cfg Config) *Service {
 	}
 	s := &Service{db: cfg.DB, reg: cfg.Registry, observer: cfg.Observer, timeout: cfg.Timeout, http: &httptool.Client{Allow: cfg.HTTPAllow},
 		renderer: templates.NewRenderer(exe, max(2, runtime.GOMAXPROCS(0)), 2*time.Second, 1<<20)}
+	if cfg.PlaceTemplateWorkers != nil {
+		s.renderer.SetPlace(cfg.PlaceTemplateWorkers)
+	}
 	s.admit = admission.New(admission.Config{MaxCalls: cfg.MaxCalls, Wait: cfg.AdmissionWait, Limits: s.limits})
 	cfg.Registry.SetToolCalls(s.toolCall)
 	s.unwatch = cfg.DB.Watch(s.heard)

@@ -147,7 +147,8 @@ func runServe(env *Env, args []string) int {
 	defer reg.Close()
 	metrics := api.NewMetrics()
 	cs := calls.New(calls.Config{DB: db, Registry: reg, Observer: metrics, Timeout: opts.Timeout,
-		MaxCalls: defaultMaxCalls(*maxCalls, *maxWarm, *rf.workers), AdmissionWait: *callWait, HTTPAllow: httpAllow})
+		MaxCalls: defaultMaxCalls(*maxCalls, *maxWarm, *rf.workers), AdmissionWait: *callWait, HTTPAllow: httpAllow,
+		PlaceTemplateWorkers: opts.Sandbox.PlaceTemplateWorkers()})
 	defer cs.Close()
 	if len(loads) > 0 {
 		token, reused, err := importGroups(ctx, db, reg, cs, loads, int64(*maxFileMB)<<20, *data)

@@ -303,3 +303,37 @@ func TestWorkersYieldToTheServer(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkersArePlaced checks that a renderer with a placement (SetPlace:
+// the runner's move into the sandboxes' side of the CPU scheduler) calls
+// it with each worker's pid before the worker's first render, and that a
+// placement that fails leaves the worker rendering.
+func TestWorkersArePlaced(t *testing.T) {
+	for _, fails := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fails %v", fails), func(t *testing.T) {
+			r := NewRenderer(toolhostBin, 1, 2*time.Second, 1<<16)
+			defer r.Close()
+			var placed []int
+			r.SetPlace(func(pid int) error {
+				placed = append(placed, pid)
+				if fails {
+					return errors.New("no cgroup")
+				}
+				return nil
+			})
+			res, _, err := r.For("a").RenderMany(context.Background(), []Item{{Template: "{{ 6 * 7 }}"}}, nil)
+			if err != nil || res[0] != "42" {
+				t.Fatalf("render: %v %v", res, err)
+			}
+			r.mu.Lock()
+			var pids []int
+			for _, w := range r.idle {
+				pids = append(pids, w.cmd.Process.Pid)
+			}
+			r.mu.Unlock()
+			if len(pids) != 1 || len(placed) != 1 || placed[0] != pids[0] {
+				t.Errorf("placed %v, workers %v", placed, pids)
+			}
+		})
+	}
+}

@@ -123,6 +123,19 @@ type Renderer struct {
 	idle []*worker
 	// notBefore is, per tenant, when its next render may start (pace).
 	notBefore map[string]time.Time
+	// place, when set, moves a new worker's process where the tenants'
+	// work runs (SetPlace).
+	place func(pid int) error
+}
+
+// SetPlace makes every worker started from now on go through place (the
+// runner's PlaceTemplateWorkers: the sandboxes' side of the CPU
+// scheduler) before its first render. A worker place fails for still
+// renders, where the server runs, at the lower priority every worker has.
+func (r *Renderer) SetPlace(place func(pid int) error) {
+	r.mu.Lock()
+	r.place = place
+	r.mu.Unlock()
 }
 
 // NewRenderer makes a renderer that runs the toolhost binary exe as its
@@ -201,6 +214,12 @@ func (r *Renderer) start() (*worker, error) {
 	// (cgroup v1 puts the sandboxes' cgroup beside the server's own
 	// processes), and slow every tenant's calls (issue 25).
 	syscall.Setpriority(syscall.PRIO_PROCESS, cmd.Process.Pid, workerNice)
+	r.mu.Lock()
+	place := r.place
+	r.mu.Unlock()
+	if place != nil {
+		place(cmd.Process.Pid)
+	}
 	go func() { cmd.Wait(); close(w.done) }()
 	// An empty request, answered once the worker runs: its start is not
 	// counted in its first render's time (nor paced as a slow render's,

@@ -59,6 +59,26 @@ func TestTemplatesTakeTurnsByTenant(t *testing.T) {
 	if code, ok, out := s.callTool(tokB, "QuickF"); code != 200 || !ok || !strings.Contains(out, "42 found") {
 		t.Fatalf("B's templated call alone: %d %v %s", code, ok, out)
 	}
+	// As root on cgroup v1 (every controller), the template workers run
+	// beside the sandboxes, in their parent's "templates" cgroup, not
+	// with the server (a looping template is a tenant's work).
+	if os.Geteuid() == 0 {
+		if _, err := os.Stat("/sys/fs/cgroup/cpu/toolhost"); err == nil {
+			workers := 0
+			for _, p := range serverProcs(hostProcesses(), s.cmd.Process.Pid) {
+				if !strings.Contains(p.cmdline, "template-worker") {
+					continue
+				}
+				workers++
+				if !strings.Contains(p.cgroup, ":/toolhost/templates\n") {
+					t.Errorf("template worker %d is in %q, want the cpu cgroup /toolhost/templates", p.pid, p.cgroup)
+				}
+			}
+			if workers == 0 {
+				t.Error("no template worker among the server's processes after a templated call")
+			}
+		}
+	}
 	var (
 		mu    sync.Mutex
 		ends  []time.Time

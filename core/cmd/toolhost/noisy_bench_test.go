@@ -196,7 +196,7 @@ func BenchmarkNoisyNeighbour(b *testing.B) {
 	ctx := context.Background()
 	for range 20 {
 		for _, tool := range []string{"echo", "echo_ui"} {
-			if _, err := B.callB(ctx, tool); err != nil {
+			if _, _, err := B.callB(ctx, tool); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -250,24 +250,27 @@ func (c *nnClient) send(ctx context.Context, method, path string, body []byte) (
 	return resp.StatusCode, b, err
 }
 
-// callB calls one of B's tools and answers its latency; an error unless
-// it answered 200 with success (and, for echo_ui, its result text).
-func (c *nnClient) callB(ctx context.Context, tool string) (time.Duration, error) {
+// callB calls one of B's tools and answers its latency and the part of
+// it the core spent on the call to the worker (the answer's
+// duration_ms); an error unless it answered 200 with success (and, for
+// echo_ui, its result text).
+func (c *nnClient) callB(ctx context.Context, tool string) (time.Duration, time.Duration, error) {
 	t0 := time.Now()
 	code, body, err := c.send(ctx, "POST", "/v1/calls", []byte(`{"tool":"`+tool+`","arguments":{"x":7}}`))
 	d := time.Since(t0)
 	if err != nil {
-		return d, err
+		return d, 0, err
 	}
 	var a struct {
-		Success    bool   `json:"success"`
-		ResultText string `json:"result_text"`
+		Success    bool    `json:"success"`
+		ResultText string  `json:"result_text"`
+		DurationMs float64 `json:"duration_ms"`
 	}
 	json.Unmarshal(body, &a)
 	if code != 200 || !a.Success || (tool == "echo_ui" && a.ResultText != "7 echoed") {
-		return d, fmt.Errorf("%s: %d %.300s", tool, code, body)
+		return d, 0, fmt.Errorf("%s: %d %.300s", tool, code, body)
 	}
-	return d, nil
+	return d, time.Duration(a.DurationMs * float64(time.Millisecond)), nil
 }
 
 // newGroup uploads a new group of B, waits until it is Ready, deletes it
@@ -304,12 +307,15 @@ func (c *nnClient) newGroup(ctx context.Context, n *atomic.Int64) (time.Duration
 type nnFigures struct {
 	name             string
 	plain, templated []time.Duration
-	ready            []time.Duration
-	failed           []string // B's failed calls and uploads
-	wall             time.Duration
-	cpu              nnCPU // used during B's measurement
-	warm             int   // the most warm groups seen in /metrics
-	noisy            map[string]int
+	// worker and outside split B's calls (plain and templated): the time
+	// the core spent calling the worker, and the rest.
+	worker, outside []time.Duration
+	ready           []time.Duration
+	failed          []string // B's failed calls and uploads
+	wall            time.Duration
+	cpu             nnCPU // used during B's measurement
+	warm            int   // the most warm groups seen in /metrics
+	noisy           map[string]int
 }
 
 // nnPhaseRun measures B for nnPhase (and until its last new group is
@@ -357,11 +363,15 @@ func nnPhaseRun(s *server, B, A *nnClient, newGroups *atomic.Int64) *nnFigures {
 		go func() {
 			defer wg.Done()
 			for !stopB.Load() {
-				d, err := B.callB(ctx, tool)
+				d, in, err := B.callB(ctx, tool)
 				if err != nil {
 					fail(err)
 				} else {
+					mu.Lock()
 					*lat = append(*lat, d)
+					p.worker = append(p.worker, in)
+					p.outside = append(p.outside, d-in)
+					mu.Unlock()
 				}
 				time.Sleep(nnBPause)
 			}
@@ -626,6 +636,8 @@ func nnReport(b *testing.B, alone, beside *nnFigures) {
 	row("plain call p99", "plain-p99", percentile(alone.plain, 0.99), percentile(beside.plain, 0.99), nnTargetP99)
 	row("templated call p50", "templated-p50", percentile(alone.templated, 0.5), percentile(beside.templated, 0.5), nnTargetP50)
 	row("templated call p99", "templated-p99", percentile(alone.templated, 0.99), percentile(beside.templated, 0.99), nnTargetP99)
+	row("calls' time in the worker call, p99", "worker-p99", percentile(alone.worker, 0.99), percentile(beside.worker, 0.99), 0)
+	row("calls' time outside it, p99", "outside-p99", percentile(alone.outside, 0.99), percentile(beside.outside, 0.99), 0)
 	row("new group to Ready, median", "ready-p50", percentile(alone.ready, 0.5), percentile(beside.ready, 0.5), nnTargetReady)
 	row("new group to Ready, slowest", "ready-max", percentile(alone.ready, 1), percentile(beside.ready, 1), 0)
 	fmt.Fprintf(w, "calls (plain+templated)\t%d+%d\t%d+%d\t\t\t\n", len(alone.plain), len(alone.templated), len(beside.plain), len(beside.templated))
