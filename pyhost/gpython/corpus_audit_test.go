@@ -1222,7 +1222,7 @@ result = (x, y, z, [] or [], 'a' and 'b')`, "", ""},
     @classmethod
     def c(cls):
         return cls.__name__
-result = (A().x, A.s(1), A().s(2), A.c(), A().c())`, "", "property is not defined on gpython (NameError)"},
+result = (A().x, A.s(1), A().s(2), A.c(), A().c())`, "", ""},
 	{"dunder", `class It:
     def __init__(self, n):
         self.n = n

@@ -624,6 +624,7 @@ func corpus() []snippet {
 	prog("vars", "vars = {'a': 1}\nresult = vars['a']")
 	prog("vars", "def f(vars):\n    return vars + 1\nresult = f(1)")
 	out = auditCorpus(out)
+	out = lastDiffsCorpus(out)
 	settle(out)
 	return out
 }

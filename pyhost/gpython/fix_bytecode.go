@@ -1,6 +1,8 @@
 package gpython
 
 import (
+	"strings"
+
 	"github.com/go-python/gpython/py"
 	"github.com/go-python/gpython/vm"
 )
@@ -56,6 +58,10 @@ const (
 	// LOAD_GLOBAL f, ROT_TWO, LOAD_FAST set, CALL_FUNCTION 2, POP_TOP
 	// (f(item, set)).
 	setAdd
+	// dottedLoad replaces the load of a dotted decorator's name (@x.setter:
+	// gpython's parser makes the name "x.setter", which is never bound):
+	// the load of its first part, then LOAD_ATTR for each other part.
+	dottedLoad
 )
 
 // loopEndSize is the size of the check a loop's end starts with:
@@ -91,6 +97,8 @@ func (r opRewrite) extra(size int) int {
 		return 11
 	case setAdd:
 		return 11 - size
+	case dottedLoad:
+		return 3 * strings.Count(r.name, ".")
 	}
 	return 7 - size
 }
@@ -304,6 +312,10 @@ func rewriteOpsWith(code *py.Code, allCompares bool) {
 		case vm.CALL_FUNCTION, vm.CALL_FUNCTION_VAR, vm.CALL_FUNCTION_KW, vm.CALL_FUNCTION_VAR_KW:
 			ok = in.op != vm.CALL_FUNCTION || in.arg>>8&0xff != 0
 			r = opRewrite{callOrdered, callBuiltin}
+		case vm.LOAD_NAME, vm.LOAD_GLOBAL:
+			if in.arg < len(code.Names) && strings.Contains(code.Names[in.arg], ".") {
+				ok, r = true, opRewrite{dottedLoad, code.Names[in.arg]}
+			}
 		}
 		if ok {
 			plan[k], planned[k] = r, true
@@ -389,6 +401,8 @@ func rewriteOpsWith(code *py.Code, allCompares bool) {
 		switch {
 		case planned[k] && plan[k].kind == saveDict:
 			ok = emit(in.op, in.arg) && emit(vm.DUP_TOP, 0) && emit(vm.STORE_FAST, local)
+		case planned[k] && plan[k].kind == dottedLoad:
+			ok = emitDotted(code, in.op, plan[k].name, nameIndex, emit)
 		case planned[k] && plan[k].kind == callOrdered:
 			n := in.arg&0xff + 2*(in.arg>>8&0xff) + starCalls[in.op]&1 + starCalls[in.op]>>1
 			ok = emit(vm.BUILD_TUPLE, n) && emit(vm.LOAD_CONST, constIndex(py.Int(in.arg|starCalls[in.op]<<16))) &&
@@ -488,6 +502,38 @@ func rewriteOpsWith(code *py.Code, allCompares bool) {
 	if deep {
 		code.Stacksize += 2
 	}
+}
+
+// emitDotted emits the load of a dotted name (x.setter): its first part
+// as the scope the compiler chose for the whole name would have it (a
+// function's own local or cell, else a global; a class body's or module's
+// name), then an attribute load for each other part.
+func emitDotted(code *py.Code, op vm.OpCode, name string, nameIndex func(string) int, emit func(vm.OpCode, int) bool) bool {
+	parts := strings.Split(name, ".")
+	first := func() bool {
+		if op == vm.LOAD_GLOBAL {
+			for i, v := range code.Varnames {
+				if v == parts[0] {
+					return emit(vm.LOAD_FAST, i)
+				}
+			}
+			for i, v := range append(append([]string(nil), code.Cellvars...), code.Freevars...) {
+				if v == parts[0] {
+					return emit(vm.LOAD_DEREF, i)
+				}
+			}
+		}
+		return emit(op, nameIndex(parts[0]))
+	}
+	if !first() {
+		return false
+	}
+	for _, p := range parts[1:] {
+		if !emit(vm.LOAD_ATTR, nameIndex(p)) {
+			return false
+		}
+	}
+	return true
 }
 
 // foldedBinary are the binary operators CPython's compiler folds on

@@ -213,6 +213,8 @@ func fixBuiltins(b *py.Module) {
 	// vars() and __dict__ (ObjectType's, below) would give a dict in an
 	// order gpython does not keep; the deep check refuses them where the
 	// source shows them, and this where it does not.
+	b.Globals["property"] = propertyType
+	b.Globals["__build_class__"] = buildClass(b.Globals["__build_class__"])
 	b.Globals["vars"] = py.MustNewMethod("vars", func(_ py.Object, _ py.Tuple, _ py.StringDict) (py.Object, error) {
 		return nil, unsupported("vars()")
 	}, 0, "")
@@ -592,10 +594,16 @@ func typeGetattribute(_ py.Object, args py.Tuple) (py.Object, error) {
 	if res, ok := meta.NativeGetAttrOrNil(string(key)).(*py.Property); ok {
 		return res.M__get__(t, meta)
 	}
-	if res, ok := t.Dict[string(key)]; ok {
-		return res, nil
-	}
-	if res := t.Lookup(string(key)); res != nil {
+	if res := t.NativeGetAttrOrNil(string(key)); res != nil {
+		// A static method is its function through the class, a class
+		// method is bound to the class (A.s(1) raised TypeError: the
+		// staticmethod object itself is not callable).
+		switch m := res.(type) {
+		case *py.StaticMethod:
+			return m.Callable, nil
+		case *py.ClassMethod:
+			return m.M__get__(t, t)
+		}
 		return res, nil
 	}
 	if res := meta.NativeGetAttrOrNil(string(key)); res != nil {

@@ -159,6 +159,7 @@ func Refusals(file, src string) (out []plugins.SourceProblem) {
 		}
 		return true
 	})
+	dottedDecorators(mod.(*ast.Module).Body, nil, add)
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Line != out[j].Line {
 			return out[i].Line < out[j].Line
@@ -216,4 +217,97 @@ var missingAttrs = map[string]string{
 	"fromhex":          "float.fromhex is not available on gpython",
 	"hex":              "float.hex is not available on gpython",
 	"encode":           "str.encode gives bytes that gpython cannot use as CPython does",
+}
+
+// scope is the names one function or class body binds.
+type scope struct {
+	names    map[string]bool
+	function bool
+}
+
+// scopeNames are the names a body binds itself (not in the functions and
+// classes it defines, whose own names it binds), with params a
+// function's parameters.
+func scopeNames(body []ast.Stmt, params *ast.Arguments) map[string]bool {
+	names := map[string]bool{}
+	if params != nil {
+		for _, a := range append(append(append([]*ast.Arg(nil), params.Args...), params.Kwonlyargs...), params.Vararg, params.Kwarg) {
+			if a != nil {
+				names[string(a.Arg)] = true
+			}
+		}
+	}
+	for _, st := range body {
+		ast.Walk(st, func(n ast.Ast) bool {
+			switch x := n.(type) {
+			case *ast.FunctionDef:
+				names[string(x.Name)] = true
+				return false
+			case *ast.ClassDef:
+				names[string(x.Name)] = true
+				return false
+			case *ast.Lambda:
+				return false
+			case *ast.Name:
+				if x.Ctx != ast.Load {
+					names[string(x.Id)] = true
+				}
+			case *ast.Alias:
+				names[string(x.Name)], names[string(x.AsName)] = true, true
+			case *ast.ExceptHandler:
+				names[string(x.Name)] = true
+			}
+			return true
+		})
+	}
+	return names
+}
+
+// dottedDecorators refuses a dotted decorator (@x.setter) whose first
+// name a function around the decorated definition binds, and the body
+// the decorator is in does not: toolhost loads the name's first part as
+// that body would a name it does not bind, from the module (gpython's
+// parser makes "x.setter" one name, which toolhost splits), so it would
+// not find the enclosing function's.
+func dottedDecorators(body []ast.Stmt, outer []scope, add func(ast.Ast, string, ...any)) {
+	var here map[string]bool
+	if len(outer) > 0 {
+		here = outer[len(outer)-1].names
+	}
+	check := func(decorators []ast.Expr) {
+		for _, d := range decorators {
+			if c, ok := d.(*ast.Call); ok {
+				d = c.Func
+			}
+			n, ok := d.(*ast.Name)
+			if !ok || !strings.Contains(string(n.Id), ".") || len(outer) == 0 {
+				continue
+			}
+			first := strings.SplitN(string(n.Id), ".", 2)[0]
+			if here[first] {
+				continue
+			}
+			for _, s := range outer[:len(outer)-1] {
+				if s.function && s.names[first] {
+					add(n, "the decorator @%s names %s of an enclosing function, which gpython does not find there", n.Id, first)
+					break
+				}
+			}
+		}
+	}
+	for _, st := range body {
+		ast.Walk(st, func(n ast.Ast) bool {
+			switch x := n.(type) {
+			case *ast.FunctionDef:
+				check(x.DecoratorList)
+				dottedDecorators(x.Body, append(outer[:len(outer):len(outer)], scope{scopeNames(x.Body, x.Args), true}), add)
+				return false
+			case *ast.ClassDef:
+				check(x.DecoratorList)
+				dottedDecorators(x.Body, append(outer[:len(outer):len(outer)], scope{scopeNames(x.Body, nil), false}), add)
+				return false
+			}
+			return true
+		})
+	}
 }
