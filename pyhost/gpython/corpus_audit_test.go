@@ -128,7 +128,7 @@ result = s.pop()`, "", ""},
 	{"probe", `(int('0b101', 0))`, "", ""},
 	{"probe", `(int('010', 0))`, "", ""},
 	{"probe", `(int('12', 3))`, "", ""},
-	{"probe", `(int(b'12') if False else int('\u0661\u0662'))`, "", "int() of non-ASCII digits raises ValueError on gpython"},
+	{"probe", `(int(b'12') if False else int('\u0661\u0662'))`, "", ""},
 	{"probe", `(float('  1_000.5 '))`, "", ""},
 	{"probe", `(float('inf') > 10**400)`, "", ""},
 	{"probe", `(float('-inf'))`, "", ""},
@@ -208,7 +208,7 @@ except ValueError as e:
 	{"probe", `try:
     float('x1')
 except ValueError as e:
-    result = str(e)`, "", "the message of float()'s ValueError differs on gpython"},
+    result = str(e)`, "", ""},
 	{"probe", `try:
     1 / 0
 except ZeroDivisionError as e:
@@ -914,7 +914,7 @@ def inc():
 inc()
 inc()
 result = n`, "", ""},
-	{"probe", `(int('\u0661\u0662'), int('\uff11\uff12'), float('\u0661.5'))`, "", "int() of non-ASCII digits raises ValueError on gpython"},
+	{"probe", `(int('\u0661\u0662'), int('\uff11\uff12'), float('\u0661.5'))`, "", ""},
 	{"probe", `('abc' * True, 'abc' * False, [1] * True)`, "", ""},
 	{"probe", `x = [1, 2, 3, 4, 5]
 del x[1:3]

@@ -151,6 +151,41 @@ class B(A):
 b = B()
 b.x = 4
 result = (b.x, b.v)`, "names A of an enclosing function"},
+	// int() and float() of a str: Unicode decimal digits and whitespace,
+	// underscores in any base, float()'s grammar and messages.
+	{"digits", `(int('\u0661\u0662'), int('\uff11\uff12'), float('\u0661.5'), int('\u0967\u0968\u0969'), float('\uff11e\uff12'))`, ""},
+	{"digits", `[float(s) for s in ['1_0', '1e5_0', '.5', '5.', 'inf', '-Infinity', '+nan', '1.5e-500', '1e500', ' 1 ', '\u2003 2.5\n', '1_0.5_5', '-0', '+1.5E+3', 'INF', ' -iNfInItY ']]`, ""},
+	{"digits", `r = []
+for s in ['1__0', '_1', '1_', '.', '1e', 'e5', '0x10', '1 2', '1._5', '1_.5', 'infinit', '', ' ', "it's", 'x\u0661', '1,5', '1e5.5', '--1', '0x1p-2', 'nan(1)']:
+    try:
+        r.append(float(s))
+    except ValueError as e:
+        r.append(str(e))
+result = r`, ""},
+	{"digits", `r = []
+for s in ['x', "it's", '', ' 1 2 ', '1.5', '\u0661x', '0x10', '12\u00b2']:
+    try:
+        r.append(int(s))
+    except ValueError as e:
+        r.append(str(e))
+for s, b in [('ff', 16), ('zz', 16), ('\u0661\u0660', 2), ('0x1f', 16), ('12', 0), ('x', 0), ('1_0', 10)]:
+    try:
+        r.append(int(s, b))
+    except ValueError as e:
+        r.append(str(e))
+result = r`, ""},
+	{"digits", `(int(' \u0661\u0662 '), int('-\u0661'), int('+\u0662'), int('\u0661_\u0662'), float(' -\u0661.\u0662e\u0661 '))`, ""},
+	{"digits", `try:
+    float('x1')
+except ValueError as e:
+    result = (str(e), e.args)`, ""},
+	{"digits", `r = []
+for s, b in [('1_0', 10), ('f_f', 16), ('0x_1f', 16), ('0x_1f', 0), ('0b_1_0', 2), ('1__0', 10), ('_1', 16), ('1_', 8), ('-1_000', 10), ('0_7', 8), ('0_7', 0), (' 1_2 ', 10)]:
+    try:
+        r.append(int(s, b))
+    except ValueError as e:
+        r.append(str(e))
+result = r`, ""},
 }
 
 // lastDiffsCorpus appends lastDiffSnippets to out.

@@ -139,6 +139,7 @@ func init() {
 		py.StringType:     {strNew, py.StringType.New},
 		py.StringDictType: {dictNew, py.StringDictType.New},
 		py.IntType:        {intNew, py.IntType.New},
+		py.FloatType:      {floatNew, py.FloatType.New},
 		py.RangeType:      {rangeNew, py.RangeType.New},
 		py.FrozenSetType:  {setNew(true), py.FrozenSetType.New},
 		py.SetType:        {setNew(false), py.SetType.New},
@@ -338,6 +339,11 @@ func strNew(t *py.Type, args py.Tuple, kwargs py.StringDict) (py.Object, error) 
 }
 
 func intNew(t *py.Type, args py.Tuple, kwargs py.StringDict) (py.Object, error) {
+	if len(args) == 2 && len(kwargs) == 0 {
+		if s, ok := args[0].(py.String); ok {
+			return intFromString(t, s, args, kwargs)
+		}
+	}
 	if len(args) == 1 && len(kwargs) == 0 {
 		switch x := args[0].(type) {
 		case py.Bool:
@@ -346,9 +352,7 @@ func intNew(t *py.Type, args py.Tuple, kwargs py.StringDict) (py.Object, error) 
 			}
 			return py.Int(0), nil
 		case py.String:
-			if s, ok := digitsWithUnderscores(string(x)); ok {
-				args = py.Tuple{py.String(s)}
-			}
+			return intFromString(t, x, args, kwargs)
 		case py.NoneType, *py.List, py.Tuple, py.StringDict:
 			return nil, py.ExceptionNewf(py.TypeError, "int() argument must be a string, a bytes-like object or a real number, not '%s'", x.Type().Name)
 		}
