@@ -186,6 +186,60 @@ for s, b in [('1_0', 10), ('f_f', 16), ('0x_1f', 16), ('0x_1f', 0), ('0b_1_0', 2
     except ValueError as e:
         r.append(str(e))
 result = r`, ""},
+	// Subscripts, by constants too: the messages of IndexError and
+	// TypeError name the sequence; a KeyError's int key; stores and dels.
+	{"subscript", `r = []
+for f in [lambda: [1][5], lambda: [1][-2], lambda: (1,)[5], lambda: ()[0], lambda: 'a'[5], lambda: ''[-1], lambda: range(3)[5], lambda: [1]['x'], lambda: (1,)[1.5], lambda: 'ab'['x'], lambda: range(2)['x'], lambda: [1][None]]:
+    try:
+        r.append(f())
+    except (IndexError, TypeError) as e:
+        r.append((type(e).__name__, str(e)))
+result = r`, ""},
+	{"subscript", `try:
+    [1][5]
+except IndexError as e:
+    result = (str(e), e.args)`, ""},
+	{"subscript", `try:
+    'abc'[-4]
+except IndexError as e:
+    result = str(e)`, ""},
+	{"subscript", `try:
+    {'a': 1}[5]
+except KeyError as e:
+    result = (str(e), repr(e), e.args)`, ""},
+	{"subscript", `try:
+    {'a': 1}[-1]
+except KeyError as e:
+    result = str(e)`, ""},
+	{"subscript", `x = [1, 2, 3]
+r = [x[0], x[-1], x[1:], x[::-1], x[5:], (1, 2, 3)[-2], 'abc'[-1], 'abc'[1:], x[True], {'k': 'v'}['k'], [[1, 2]][0][1]]
+result = r`, ""},
+	{"subscript", `r = []
+x = [1, 2]
+for k in [5, -3, 'a', 1.0]:
+    try:
+        x[k] = 0
+    except (IndexError, TypeError) as e:
+        r.append((type(e).__name__, str(e)))
+    try:
+        del x[k]
+    except (IndexError, TypeError) as e:
+        r.append((type(e).__name__, str(e)))
+x[-1] = 9
+del x[0]
+del x[5:]
+r.append(x)
+result = r`, ""},
+	{"subscript", `t = (1, 2)
+try:
+    t[0] = 5
+except TypeError as e:
+    result = str(e)`, ""},
+	{"subscript", `x = [1, 2]
+try:
+    x[5]
+except IndexError:
+    result = 'caught'`, ""},
 }
 
 // lastDiffsCorpus appends lastDiffSnippets to out.

@@ -136,6 +136,7 @@ var opRewrites = map[vm.OpCode]opRewrite{
 	vm.STORE_MAP:            {storeMap, "__toolhost_store_map__"},
 	vm.MAP_ADD:              {mapAdd, "__toolhost_map_add__"},
 	vm.STORE_SUBSCR:         {storeCheck, "__toolhost_store__"},
+	vm.DELETE_SUBSCR:        {storeCheck, delCheckBuiltin},
 	vm.GET_ITER:             {unaryCall, "__toolhost_iter__"},
 	vm.UNPACK_SEQUENCE:      {keyCheck, "__toolhost_unpack__"},
 	vm.UNPACK_EX:            {keyCheck, "__toolhost_unpack__"},
@@ -180,8 +181,12 @@ const (
 	setAddBuiltin   = "__toolhost_set_add__"
 )
 
-// subscrBuiltin is a[i] where i may be a slice.
-const subscrBuiltin = "__toolhost_subscr__"
+// subscrBuiltin is a[i] where i may be a slice; delCheckBuiltin checks
+// del a[i] before it is done.
+const (
+	subscrBuiltin   = "__toolhost_subscr__"
+	delCheckBuiltin = "__toolhost_del_check__"
+)
 
 // relJumps take a delta from the next instruction; absJumps a code offset.
 var (
@@ -205,8 +210,8 @@ type instr struct {
 // LOAD_GLOBAL __toolhost_add__, ROT_THREE, CALL_FUNCTION 2 (seven bytes);
 // jumps and the line table are moved to match. A comparison whose right
 // operand is a constant str, None or small int is left as it is (gpython
-// gets those right), as is a subscript by a constant int or str. Code with
-// EXTENDED_ARG (a function past 65,535 names or bytes) is left as it is.
+// gets those right). Code with EXTENDED_ARG (a function past 65,535
+// names or bytes) is left as it is.
 func rewriteOps(code *py.Code) { rewriteOpsWith(code, false) }
 
 // rewriteOpsWith is rewriteOps; allCompares rewrites the comparisons with
@@ -277,8 +282,10 @@ func rewriteOpsWith(code *py.Code, allCompares bool) {
 			ok = isCmp && (allCompares || !(k > 0 && ins[k-1].op == vm.LOAD_CONST && exactConst(code, ins[k-1].arg)))
 			r = opRewrite{binaryCall, name}
 		case vm.BINARY_SUBSCR:
-			ok = !(k > 0 && ins[k-1].op == vm.LOAD_CONST && indexConst(code, ins[k-1].arg))
-			r = opRewrite{binaryCall, subscrBuiltin}
+			// Every subscript, by a constant too: gpython's IndexError and
+			// TypeError do not name the container ("index out of range"),
+			// and its KeyError of a constant int key wrote it as a str.
+			ok, r = true, opRewrite{binaryCall, subscrBuiltin}
 		case vm.MAP_ADD:
 			if !comp {
 				r = opRewrite{keyCheck, "__toolhost_key__"}
@@ -576,19 +583,6 @@ func exactConst(code *py.Code, i int) bool {
 		return true
 	case py.Int:
 		return c <= 1<<53 && c >= -(1<<53)
-	}
-	return false
-}
-
-// indexConst reports a constant subscript that is not a slice: an int or
-// a str.
-func indexConst(code *py.Code, i int) bool {
-	if i >= len(code.Consts) {
-		return false
-	}
-	switch code.Consts[i].(type) {
-	case py.String, py.Int:
-		return true
 	}
 	return false
 }

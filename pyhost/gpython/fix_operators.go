@@ -587,7 +587,56 @@ func opSubscript(a, s py.Object) (py.Object, error) {
 			return out, nil
 		}
 	}
-	return py.GetItem(a, s)
+	res, err := py.GetItem(a, s)
+	if err != nil {
+		return nil, indexError(err, a, s, "index")
+	}
+	return res, nil
+}
+
+// sequenceNames are the names CPython's messages give the sequences.
+var sequenceNames = map[*py.Type]string{py.ListType: "list", py.TupleType: "tuple", py.StringType: "string", py.RangeType: "range"}
+
+// indexError is err, a's subscript by s failing, with CPython's message:
+// gpython's IndexError was "index out of range" for every sequence, and
+// its TypeError of an index that is not an int "unsupported operand
+// type(s) for index: 'str'". what is "index" for a read, "assignment
+// index" for a store or del.
+func indexError(err error, a, s py.Object, what string) error {
+	e, ok := err.(*py.Exception)
+	name, seq := sequenceNames[a.Type()]
+	if !ok || !seq {
+		return err
+	}
+	switch {
+	case e.Base == py.IndexError && exceptionMessage(e) == "index out of range":
+		if name == "range" {
+			name = "range object"
+		}
+		if _, isList := a.(*py.List); !isList {
+			what = "index"
+		}
+		return py.ExceptionNewf(py.IndexError, "%s %s out of range", name, what)
+	case e.Base == py.TypeError && strings.HasPrefix(exceptionMessage(e), "unsupported operand type(s) for index"):
+		if name == "string" {
+			return py.ExceptionNewf(py.TypeError, "string indices must be integers, not '%s'", s.Type().Name)
+		}
+		return py.ExceptionNewf(py.TypeError, "%s indices must be integers or slices, not %s", name, s.Type().Name)
+	}
+	return err
+}
+
+// checkDel checks del a[i] before it is done, for CPython's messages:
+// those of a list's index out of range, or not an int.
+func checkDel(container, key py.Object) (py.Object, error) {
+	if l, ok := container.(*py.List); ok {
+		if _, isSlice := key.(*py.Slice); !isSlice {
+			if _, err := py.IndexIntCheck(key, len(l.Items)); err != nil {
+				return nil, indexError(err, container, key, "assignment index")
+			}
+		}
+	}
+	return py.None, nil
 }
 
 // checkKey refuses a dict key other than a str before a dict display or
@@ -618,7 +667,7 @@ func checkStore(container, key py.Object) (py.Object, error) {
 		}
 		noteKey(d, string(k))
 	}
-	return py.None, nil
+	return checkDel(container, key)
 }
 
 // builtinPow is pow(): two arguments as the ** operator, three as
@@ -733,6 +782,7 @@ func init() {
 	unary("__toolhost_key__", checkKey)
 	binary("__toolhost_store__", checkStore)
 	binary(subscrBuiltin, opSubscript)
+	binary(delCheckBuiltin, checkDel)
 	unary("__toolhost_iter__", opIter)
 	unary("__toolhost_unpack__", opUnpack)
 	binary("__toolhost_store_map__", opStoreMap)
