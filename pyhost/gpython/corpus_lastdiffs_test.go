@@ -240,6 +240,73 @@ try:
     x[5]
 except IndexError:
     result = 'caught'`, ""},
+	// Unpacking: too few, too many (an endless generator too), starred,
+	// nested, in for loops and comprehensions, not iterable.
+	{"unpack", `r = []
+def g(n):
+    for i in range(n):
+        yield i
+def forever():
+    i = 0
+    while True:
+        yield i
+        i += 1
+for f in [lambda: [1, 2], lambda: (1, 2, 3), lambda: 'a', lambda: 'abc', lambda: g(1), lambda: g(3), lambda: forever(), lambda: 5, lambda: None, lambda: {'x': 1}, lambda: {'x': 1, 'y': 2}, lambda: iter([]), lambda: range(2), lambda: {1, 2}]:
+    try:
+        a, b = f()
+        r.append(('ok', a, b))
+    except (ValueError, TypeError) as e:
+        r.append((type(e).__name__, str(e)))
+result = r`, ""},
+	{"unpack", `r = []
+for v in [[1], [1, 2], [], [1, 2, 3, 4], 'ab', (1,)]:
+    try:
+        a, *b, c = v
+        r.append((a, b, c))
+    except ValueError as e:
+        r.append(str(e))
+    try:
+        *a, b = v
+        r.append((a, b))
+    except ValueError as e:
+        r.append(str(e))
+result = r`, ""},
+	{"unpack", `try:
+    (a, b), c = [(1, 2, 3), 4]
+except ValueError as e:
+    result = str(e)`, ""},
+	{"unpack", `try:
+    a, (b, c) = [1, [2]]
+except ValueError as e:
+    result = (str(e), e.args)`, ""},
+	{"unpack", `r = []
+for a, b in [(1, 2), [3, 4], 'xy']:
+    r.append((a, b))
+try:
+    for a, b in [(1, 2), (3,)]:
+        r.append(a)
+except ValueError as e:
+    r.append(str(e))
+result = r`, ""},
+	{"unpack", `try:
+    [a, b] = [1, 2, 3]
+except ValueError as e:
+    result = str(e)`, ""},
+	{"unpack", `try:
+    a, b, c = [1, 2]
+except ValueError as e:
+    result = str(e)`, ""},
+	{"unpack", `r = []
+try:
+    x = [k for k, v in [('a', 1), ('b',)]]
+except ValueError as e:
+    r.append(str(e))
+it = iter([1, 2, 3])
+try:
+    a, b = it
+except ValueError as e:
+    r.append((str(e), list(it)))
+result = r`, ""},
 }
 
 // lastDiffsCorpus appends lastDiffSnippets to out.

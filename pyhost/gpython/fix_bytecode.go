@@ -62,6 +62,11 @@ const (
 	// gpython's parser makes the name "x.setter", which is never bound):
 	// the load of its first part, then LOAD_ATTR for each other part.
 	dottedLoad
+	// unpackCheck goes before UNPACK_SEQUENCE and UNPACK_EX, which keep
+	// their place: LOAD_GLOBAL f, ROT_TWO, LOAD_CONST n, CALL_FUNCTION 2
+	// (TOS = f(TOS, n), n the instruction's argument, with 1<<16 for
+	// UNPACK_EX).
+	unpackCheck
 )
 
 // loopEndSize is the size of the check a loop's end starts with:
@@ -99,6 +104,8 @@ func (r opRewrite) extra(size int) int {
 		return 11 - size
 	case dottedLoad:
 		return 3 * strings.Count(r.name, ".")
+	case unpackCheck:
+		return 10
 	}
 	return 7 - size
 }
@@ -138,8 +145,8 @@ var opRewrites = map[vm.OpCode]opRewrite{
 	vm.STORE_SUBSCR:         {storeCheck, "__toolhost_store__"},
 	vm.DELETE_SUBSCR:        {storeCheck, delCheckBuiltin},
 	vm.GET_ITER:             {unaryCall, "__toolhost_iter__"},
-	vm.UNPACK_SEQUENCE:      {keyCheck, "__toolhost_unpack__"},
-	vm.UNPACK_EX:            {keyCheck, "__toolhost_unpack__"},
+	vm.UNPACK_SEQUENCE:      {unpackCheck, unpackBuiltin},
+	vm.UNPACK_EX:            {unpackCheck, unpackBuiltin},
 }
 
 // Names of the builtins and the local the dict order rewrites use
@@ -182,8 +189,10 @@ const (
 )
 
 // subscrBuiltin is a[i] where i may be a slice; delCheckBuiltin checks
-// del a[i] before it is done.
+// del a[i] before it is done; unpackBuiltin makes the value an unpacking
+// takes apart, checking its length.
 const (
+	unpackBuiltin   = "__toolhost_unpack__"
 	subscrBuiltin   = "__toolhost_subscr__"
 	delCheckBuiltin = "__toolhost_del_check__"
 )
@@ -410,6 +419,13 @@ func rewriteOpsWith(code *py.Code, allCompares bool) {
 			ok = emit(in.op, in.arg) && emit(vm.DUP_TOP, 0) && emit(vm.STORE_FAST, local)
 		case planned[k] && plan[k].kind == dottedLoad:
 			ok = emitDotted(code, in.op, plan[k].name, nameIndex, emit)
+		case planned[k] && plan[k].kind == unpackCheck:
+			n := in.arg
+			if in.op == vm.UNPACK_EX {
+				n |= 1 << 16
+			}
+			ok = emit(vm.LOAD_GLOBAL, nameIndex(plan[k].name)) && emit(vm.ROT_TWO, 0) && emit(vm.LOAD_CONST, constIndex(py.Int(n))) &&
+				emit(vm.CALL_FUNCTION, 2) && emit(in.op, in.arg)
 		case planned[k] && plan[k].kind == callOrdered:
 			n := in.arg&0xff + 2*(in.arg>>8&0xff) + starCalls[in.op]&1 + starCalls[in.op]>>1
 			ok = emit(vm.BUILD_TUPLE, n) && emit(vm.LOAD_CONST, constIndex(py.Int(in.arg|starCalls[in.op]<<16))) &&

@@ -784,7 +784,7 @@ func init() {
 	binary(subscrBuiltin, opSubscript)
 	binary(delCheckBuiltin, checkDel)
 	unary("__toolhost_iter__", opIter)
-	unary("__toolhost_unpack__", opUnpack)
+	binary(unpackBuiltin, opUnpack)
 	binary("__toolhost_store_map__", opStoreMap)
 	binary("__toolhost_map_add__", opMapAdd)
 	binary("__toolhost_lt__", comparison(py.Lt, func(c int) bool { return c < 0 }))
