@@ -300,7 +300,7 @@ except ValueError as e:
 	{"probe", `try:
     import nosuchmodule_x
 except ImportError as e:
-    result = type(e).__name__`, "", "a missing module raises ImportError, not ModuleNotFoundError, on gpython"},
+    result = type(e).__name__`, "", ""},
 	{"probe", `try:
     def f(a):
         return a

@@ -307,6 +307,37 @@ try:
 except ValueError as e:
     r.append((str(e), list(it)))
 result = r`, ""},
+	// A missing module: ModuleNotFoundError, CPython's message, a
+	// package's first part; a fallback for a module of CPython's standard
+	// library that gpython lacks is refused, as is a subclass of property.
+	{"import", `try:
+    import nosuchmodule_x
+except ImportError as e:
+    result = (type(e).__name__, str(e), e.args, isinstance(e, ImportError), isinstance(e, ModuleNotFoundError), issubclass(ModuleNotFoundError, ImportError))`, ""},
+	{"import", `try:
+    from nosuchmodule_y import z
+except ModuleNotFoundError as e:
+    result = (type(e).__name__, str(e))`, ""},
+	{"import", `try:
+    import nosuch_a.b
+except ImportError as e:
+    result = (type(e).__name__, str(e))`, ""},
+	{"import", `try:
+    import re
+    result = 'imported'
+except ImportError as e:
+    result = type(e).__name__`, "re is a module of CPython's standard library that gpython lacks"},
+	{"import", `try:
+    class cached(property):
+        pass
+    result = 'subclassed'
+except TypeError as e:
+    result = 'TypeError'`, "a class deriving from property"},
+	{"import", `try:
+    import json, math
+    result = json.dumps([math.floor(2.5)])
+except ImportError:
+    result = 'fallback'`, ""},
 }
 
 // lastDiffsCorpus appends lastDiffSnippets to out.

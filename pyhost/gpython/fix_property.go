@@ -29,7 +29,6 @@ func (p *pyProperty) Type() *py.Type { return propertyType }
 
 func init() {
 	propertyType.New = propertyNew
-	propertyType.Flags |= py.TPFLAGS_BASETYPE
 	for name, pick := range map[string]func(p *pyProperty) py.Object{
 		"fget":    func(p *pyProperty) py.Object { return p.fget },
 		"fset":    func(p *pyProperty) py.Object { return p.fset },

@@ -215,6 +215,7 @@ func fixBuiltins(b *py.Module) {
 	// order gpython does not keep; the deep check refuses them where the
 	// source shows them, and this where it does not.
 	b.Globals["property"] = propertyType
+	b.Globals["ModuleNotFoundError"] = moduleNotFoundError
 	b.Globals["__build_class__"] = buildClass(b.Globals["__build_class__"])
 	b.Globals["vars"] = py.MustNewMethod("vars", func(_ py.Object, _ py.Tuple, _ py.StringDict) (py.Object, error) {
 		return nil, unsupported("vars()")

@@ -145,6 +145,33 @@ func Refusals(file, src string) (out []plugins.SourceProblem) {
 					}
 				}
 			}
+		case *ast.Try:
+			if importFallback(x) {
+				for _, st := range x.Body {
+					ast.Walk(st, func(n ast.Ast) bool {
+						var mods []string
+						switch i := n.(type) {
+						case *ast.FunctionDef, *ast.ClassDef, *ast.Lambda:
+							return false
+						case *ast.Import:
+							for _, a := range i.Names {
+								mods = append(mods, string(a.Name))
+							}
+						case *ast.ImportFrom:
+							if i.Level == 0 {
+								mods = append(mods, string(i.Module))
+							}
+						}
+						for _, m := range mods {
+							top, _, _ := strings.Cut(m, ".")
+							if cpythonStdlib[top] && !gpythonModules[top] {
+								add(n, "%s is a module of CPython's standard library that gpython lacks: its import fails there, and this try statement's except clause takes the failure", m)
+							}
+						}
+						return true
+					})
+				}
+			}
 		case *ast.ClassDef:
 			for _, st := range x.Body {
 				if f, ok := st.(*ast.FunctionDef); ok && f.Name == "__call__" {
@@ -152,6 +179,9 @@ func Refusals(file, src string) (out []plugins.SourceProblem) {
 				}
 			}
 			for _, b := range x.Bases {
+				if n, ok := b.(*ast.Name); ok && n.Id == "property" && !bound["property"] {
+					add(x, "a class deriving from property (class %s) does not work on gpython", x.Name)
+				}
 				if n, ok := b.(*ast.Name); ok && isExceptionName(string(n.Id)) {
 					add(x, "a class deriving from %s (class %s) does not work on gpython: raising it fails with TypeError", n.Id, x.Name)
 				}
@@ -310,4 +340,38 @@ func dottedDecorators(body []ast.Stmt, outer []scope, add func(ast.Ast, string, 
 			return true
 		})
 	}
+}
+
+// gpythonModules are the modules of CPython's standard library that
+// toolhost's gpython has.
+var gpythonModules = map[string]bool{"math": true, "string": true, "time": true, "binascii": true, "json": true, "sys": true}
+
+// importFallback reports a try statement with a handler that takes an
+// ImportError (bare, or naming ImportError, ModuleNotFoundError,
+// Exception or BaseException).
+func importFallback(t *ast.Try) bool {
+	takes := func(e ast.Expr) bool {
+		n, ok := e.(*ast.Name)
+		if !ok {
+			return false
+		}
+		switch n.Id {
+		case "ImportError", "ModuleNotFoundError", "Exception", "BaseException":
+			return true
+		}
+		return false
+	}
+	for _, h := range t.Handlers {
+		if h.ExprType == nil || takes(h.ExprType) {
+			return true
+		}
+		if tu, ok := h.ExprType.(*ast.Tuple); ok {
+			for _, e := range tu.Elts {
+				if takes(e) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }

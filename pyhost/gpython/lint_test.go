@@ -46,6 +46,17 @@ func TestRefusals(t *testing.T) {
 		{"class C:\n    def __init__(self, **kw):\n        self.__dict__.update(kw)\n", 3, 13, "__dict__ is not available"},
 		{"d = getattr(obj, '__dict__', None)\n", 1, 18, "__dict__ is not available"},
 		{"d = getattr(obj, 'name', None)\n", 0, 0, ""},
+		{"class A:\n    @property\n    def x(self):\n        return 1\n    @x.setter\n    def x(self, v):\n        pass\n", 0, 0, ""},
+		{"def f(app):\n    @app.route('/')\n    def g():\n        pass\n", 0, 0, ""},
+		{"import app\nclass A:\n    @app.get\n    def g(self):\n        pass\n", 0, 0, ""},
+		{"def f(app):\n    class A:\n        @app.get\n        def g(self):\n            pass\n", 3, 9, "names app of an enclosing function"},
+		{"def f(app):\n    def h():\n        @app.get\n        def g():\n            pass\n", 3, 9, "names app of an enclosing function"},
+		{"import re\n", 0, 0, ""},
+		{"try:\n    import re\nexcept ImportError:\n    re = None\n", 2, 5, "re is a module of CPython's standard library that gpython lacks"},
+		{"try:\n    from os.path import join\nexcept Exception:\n    pass\n", 2, 5, "os.path is a module of CPython's standard library"},
+		{"try:\n    import json\n    import requests\nexcept ImportError:\n    pass\n", 0, 0, ""},
+		{"try:\n    import re\nexcept ValueError:\n    pass\n", 0, 0, ""},
+		{"class C(property):\n    pass\n", 1, 1, "a class deriving from property"},
 	}
 	for _, tt := range tests {
 		got := Refusals("m.py", tt.src)

@@ -386,6 +386,11 @@ func toolError(err error, kind string) *plugins.ToolError {
 	}
 	if e, ok := info.Value.(*py.Exception); ok {
 		te.Type, te.Message = e.Base.Name, exceptionMessage(e)
+		if e.Base == moduleNotFoundError {
+			// CPython's message, which tool code sees, and what the
+			// caller needs to know besides.
+			te.Message += " (on the gpython runtime a group imports its own modules and math, string, time, binascii, json and toolhost; other packages need the cpython runtime)"
+		}
 	}
 	if info.Traceback != nil {
 		var b strings.Builder
