@@ -306,7 +306,7 @@ except ImportError as e:
         return a
     f()
 except TypeError as e:
-    result = str(e)`, "", "a function's name in TypeError has no qualified name on gpython"},
+    result = str(e)`, "", ""},
 	{"probe", `try:
     {}.pop('k')
 except KeyError as e:

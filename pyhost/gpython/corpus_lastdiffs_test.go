@@ -338,6 +338,62 @@ except TypeError as e:
     result = json.dumps([math.floor(2.5)])
 except ImportError:
     result = 'fallback'`, ""},
+	// A call's TypeError names the function by its qualified name: methods,
+	// static and class methods, closures, generators, lambdas; __name__
+	// stays the function's own.
+	{"qualname", `class A:
+    def m(self, a, *, k):
+        return a
+    @staticmethod
+    def s(x):
+        return x
+    @classmethod
+    def c(cls, y):
+        return y
+r = []
+for f in [lambda: A().m(), lambda: A().m(1), lambda: A().m(1, 2, k=3), lambda: A().m(1, a=1, k=2), lambda: A.s(), lambda: A.c(), lambda: A().c(1, 2)]:
+    try:
+        f()
+    except TypeError as e:
+        r.append(str(e))
+result = r`, ""},
+	{"qualname", `def outer():
+    def inner(a, b):
+        return a
+    return inner
+r = []
+try:
+    outer()(1)
+except TypeError as e:
+    r.append(str(e))
+f = outer()
+r.append((f.__name__, f.__qualname__, outer.__name__))
+result = r`, ""},
+	{"qualname", `def deco(fn):
+    def wrapper(*args, **kw):
+        return fn(*args, **kw)
+    return wrapper
+@deco
+def g(a):
+    return a
+try:
+    g()
+except TypeError as e:
+    result = (str(e), g.__name__)`, ""},
+	{"qualname", `def gen(n):
+    yield n
+try:
+    gen()
+except TypeError as e:
+    result = str(e)`, ""},
+	{"qualname", `def f(a, b, c):
+    return a
+try:
+    f(1)
+except TypeError as e:
+    result = (str(e), e.args)`, ""},
+	{"qualname", `fs = [lambda x: x * 2, lambda: 1]
+result = ([f.__name__ for f in fs], fs[0](4))`, ""},
 }
 
 // lastDiffsCorpus appends lastDiffSnippets to out.

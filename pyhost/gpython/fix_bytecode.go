@@ -181,6 +181,10 @@ const (
 	yieldFromBuiltin = "__toolhost_yield_from__"
 )
 
+// funcNameBuiltin follows MAKE_FUNCTION and MAKE_CLOSURE: the function
+// made takes its name from its code's qualified name (qualifyNames).
+const funcNameBuiltin = "__toolhost_func_name__"
+
 // Names of the builtins of set displays and comprehensions (fix_sets.go).
 const (
 	buildSetBuiltin = "__toolhost_build_set__"
@@ -325,6 +329,8 @@ func rewriteOpsWith(code *py.Code, allCompares bool) {
 			ok, r = gen, opRewrite{keyCheck, genReturnBuiltin}
 		case vm.YIELD_FROM:
 			ok, r = true, opRewrite{suffixCall, yieldFromBuiltin}
+		case vm.MAKE_FUNCTION, vm.MAKE_CLOSURE:
+			ok, r = true, opRewrite{suffixCall, funcNameBuiltin}
 		case vm.CALL_FUNCTION, vm.CALL_FUNCTION_VAR, vm.CALL_FUNCTION_KW, vm.CALL_FUNCTION_VAR_KW:
 			ok = in.op != vm.CALL_FUNCTION || in.arg>>8&0xff != 0
 			r = opRewrite{callOrdered, callBuiltin}

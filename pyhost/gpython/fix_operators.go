@@ -807,6 +807,12 @@ func init() {
 		return v, nil
 	})
 	unary(yieldFromBuiltin, func(py.Object) (py.Object, error) { return py.None, nil })
+	unary(funcNameBuiltin, func(f py.Object) (py.Object, error) {
+		if fn, ok := f.(*py.Function); ok {
+			fn.Name = shortName(fn.Name)
+		}
+		return f, nil
+	})
 	operatorBuiltins[genStopBuiltin] = py.MustNewMethod(genStopBuiltin, func(_ py.Object, _ py.Tuple) (py.Object, error) {
 		return py.ExceptionNewf(py.RuntimeError, "generator raised StopIteration"), nil
 	}, 0, "")

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/go-python/gpython/py"
+	"github.com/go-python/gpython/vm"
 )
 
 // compileModule compiles a module's source as gpython does, then corrects
@@ -30,11 +31,52 @@ func compileModule(src, name string) (*py.Code, error) {
 func fixCode(code *py.Code, allCompares bool) {
 	fixCell2arg(code)
 	rewriteOpsWith(code, allCompares)
+	qualifyNames(code)
 	for _, c := range code.Consts {
 		if nested, ok := c.(*py.Code); ok {
 			fixCode(nested, allCompares)
 		}
 	}
+}
+
+// qualifyNames names each function a code object makes by its qualified
+// name (f in run becomes run.<locals>.f, a method m of A becomes A.m):
+// gpython's errors of a call's arguments name the code ("f() missing 1
+// required positional argument: 'a'"), CPython's the qualified name. The
+// function keeps its own name (funcNameBuiltin follows MAKE_FUNCTION), and
+// a traceback shows the code's last part (toolError). A class's body and
+// a comprehension keep theirs.
+func qualifyNames(code *py.Code) {
+	var ops []instr
+	b := code.Code
+	for i := 0; i < len(b); {
+		in := instr{at: i, op: vm.OpCode(b[i]), size: 1}
+		if in.op.HAS_ARG() {
+			if i+2 >= len(b) {
+				return
+			}
+			in.arg, in.size = int(b[i+1])|int(b[i+2])<<8, 3
+		}
+		ops = append(ops, in)
+		i += in.size
+	}
+	for k := 2; k < len(ops); k++ {
+		if ops[k].op != vm.MAKE_FUNCTION && ops[k].op != vm.MAKE_CLOSURE || ops[k-1].op != vm.LOAD_CONST || ops[k-2].op != vm.LOAD_CONST ||
+			ops[k-1].arg >= len(code.Consts) || ops[k-2].arg >= len(code.Consts) {
+			continue
+		}
+		fn, ok := code.Consts[ops[k-2].arg].(*py.Code)
+		qualname, ok2 := code.Consts[ops[k-1].arg].(py.String)
+		if !ok || !ok2 || fn.Flags&py.CO_NEWLOCALS == 0 || strings.HasPrefix(fn.Name, "<") && fn.Name != "<lambda>" {
+			continue
+		}
+		fn.Name = string(qualname)
+	}
+}
+
+// shortName is the last part of a qualified name.
+func shortName(name string) string {
+	return name[strings.LastIndex(name, ".")+1:]
 }
 
 // fixCell2arg maps each cell variable that is also a parameter to that

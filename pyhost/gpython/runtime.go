@@ -393,8 +393,12 @@ func toolError(err error, kind string) *plugins.ToolError {
 		}
 	}
 	if info.Traceback != nil {
+		// gpython's TracebackDump, with each function's name rather than
+		// its code's qualified one (qualifyNames), as CPython writes it.
 		var b strings.Builder
-		info.TracebackDump(&b)
+		for tb := info.Traceback; tb != nil; tb = tb.Next {
+			fmt.Fprintf(&b, "  File %q, line %d, in %s\n", tb.Frame.Code.Filename, tb.Lineno, shortName(tb.Frame.Code.Name))
+		}
 		te.Traceback = b.String()
 	}
 	return te
