@@ -394,6 +394,95 @@ except TypeError as e:
     result = (str(e), e.args)`, ""},
 	{"qualname", `fs = [lambda x: x * 2, lambda: 1]
 result = ([f.__name__ for f in fs], fs[0](4))`, ""},
+	// Attributes: AttributeError's message for every kind of object, a
+	// module's, a class's __getattr__; getattr and hasattr take
+	// AttributeError only; an exception's attributes (gpython gave its
+	// args for any).
+	{"attribute", `import math
+r = []
+class A:
+    pass
+class G:
+    def __getattr__(self, n):
+        raise AttributeError("'G' has no attribute '" + n + "'")
+for f in [lambda: None.x, lambda: (1).x, lambda: 'a'.x, lambda: [].x, lambda: {}.x, lambda: (1,).x, lambda: 1.5.x, lambda: True.x, lambda: A().x, lambda: math.nope, lambda: G().y, lambda: A.z, lambda: getattr(None, 'x'), lambda: getattr(math, 'q'), lambda: (lambda: 1).x, lambda: range(2).x, lambda: {1}.x, lambda: ValueError('v').x, lambda: getattr(KeyError('k'), 'status')]:
+    try:
+        f()
+    except AttributeError as e:
+        r.append(str(e))
+result = r`, ""},
+	{"attribute", `try:
+    None.x
+except AttributeError as e:
+    result = (str(e), e.args)`, ""},
+	{"attribute", `import math
+r = []
+for o in [None, 'a', [1], math, ValueError('x')]:
+    r.append((getattr(o, 'nope', 'dflt'), hasattr(o, 'nope')))
+result = r`, ""},
+	{"attribute", `import math
+d = {'a': 1}
+s = ' x '
+result = (d.get('a'), s.strip(), [1, 2].index(2), 'a,b'.split(','), math.floor(2.5), math.pi > 3)`, ""},
+	{"attribute", `class P:
+    def __init__(self):
+        self.v = 1
+p = P()
+try:
+    p.w
+except AttributeError as e:
+    result = (str(e), p.v, getattr(p, 'v'), getattr(p, 'w', None), hasattr(p, 'v'), hasattr(p, 'w'))`, ""},
+	{"attribute", `class P:
+    @property
+    def bad(self):
+        raise ValueError('inside')
+try:
+    hasattr(P(), 'bad')
+    result = 'no error'
+except ValueError as e:
+    result = str(e)`, ""},
+	{"attribute", `class P:
+    @property
+    def bad(self):
+        raise ValueError('inside')
+try:
+    getattr(P(), 'bad', 'dflt')
+    result = 'no error'
+except ValueError as e:
+    result = str(e)`, ""},
+	{"attribute", `try:
+    raise KeyError('k')
+except KeyError as e:
+    result = (e.args, getattr(e, 'status', None), getattr(e, 'status_code', 'none'), hasattr(e, 'response'))`, ""},
+	{"attribute", `try:
+    import nosuchmodule_z
+except ImportError as e:
+    result = e.name`, ""},
+	{"attribute", `try:
+    raise ValueError('v')
+except ValueError as e:
+    result = e.errno`, ""},
+	{"attribute", `try:
+    raise SystemExit(3)
+except SystemExit as e:
+    result = e.code`, ""},
+	{"attribute", `r = []
+for e in [ValueError('v'), KeyError('k'), TypeError('t')]:
+    r.append((hasattr(e, 'errno'), getattr(e, 'code', None), hasattr(e, 'value')))
+result = r`, ""},
+	{"attribute", `r = []
+for e in [SystemExit(), SystemExit(2), SystemExit('a', 'b'), StopIteration(), StopIteration(5), StopIteration(1, 2)]:
+    r.append(getattr(e, 'code', 'none') if isinstance(e, SystemExit) else e.value)
+it = iter([])
+try:
+    next(it)
+except StopIteration as e:
+    r.append(e.value)
+result = r`, ""},
+	{"attribute", `try:
+    raise ValueError('v')
+except ValueError as e:
+    result = e.__traceback__ is None`, "an exception's __traceback__ is not available on gpython"},
 }
 
 // lastDiffsCorpus appends lastDiffSnippets to out.

@@ -60,13 +60,17 @@ const (
 	setAdd
 	// dottedLoad replaces the load of a dotted decorator's name (@x.setter:
 	// gpython's parser makes the name "x.setter", which is never bound):
-	// the load of its first part, then LOAD_ATTR for each other part.
+	// the load of its first part, then the load of each other part as
+	// loadAttr's.
 	dottedLoad
 	// unpackCheck goes before UNPACK_SEQUENCE and UNPACK_EX, which keep
 	// their place: LOAD_GLOBAL f, ROT_TWO, LOAD_CONST n, CALL_FUNCTION 2
 	// (TOS = f(TOS, n), n the instruction's argument, with 1<<16 for
 	// UNPACK_EX).
 	unpackCheck
+	// loadAttr replaces LOAD_ATTR name: LOAD_GLOBAL f, ROT_TWO, LOAD_CONST
+	// name, CALL_FUNCTION 2 (f(obj, name)).
+	loadAttr
 )
 
 // loopEndSize is the size of the check a loop's end starts with:
@@ -103,9 +107,11 @@ func (r opRewrite) extra(size int) int {
 	case setAdd:
 		return 11 - size
 	case dottedLoad:
-		return 3 * strings.Count(r.name, ".")
+		return 10 * strings.Count(r.name, ".")
 	case unpackCheck:
 		return 10
+	case loadAttr:
+		return 10 - size
 	}
 	return 7 - size
 }
@@ -194,8 +200,9 @@ const (
 
 // subscrBuiltin is a[i] where i may be a slice; delCheckBuiltin checks
 // del a[i] before it is done; unpackBuiltin makes the value an unpacking
-// takes apart, checking its length.
+// takes apart, checking its length; attrBuiltin is o.name.
 const (
+	attrBuiltin     = "__toolhost_attr__"
 	unpackBuiltin   = "__toolhost_unpack__"
 	subscrBuiltin   = "__toolhost_subscr__"
 	delCheckBuiltin = "__toolhost_del_check__"
@@ -334,6 +341,8 @@ func rewriteOpsWith(code *py.Code, allCompares bool) {
 		case vm.CALL_FUNCTION, vm.CALL_FUNCTION_VAR, vm.CALL_FUNCTION_KW, vm.CALL_FUNCTION_VAR_KW:
 			ok = in.op != vm.CALL_FUNCTION || in.arg>>8&0xff != 0
 			r = opRewrite{callOrdered, callBuiltin}
+		case vm.LOAD_ATTR:
+			ok, r = in.arg < len(code.Names), opRewrite{loadAttr, attrBuiltin}
 		case vm.LOAD_NAME, vm.LOAD_GLOBAL:
 			if in.arg < len(code.Names) && strings.Contains(code.Names[in.arg], ".") {
 				ok, r = true, opRewrite{dottedLoad, code.Names[in.arg]}
@@ -392,6 +401,19 @@ func rewriteOpsWith(code *py.Code, allCompares bool) {
 		consts = append(consts, c)
 		return len(consts) - 1
 	}
+	strConstIndex := func(c string) int {
+		for i, o := range consts {
+			if x, ok := o.(py.String); ok && string(x) == c {
+				return i
+			}
+		}
+		if len(consts) == 0 {
+			// A function's first constant, if a str, is its __doc__.
+			consts = append(consts, py.None)
+		}
+		consts = append(consts, py.String(c))
+		return len(consts) - 1
+	}
 	local := -1
 	if comp || setComp {
 		varnames = append(append([]string(nil), varnames...), dictLocal)
@@ -424,7 +446,13 @@ func rewriteOpsWith(code *py.Code, allCompares bool) {
 		case planned[k] && plan[k].kind == saveDict:
 			ok = emit(in.op, in.arg) && emit(vm.DUP_TOP, 0) && emit(vm.STORE_FAST, local)
 		case planned[k] && plan[k].kind == dottedLoad:
-			ok = emitDotted(code, in.op, plan[k].name, nameIndex, emit)
+			ok = emitDotted(code, in.op, plan[k].name, nameIndex, emit, func(attr string) bool {
+				return emit(vm.LOAD_GLOBAL, nameIndex(attrBuiltin)) && emit(vm.ROT_TWO, 0) && emit(vm.LOAD_CONST, strConstIndex(attr)) &&
+					emit(vm.CALL_FUNCTION, 2)
+			})
+		case planned[k] && plan[k].kind == loadAttr:
+			ok = emit(vm.LOAD_GLOBAL, nameIndex(plan[k].name)) && emit(vm.ROT_TWO, 0) && emit(vm.LOAD_CONST, strConstIndex(code.Names[in.arg])) &&
+				emit(vm.CALL_FUNCTION, 2)
 		case planned[k] && plan[k].kind == unpackCheck:
 			n := in.arg
 			if in.op == vm.UNPACK_EX {
@@ -536,8 +564,9 @@ func rewriteOpsWith(code *py.Code, allCompares bool) {
 // emitDotted emits the load of a dotted name (x.setter): its first part
 // as the scope the compiler chose for the whole name would have it (a
 // function's own local or cell, else a global; a class body's or module's
-// name), then an attribute load for each other part.
-func emitDotted(code *py.Code, op vm.OpCode, name string, nameIndex func(string) int, emit func(vm.OpCode, int) bool) bool {
+// name), then an attribute load (attr, as loadAttr's) for each other
+// part.
+func emitDotted(code *py.Code, op vm.OpCode, name string, nameIndex func(string) int, emit func(vm.OpCode, int) bool, attr func(string) bool) bool {
 	parts := strings.Split(name, ".")
 	first := func() bool {
 		if op == vm.LOAD_GLOBAL {
@@ -558,7 +587,7 @@ func emitDotted(code *py.Code, op vm.OpCode, name string, nameIndex func(string)
 		return false
 	}
 	for _, p := range parts[1:] {
-		if !emit(vm.LOAD_ATTR, nameIndex(p)) {
+		if !attr(p) {
 			return false
 		}
 	}

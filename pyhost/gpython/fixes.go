@@ -256,6 +256,8 @@ func fixBuiltins(b *py.Module) {
 	// vars() and __dict__ (ObjectType's, below) would give a dict in an
 	// order gpython does not keep; the deep check refuses them where the
 	// source shows them, and this where it does not.
+	b.Globals["getattr"] = py.MustNewMethod("getattr", builtinGetattr, 0, "")
+	b.Globals["hasattr"] = py.MustNewMethod("hasattr", builtinHasattr, 0, "")
 	b.Globals["property"] = propertyType
 	b.Globals["ModuleNotFoundError"] = moduleNotFoundError
 	b.Globals["__build_class__"] = buildClass(b.Globals["__build_class__"])
@@ -401,25 +403,6 @@ func intNew(t *py.Type, args py.Tuple, kwargs py.StringDict) (py.Object, error) 
 		}
 	}
 	return py.IntNew(t, args, kwargs)
-}
-
-// digitsWithUnderscores removes the underscores of a decimal literal
-// written as CPython allows (one between two digits).
-func digitsWithUnderscores(s string) (string, bool) {
-	t := strings.TrimSpace(s)
-	if !strings.Contains(t, "_") {
-		return s, false
-	}
-	body := strings.TrimLeft(t, "+-")
-	if len(t)-len(body) > 1 || body == "" || body[0] == '_' || body[len(body)-1] == '_' || strings.Contains(body, "__") {
-		return s, false
-	}
-	for _, r := range body {
-		if r != '_' && (r < '0' || r > '9') {
-			return s, false
-		}
-	}
-	return strings.ReplaceAll(t, "_", ""), true
 }
 
 func dictNew(_ *py.Type, args py.Tuple, kwargs py.StringDict) (py.Object, error) {

@@ -236,6 +236,7 @@ var missingAttrs = map[string]string{
 	"__cause__":        "an exception's __cause__ is not available on gpython",
 	"__class__":        "an object's __class__ is not available on gpython: use type(x)",
 	"__context__":      "an exception's __context__ is not available on gpython",
+	"__traceback__":    "an exception's __traceback__ is not available on gpython",
 	"as_integer_ratio": "float.as_integer_ratio is not available on gpython",
 	"conjugate":        "conjugate is not available on gpython",
 	"real":             "the real attribute of numbers is not available on gpython",

@@ -91,8 +91,8 @@ func FuzzRefusals(f *testing.F) {
 
 // FuzzRewriteModulo compiles any source, rewrites its operators
 // (rewriteOps: %, the arithmetic, comparisons, slices, dict stores,
-// iteration, calls with keyword or star arguments, unpackings, the names
-// of dotted decorators) and
+// iteration, calls with keyword or star arguments, unpackings, attribute
+// loads, the names of dotted decorators) and
 // checks the code it made: every instruction whole, no rewritten operator
 // left (unless the code was left as it was), every jump inside the code,
 // and a line table that still covers it.
@@ -130,6 +130,9 @@ func FuzzRewriteModulo(f *testing.F) {
 				}
 				if _, star := starCalls[op]; star && (op != vm.CALL_FUNCTION || arg>>8 != 0) && b != before {
 					t.Fatalf("a call with keyword or star arguments (%v %d) left at %d", op, arg, i)
+				}
+				if op == vm.LOAD_ATTR && b != before {
+					t.Fatalf("an attribute load left at %d", i)
 				}
 				if (op == vm.LOAD_NAME || op == vm.LOAD_GLOBAL) && strings.Contains(c.Names[arg], ".") && b != before {
 					t.Fatalf("a dotted name (%s) left at %d", c.Names[arg], i)

@@ -253,5 +253,7 @@ func missingModule(name string, have func(string) bool) error {
 	if !have(top) {
 		dotted = top
 	}
-	return py.ExceptionNewf(moduleNotFoundError, "No module named '%s'", dotted)
+	e := py.ExceptionNewf(moduleNotFoundError, "No module named '%s'", dotted)
+	e.Dict["name"] = py.String(dotted)
+	return e
 }
