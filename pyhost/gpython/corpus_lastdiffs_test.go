@@ -126,6 +126,12 @@ try:
     b.q = 1
 except AttributeError as e:
     result = (b.q, str(e), B.q.__doc__)`, ""},
+	{"property", `class D:
+    def __get__(self, obj, typ):
+        return 42
+class A:
+    x = D()
+result = A().x`, "a descriptor written in Python"},
 	{"property", `try:
     property(1, 2, 3, 4, 5)
 except TypeError as e:

@@ -177,6 +177,9 @@ func Refusals(file, src string) (out []plugins.SourceProblem) {
 				if f, ok := st.(*ast.FunctionDef); ok && f.Name == "__call__" {
 					add(f, "calling an instance (a class's __call__) is not available on gpython")
 				}
+				if f, ok := st.(*ast.FunctionDef); ok && (f.Name == "__get__" || f.Name == "__set__" || f.Name == "__delete__" || f.Name == "__set_name__") {
+					add(f, "a descriptor written in Python (a class's %s) is not called by gpython's attribute lookup: use property", f.Name)
+				}
 			}
 			for _, b := range x.Bases {
 				if n, ok := b.(*ast.Name); ok && n.Id == "property" && !bound["property"] {

@@ -57,6 +57,7 @@ func TestRefusals(t *testing.T) {
 		{"try:\n    import json\n    import requests\nexcept ImportError:\n    pass\n", 0, 0, ""},
 		{"try:\n    import re\nexcept ValueError:\n    pass\n", 0, 0, ""},
 		{"class C(property):\n    pass\n", 1, 1, "a class deriving from property"},
+		{"class D:\n    def __get__(self, obj, typ):\n        return 1\n", 2, 5, "a descriptor written in Python (a class's __get__)"},
 	}
 	for _, tt := range tests {
 		got := Refusals("m.py", tt.src)
