@@ -51,6 +51,9 @@ func qualifyNames(code *py.Code) {
 	b := code.Code
 	for i := 0; i < len(b); {
 		in := instr{at: i, op: vm.OpCode(b[i]), size: 1}
+		if in.op == vm.EXTENDED_ARG {
+			return
+		}
 		if in.op.HAS_ARG() {
 			if i+2 >= len(b) {
 				return
@@ -60,9 +63,12 @@ func qualifyNames(code *py.Code) {
 		ops = append(ops, in)
 		i += in.size
 	}
-	for k := 2; k < len(ops); k++ {
+	for k := 2; k+1 < len(ops); k++ {
+		// Only a function whose making the rewrite follows with
+		// funcNameBuiltin (it left code it could not rewrite as it was).
 		if ops[k].op != vm.MAKE_FUNCTION && ops[k].op != vm.MAKE_CLOSURE || ops[k-1].op != vm.LOAD_CONST || ops[k-2].op != vm.LOAD_CONST ||
-			ops[k-1].arg >= len(code.Consts) || ops[k-2].arg >= len(code.Consts) {
+			ops[k-1].arg >= len(code.Consts) || ops[k-2].arg >= len(code.Consts) ||
+			ops[k+1].op != vm.LOAD_GLOBAL || ops[k+1].arg >= len(code.Names) || code.Names[ops[k+1].arg] != funcNameBuiltin {
 			continue
 		}
 		fn, ok := code.Consts[ops[k-2].arg].(*py.Code)
