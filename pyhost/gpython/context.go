@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/go-python/gpython/py"
@@ -140,8 +141,14 @@ func (ctx *context) ModuleInit(impl *py.ModuleImpl) (*py.Module, error) {
 func (ctx *context) ResolveAndCompile(pathname string, _ py.CompileOpts) (py.CompileOut, error) {
 	rel, ok := ctx.modules[pathname]
 	if !ok {
-		return py.CompileOut{}, py.ExceptionNewf(py.ImportError,
-			"No module named %q on the gpython runtime (it has only a small part of the standard library: math, string, time, binascii, json, toolhost); run the group on cpython", pathname)
+		return py.CompileOut{}, missingModule(pathname, func(pkg string) bool {
+			for m := range ctx.modules {
+				if m == pkg || strings.HasPrefix(m, pkg+"/") {
+					return true
+				}
+			}
+			return false
+		})
 	}
 	file := filepath.Join(ctx.root, rel)
 	src, err := os.ReadFile(file)

@@ -25,9 +25,10 @@ type snippet struct {
 	// cpython runtime, its message holding this text (or, for a snippet
 	// that catches it, answer with the exception's type).
 	AtRun string
-	// Known marks a difference that is neither fixed nor refusable before
-	// run time (it cannot be seen in the source): the suite checks that it
-	// still differs, so that a fix moves it out of this list.
+	// Known marks a difference that is neither fixed nor refused:
+	// TestConformance fails on any (gpython agrees with CPython, or
+	// refuses loudly). It is kept so that a difference found later is
+	// recorded as one, and the suite says what to do with it.
 	Known string
 	// Unordered marks a known difference that comes from Go's random map
 	// order: it differs in some runs only, so it is not checked to differ.
@@ -624,6 +625,7 @@ func corpus() []snippet {
 	prog("vars", "vars = {'a': 1}\nresult = vars['a']")
 	prog("vars", "def f(vars):\n    return vars + 1\nresult = f(1)")
 	out = auditCorpus(out)
+	out = lastDiffsCorpus(out)
 	settle(out)
 	return out
 }

@@ -1,6 +1,8 @@
 package gpython
 
 import (
+	"strings"
+
 	"github.com/go-python/gpython/py"
 	"github.com/go-python/gpython/vm"
 )
@@ -56,6 +58,19 @@ const (
 	// LOAD_GLOBAL f, ROT_TWO, LOAD_FAST set, CALL_FUNCTION 2, POP_TOP
 	// (f(item, set)).
 	setAdd
+	// dottedLoad replaces the load of a dotted decorator's name (@x.setter:
+	// gpython's parser makes the name "x.setter", which is never bound):
+	// the load of its first part, then the load of each other part as
+	// loadAttr's.
+	dottedLoad
+	// unpackCheck goes before UNPACK_SEQUENCE and UNPACK_EX, which keep
+	// their place: LOAD_GLOBAL f, ROT_TWO, LOAD_CONST n, CALL_FUNCTION 2
+	// (TOS = f(TOS, n), n the instruction's argument, with 1<<16 for
+	// UNPACK_EX).
+	unpackCheck
+	// loadAttr replaces LOAD_ATTR name: LOAD_GLOBAL f, ROT_TWO, LOAD_CONST
+	// name, CALL_FUNCTION 2 (f(obj, name)).
+	loadAttr
 )
 
 // loopEndSize is the size of the check a loop's end starts with:
@@ -91,6 +106,12 @@ func (r opRewrite) extra(size int) int {
 		return 11
 	case setAdd:
 		return 11 - size
+	case dottedLoad:
+		return 10 * strings.Count(r.name, ".")
+	case unpackCheck:
+		return 10
+	case loadAttr:
+		return 10 - size
 	}
 	return 7 - size
 }
@@ -128,9 +149,10 @@ var opRewrites = map[vm.OpCode]opRewrite{
 	vm.STORE_MAP:            {storeMap, "__toolhost_store_map__"},
 	vm.MAP_ADD:              {mapAdd, "__toolhost_map_add__"},
 	vm.STORE_SUBSCR:         {storeCheck, "__toolhost_store__"},
+	vm.DELETE_SUBSCR:        {storeCheck, delCheckBuiltin},
 	vm.GET_ITER:             {unaryCall, "__toolhost_iter__"},
-	vm.UNPACK_SEQUENCE:      {keyCheck, "__toolhost_unpack__"},
-	vm.UNPACK_EX:            {keyCheck, "__toolhost_unpack__"},
+	vm.UNPACK_SEQUENCE:      {unpackCheck, unpackBuiltin},
+	vm.UNPACK_EX:            {unpackCheck, unpackBuiltin},
 }
 
 // Names of the builtins and the local the dict order rewrites use
@@ -165,6 +187,10 @@ const (
 	yieldFromBuiltin = "__toolhost_yield_from__"
 )
 
+// funcNameBuiltin follows MAKE_FUNCTION and MAKE_CLOSURE: the function
+// made takes its name from its code's qualified name (qualifyNames).
+const funcNameBuiltin = "__toolhost_func_name__"
+
 // Names of the builtins of set displays and comprehensions (fix_sets.go).
 const (
 	buildSetBuiltin = "__toolhost_build_set__"
@@ -172,8 +198,15 @@ const (
 	setAddBuiltin   = "__toolhost_set_add__"
 )
 
-// subscrBuiltin is a[i] where i may be a slice.
-const subscrBuiltin = "__toolhost_subscr__"
+// subscrBuiltin is a[i] where i may be a slice; delCheckBuiltin checks
+// del a[i] before it is done; unpackBuiltin makes the value an unpacking
+// takes apart, checking its length; attrBuiltin is o.name.
+const (
+	attrBuiltin     = "__toolhost_attr__"
+	unpackBuiltin   = "__toolhost_unpack__"
+	subscrBuiltin   = "__toolhost_subscr__"
+	delCheckBuiltin = "__toolhost_del_check__"
+)
 
 // relJumps take a delta from the next instruction; absJumps a code offset.
 var (
@@ -197,8 +230,8 @@ type instr struct {
 // LOAD_GLOBAL __toolhost_add__, ROT_THREE, CALL_FUNCTION 2 (seven bytes);
 // jumps and the line table are moved to match. A comparison whose right
 // operand is a constant str, None or small int is left as it is (gpython
-// gets those right), as is a subscript by a constant int or str. Code with
-// EXTENDED_ARG (a function past 65,535 names or bytes) is left as it is.
+// gets those right). Code with EXTENDED_ARG (a function past 65,535
+// names or bytes) is left as it is.
 func rewriteOps(code *py.Code) { rewriteOpsWith(code, false) }
 
 // rewriteOpsWith is rewriteOps; allCompares rewrites the comparisons with
@@ -269,8 +302,10 @@ func rewriteOpsWith(code *py.Code, allCompares bool) {
 			ok = isCmp && (allCompares || !(k > 0 && ins[k-1].op == vm.LOAD_CONST && exactConst(code, ins[k-1].arg)))
 			r = opRewrite{binaryCall, name}
 		case vm.BINARY_SUBSCR:
-			ok = !(k > 0 && ins[k-1].op == vm.LOAD_CONST && indexConst(code, ins[k-1].arg))
-			r = opRewrite{binaryCall, subscrBuiltin}
+			// Every subscript, by a constant too: gpython's IndexError and
+			// TypeError do not name the container ("index out of range"),
+			// and its KeyError of a constant int key wrote it as a str.
+			ok, r = true, opRewrite{binaryCall, subscrBuiltin}
 		case vm.MAP_ADD:
 			if !comp {
 				r = opRewrite{keyCheck, "__toolhost_key__"}
@@ -301,9 +336,17 @@ func rewriteOpsWith(code *py.Code, allCompares bool) {
 			ok, r = gen, opRewrite{keyCheck, genReturnBuiltin}
 		case vm.YIELD_FROM:
 			ok, r = true, opRewrite{suffixCall, yieldFromBuiltin}
+		case vm.MAKE_FUNCTION, vm.MAKE_CLOSURE:
+			ok, r = true, opRewrite{suffixCall, funcNameBuiltin}
 		case vm.CALL_FUNCTION, vm.CALL_FUNCTION_VAR, vm.CALL_FUNCTION_KW, vm.CALL_FUNCTION_VAR_KW:
 			ok = in.op != vm.CALL_FUNCTION || in.arg>>8&0xff != 0
 			r = opRewrite{callOrdered, callBuiltin}
+		case vm.LOAD_ATTR:
+			ok, r = in.arg < len(code.Names), opRewrite{loadAttr, attrBuiltin}
+		case vm.LOAD_NAME, vm.LOAD_GLOBAL:
+			if in.arg < len(code.Names) && strings.Contains(code.Names[in.arg], ".") {
+				ok, r = true, opRewrite{dottedLoad, code.Names[in.arg]}
+			}
 		}
 		if ok {
 			plan[k], planned[k] = r, true
@@ -358,6 +401,19 @@ func rewriteOpsWith(code *py.Code, allCompares bool) {
 		consts = append(consts, c)
 		return len(consts) - 1
 	}
+	strConstIndex := func(c string) int {
+		for i, o := range consts {
+			if x, ok := o.(py.String); ok && string(x) == c {
+				return i
+			}
+		}
+		if len(consts) == 0 {
+			// A function's first constant, if a str, is its __doc__.
+			consts = append(consts, py.None)
+		}
+		consts = append(consts, py.String(c))
+		return len(consts) - 1
+	}
 	local := -1
 	if comp || setComp {
 		varnames = append(append([]string(nil), varnames...), dictLocal)
@@ -389,6 +445,21 @@ func rewriteOpsWith(code *py.Code, allCompares bool) {
 		switch {
 		case planned[k] && plan[k].kind == saveDict:
 			ok = emit(in.op, in.arg) && emit(vm.DUP_TOP, 0) && emit(vm.STORE_FAST, local)
+		case planned[k] && plan[k].kind == dottedLoad:
+			ok = emitDotted(code, in.op, plan[k].name, nameIndex, emit, func(attr string) bool {
+				return emit(vm.LOAD_GLOBAL, nameIndex(attrBuiltin)) && emit(vm.ROT_TWO, 0) && emit(vm.LOAD_CONST, strConstIndex(attr)) &&
+					emit(vm.CALL_FUNCTION, 2)
+			})
+		case planned[k] && plan[k].kind == loadAttr:
+			ok = emit(vm.LOAD_GLOBAL, nameIndex(plan[k].name)) && emit(vm.ROT_TWO, 0) && emit(vm.LOAD_CONST, strConstIndex(code.Names[in.arg])) &&
+				emit(vm.CALL_FUNCTION, 2)
+		case planned[k] && plan[k].kind == unpackCheck:
+			n := in.arg
+			if in.op == vm.UNPACK_EX {
+				n |= 1 << 16
+			}
+			ok = emit(vm.LOAD_GLOBAL, nameIndex(plan[k].name)) && emit(vm.ROT_TWO, 0) && emit(vm.LOAD_CONST, constIndex(py.Int(n))) &&
+				emit(vm.CALL_FUNCTION, 2) && emit(in.op, in.arg)
 		case planned[k] && plan[k].kind == callOrdered:
 			n := in.arg&0xff + 2*(in.arg>>8&0xff) + starCalls[in.op]&1 + starCalls[in.op]>>1
 			ok = emit(vm.BUILD_TUPLE, n) && emit(vm.LOAD_CONST, constIndex(py.Int(in.arg|starCalls[in.op]<<16))) &&
@@ -490,6 +561,39 @@ func rewriteOpsWith(code *py.Code, allCompares bool) {
 	}
 }
 
+// emitDotted emits the load of a dotted name (x.setter): its first part
+// as the scope the compiler chose for the whole name would have it (a
+// function's own local or cell, else a global; a class body's or module's
+// name), then an attribute load (attr, as loadAttr's) for each other
+// part.
+func emitDotted(code *py.Code, op vm.OpCode, name string, nameIndex func(string) int, emit func(vm.OpCode, int) bool, attr func(string) bool) bool {
+	parts := strings.Split(name, ".")
+	first := func() bool {
+		if op == vm.LOAD_GLOBAL {
+			for i, v := range code.Varnames {
+				if v == parts[0] {
+					return emit(vm.LOAD_FAST, i)
+				}
+			}
+			for i, v := range append(append([]string(nil), code.Cellvars...), code.Freevars...) {
+				if v == parts[0] {
+					return emit(vm.LOAD_DEREF, i)
+				}
+			}
+		}
+		return emit(op, nameIndex(parts[0]))
+	}
+	if !first() {
+		return false
+	}
+	for _, p := range parts[1:] {
+		if !attr(p) {
+			return false
+		}
+	}
+	return true
+}
+
 // foldedBinary are the binary operators CPython's compiler folds on
 // constants.
 var foldedBinary = map[vm.OpCode]bool{vm.BINARY_POWER: true, vm.BINARY_MULTIPLY: true, vm.BINARY_MODULO: true, vm.BINARY_ADD: true,
@@ -530,19 +634,6 @@ func exactConst(code *py.Code, i int) bool {
 		return true
 	case py.Int:
 		return c <= 1<<53 && c >= -(1<<53)
-	}
-	return false
-}
-
-// indexConst reports a constant subscript that is not a slice: an int or
-// a str.
-func indexConst(code *py.Code, i int) bool {
-	if i >= len(code.Consts) {
-		return false
-	}
-	switch code.Consts[i].(type) {
-	case py.String, py.Int:
-		return true
 	}
 	return false
 }

@@ -289,8 +289,59 @@ func opIter(o py.Object) (py.Object, error) {
 	return py.Iter(o)
 }
 
-// opUnpack gives a dict unpacked (a, b = d) as its keys in order.
-func opUnpack(o py.Object) (py.Object, error) { return inOrder(o), nil }
+// opUnpack is the value an unpacking of arg names takes apart (arg is
+// UNPACK_SEQUENCE's, or UNPACK_EX's with 1<<16): a dict's keys in order
+// (a, b = d), and CPython's errors for a value of another length
+// (gpython's said "need more than 2 value(s) to unpack") or not
+// iterable.
+func opUnpack(o, arg py.Object) (py.Object, error) {
+	o = inOrder(o)
+	n, _ := arg.(py.Int)
+	ex := n&(1<<16) != 0
+	// UNPACK_EX's argument is the names before the star and, shifted by
+	// 8, those after it.
+	want := int(n & 0xffff)
+	if ex {
+		want = want&0xff + want>>8
+	}
+	var items []py.Object
+	switch x := o.(type) {
+	case py.Tuple:
+		items = x
+	case *py.List:
+		items = x.Items
+	default:
+		it, err := py.Iter(o)
+		if err != nil {
+			if py.IsException(py.TypeError, err) {
+				return nil, py.ExceptionNewf(py.TypeError, "cannot unpack non-iterable %s object", o.Type().Name)
+			}
+			return nil, err
+		}
+		// One item more than the names tells a value too long, as
+		// CPython does (an endless iterator is not run to its end).
+		for ex || len(items) <= want {
+			item, err := py.Next(it)
+			if err != nil {
+				if py.IsException(py.StopIteration, err) {
+					break
+				}
+				return nil, err
+			}
+			items = append(items, item)
+		}
+		o = py.Tuple(items)
+	}
+	switch {
+	case len(items) < want && ex:
+		return nil, py.ExceptionNewf(py.ValueError, "not enough values to unpack (expected at least %d, got %d)", want, len(items))
+	case len(items) < want:
+		return nil, py.ExceptionNewf(py.ValueError, "not enough values to unpack (expected %d, got %d)", want, len(items))
+	case len(items) > want && !ex:
+		return nil, py.ExceptionNewf(py.ValueError, "too many values to unpack (expected %d)", want)
+	}
+	return o, nil
+}
 
 // opStoreMap is one item of a dict display ({k: v}): d[k] = v, the key
 // checked and noted; it gives d back.

@@ -587,7 +587,200 @@ func opSubscript(a, s py.Object) (py.Object, error) {
 			return out, nil
 		}
 	}
-	return py.GetItem(a, s)
+	res, err := py.GetItem(a, s)
+	if err != nil {
+		return nil, indexError(err, a, s, "index")
+	}
+	return res, nil
+}
+
+// sequenceNames are the names CPython's messages give the sequences.
+var sequenceNames = map[*py.Type]string{py.ListType: "list", py.TupleType: "tuple", py.StringType: "string", py.RangeType: "range"}
+
+// indexError is err, a's subscript by s failing, with CPython's message:
+// gpython's IndexError was "index out of range" for every sequence, and
+// its TypeError of an index that is not an int "unsupported operand
+// type(s) for index: 'str'". what is "index" for a read, "assignment
+// index" for a store or del.
+func indexError(err error, a, s py.Object, what string) error {
+	e, ok := err.(*py.Exception)
+	name, seq := sequenceNames[a.Type()]
+	if !ok || !seq {
+		return err
+	}
+	switch {
+	case e.Base == py.IndexError && exceptionMessage(e) == "index out of range":
+		if name == "range" {
+			name = "range object"
+		}
+		if _, isList := a.(*py.List); !isList {
+			what = "index"
+		}
+		return py.ExceptionNewf(py.IndexError, "%s %s out of range", name, what)
+	case e.Base == py.TypeError && strings.HasPrefix(exceptionMessage(e), "unsupported operand type(s) for index"):
+		if name == "string" {
+			return py.ExceptionNewf(py.TypeError, "string indices must be integers, not '%s'", s.Type().Name)
+		}
+		return py.ExceptionNewf(py.TypeError, "%s indices must be integers or slices, not %s", name, s.Type().Name)
+	}
+	return err
+}
+
+// opAttr is o.name (LOAD_ATTR), with CPython's message when o has no
+// such attribute: gpython's said "'NoneType' has no attribute 'x'" for
+// "'NoneType' object has no attribute 'x'", and "'module' has no
+// attribute 'x'" for "module 'math' has no attribute 'x'".
+func opAttr(o, name py.Object) (py.Object, error) {
+	key, ok := name.(py.String)
+	if !ok {
+		return py.GetAttr(o, name)
+	}
+	return getAttr(o, string(key))
+}
+
+// getAttr is o.key as CPython looks it up, with its messages.
+func getAttr(o py.Object, key string) (py.Object, error) {
+	if e, ok := o.(*py.Exception); ok {
+		if res, done, err := exceptionAttr(e, key); done {
+			return res, err
+		}
+	}
+	res, err := py.GetAttrString(o, key)
+	if err != nil {
+		return nil, attrError(err, o, key)
+	}
+	return res, nil
+}
+
+// exceptionAttrs are attributes CPython's exceptions have that gpython's
+// do not (gpython gave the exception's args for any attribute it lacks),
+// with the classes that have them (nil: every exception).
+var exceptionAttrs = func() map[string][]*py.Type {
+	m := map[string][]*py.Type{}
+	for _, a := range []string{"__traceback__", "__cause__", "__context__", "__suppress_context__", "__notes__", "add_note"} {
+		m[a] = nil
+	}
+	for t, attrs := range map[*py.Type][]string{
+		py.OSError:        {"errno", "strerror", "filename", "filename2", "characters_written"},
+		py.StopIteration:  {"value"},
+		py.SystemExit:     {"code"},
+		py.ImportError:    {"name", "path", "msg"},
+		py.SyntaxError:    {"msg", "filename", "lineno", "offset", "text", "end_lineno", "end_offset", "print_file_and_line"},
+		py.UnicodeError:   {"encoding", "object", "start", "end", "reason"},
+		py.AttributeError: {"name", "obj"},
+		py.NameError:      {"name"},
+	} {
+		for _, a := range attrs {
+			m[a] = append(m[a], t)
+		}
+	}
+	return m
+}()
+
+// exceptionAttr is an attribute of an exception: its args, what was set on
+// it, its class's; NotImplementedError for an attribute CPython's have and
+// gpython's lack, AttributeError for any other (gpython's gave its args:
+// getattr(e, 'status', None) was e.args). done is false for an attribute
+// gpython's lookup finds.
+func exceptionAttr(e *py.Exception, key string) (res py.Object, done bool, err error) {
+	if key == "args" || strings.HasPrefix(key, "__") && key != "__traceback__" && key != "__cause__" && key != "__context__" &&
+		key != "__suppress_context__" && key != "__notes__" {
+		return nil, false, nil
+	}
+	if v, ok := e.Dict[key]; ok {
+		return v, true, nil
+	}
+	if e.Type().NativeGetAttrOrNil(key) != nil {
+		return nil, false, nil
+	}
+	if key == "code" && e.Type().IsSubtype(py.SystemExit) || key == "value" && e.Type().IsSubtype(py.StopIteration) {
+		// SystemExit(3).code, StopIteration(v).value: the argument, None
+		// for none, the args for several (SystemExit's).
+		args, _ := e.Args.(py.Tuple)
+		switch {
+		case len(args) == 0:
+			return py.None, true, nil
+		case len(args) == 1 || key == "value":
+			return args[0], true, nil
+		}
+		return args, true, nil
+	}
+	if classes, ok := exceptionAttrs[key]; ok {
+		has := classes == nil
+		for _, c := range classes {
+			has = has || e.Type().IsSubtype(c)
+		}
+		if has {
+			return nil, true, unsupported("the " + key + " attribute of " + e.Type().Name)
+		}
+	}
+	return nil, true, py.ExceptionNewf(py.AttributeError, "'%s' object has no attribute '%s'", e.Type().Name, key)
+}
+
+// builtinGetattr is getattr(o, name[, default]): a default stands for an
+// AttributeError only (gpython's took it for any error).
+func builtinGetattr(_ py.Object, args py.Tuple) (py.Object, error) {
+	if len(args) < 2 || len(args) > 3 {
+		return nil, py.ExceptionNewf(py.TypeError, "getattr expected at least 2 arguments, got %d", len(args))
+	}
+	key, ok := args[1].(py.String)
+	if !ok {
+		return nil, py.ExceptionNewf(py.TypeError, "attribute name must be string, not '%s'", args[1].Type().Name)
+	}
+	res, err := getAttr(args[0], string(key))
+	if err != nil && len(args) == 3 && py.IsException(py.AttributeError, err) {
+		return args[2], nil
+	}
+	return res, err
+}
+
+// builtinHasattr is hasattr(o, name): false for an AttributeError, the
+// error for any other (gpython's was false for any error).
+func builtinHasattr(_ py.Object, args py.Tuple) (py.Object, error) {
+	if len(args) != 2 {
+		return nil, py.ExceptionNewf(py.TypeError, "hasattr expected 2 arguments, got %d", len(args))
+	}
+	key, ok := args[1].(py.String)
+	if !ok {
+		return nil, py.ExceptionNewf(py.TypeError, "attribute name must be string, not '%s'", args[1].Type().Name)
+	}
+	_, err := getAttr(args[0], string(key))
+	if err != nil {
+		if py.IsException(py.AttributeError, err) {
+			return py.False, nil
+		}
+		return nil, err
+	}
+	return py.True, nil
+}
+
+// attrError is err, the lookup of o's attribute key failing, with
+// CPython's message if it is gpython's AttributeError.
+func attrError(err error, o py.Object, key string) error {
+	e, ok := err.(*py.Exception)
+	if !ok || e.Base != py.AttributeError || exceptionMessage(e) != "'"+o.Type().Name+"' has no attribute '"+key+"'" {
+		return err
+	}
+	if userMethod(o, "__getattr__") != nil {
+		return err // the class's own __getattr__ raised it
+	}
+	if m, ok := o.(*py.Module); ok && m.ModuleImpl != nil {
+		return py.ExceptionNewf(py.AttributeError, "module '%s' has no attribute '%s'", m.ModuleImpl.Info.Name, key)
+	}
+	return py.ExceptionNewf(py.AttributeError, "'%s' object has no attribute '%s'", o.Type().Name, key)
+}
+
+// checkDel checks del a[i] before it is done, for CPython's messages:
+// those of a list's index out of range, or not an int.
+func checkDel(container, key py.Object) (py.Object, error) {
+	if l, ok := container.(*py.List); ok {
+		if _, isSlice := key.(*py.Slice); !isSlice {
+			if _, err := py.IndexIntCheck(key, len(l.Items)); err != nil {
+				return nil, indexError(err, container, key, "assignment index")
+			}
+		}
+	}
+	return py.None, nil
 }
 
 // checkKey refuses a dict key other than a str before a dict display or
@@ -618,7 +811,7 @@ func checkStore(container, key py.Object) (py.Object, error) {
 		}
 		noteKey(d, string(k))
 	}
-	return py.None, nil
+	return checkDel(container, key)
 }
 
 // builtinPow is pow(): two arguments as the ** operator, three as
@@ -733,8 +926,10 @@ func init() {
 	unary("__toolhost_key__", checkKey)
 	binary("__toolhost_store__", checkStore)
 	binary(subscrBuiltin, opSubscript)
+	binary(delCheckBuiltin, checkDel)
 	unary("__toolhost_iter__", opIter)
-	unary("__toolhost_unpack__", opUnpack)
+	binary(unpackBuiltin, opUnpack)
+	binary(attrBuiltin, opAttr)
 	binary("__toolhost_store_map__", opStoreMap)
 	binary("__toolhost_map_add__", opMapAdd)
 	binary("__toolhost_lt__", comparison(py.Lt, func(c int) bool { return c < 0 }))
@@ -757,6 +952,12 @@ func init() {
 		return v, nil
 	})
 	unary(yieldFromBuiltin, func(py.Object) (py.Object, error) { return py.None, nil })
+	unary(funcNameBuiltin, func(f py.Object) (py.Object, error) {
+		if fn, ok := f.(*py.Function); ok {
+			fn.Name = shortName(fn.Name)
+		}
+		return f, nil
+	})
 	operatorBuiltins[genStopBuiltin] = py.MustNewMethod(genStopBuiltin, func(_ py.Object, _ py.Tuple) (py.Object, error) {
 		return py.ExceptionNewf(py.RuntimeError, "generator raised StopIteration"), nil
 	}, 0, "")

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/go-python/gpython/py"
+	"github.com/go-python/gpython/vm"
 )
 
 // compileModule compiles a module's source as gpython does, then corrects
@@ -30,11 +31,58 @@ func compileModule(src, name string) (*py.Code, error) {
 func fixCode(code *py.Code, allCompares bool) {
 	fixCell2arg(code)
 	rewriteOpsWith(code, allCompares)
+	qualifyNames(code)
 	for _, c := range code.Consts {
 		if nested, ok := c.(*py.Code); ok {
 			fixCode(nested, allCompares)
 		}
 	}
+}
+
+// qualifyNames names each function a code object makes by its qualified
+// name (f in run becomes run.<locals>.f, a method m of A becomes A.m):
+// gpython's errors of a call's arguments name the code ("f() missing 1
+// required positional argument: 'a'"), CPython's the qualified name. The
+// function keeps its own name (funcNameBuiltin follows MAKE_FUNCTION), and
+// a traceback shows the code's last part (toolError). A class's body and
+// a comprehension keep theirs.
+func qualifyNames(code *py.Code) {
+	var ops []instr
+	b := code.Code
+	for i := 0; i < len(b); {
+		in := instr{at: i, op: vm.OpCode(b[i]), size: 1}
+		if in.op == vm.EXTENDED_ARG {
+			return
+		}
+		if in.op.HAS_ARG() {
+			if i+2 >= len(b) {
+				return
+			}
+			in.arg, in.size = int(b[i+1])|int(b[i+2])<<8, 3
+		}
+		ops = append(ops, in)
+		i += in.size
+	}
+	for k := 2; k+1 < len(ops); k++ {
+		// Only a function whose making the rewrite follows with
+		// funcNameBuiltin (it left code it could not rewrite as it was).
+		if ops[k].op != vm.MAKE_FUNCTION && ops[k].op != vm.MAKE_CLOSURE || ops[k-1].op != vm.LOAD_CONST || ops[k-2].op != vm.LOAD_CONST ||
+			ops[k-1].arg >= len(code.Consts) || ops[k-2].arg >= len(code.Consts) ||
+			ops[k+1].op != vm.LOAD_GLOBAL || ops[k+1].arg >= len(code.Names) || code.Names[ops[k+1].arg] != funcNameBuiltin {
+			continue
+		}
+		fn, ok := code.Consts[ops[k-2].arg].(*py.Code)
+		qualname, ok2 := code.Consts[ops[k-1].arg].(py.String)
+		if !ok || !ok2 || fn.Flags&py.CO_NEWLOCALS == 0 || strings.HasPrefix(fn.Name, "<") && fn.Name != "<lambda>" {
+			continue
+		}
+		fn.Name = string(qualname)
+	}
+}
+
+// shortName is the last part of a qualified name.
+func shortName(name string) string {
+	return name[strings.LastIndex(name, ".")+1:]
 }
 
 // fixCell2arg maps each cell variable that is also a parameter to that
@@ -139,6 +187,7 @@ func init() {
 		py.StringType:     {strNew, py.StringType.New},
 		py.StringDictType: {dictNew, py.StringDictType.New},
 		py.IntType:        {intNew, py.IntType.New},
+		py.FloatType:      {floatNew, py.FloatType.New},
 		py.RangeType:      {rangeNew, py.RangeType.New},
 		py.FrozenSetType:  {setNew(true), py.FrozenSetType.New},
 		py.SetType:        {setNew(false), py.SetType.New},
@@ -213,6 +262,11 @@ func fixBuiltins(b *py.Module) {
 	// vars() and __dict__ (ObjectType's, below) would give a dict in an
 	// order gpython does not keep; the deep check refuses them where the
 	// source shows them, and this where it does not.
+	b.Globals["getattr"] = py.MustNewMethod("getattr", builtinGetattr, 0, "")
+	b.Globals["hasattr"] = py.MustNewMethod("hasattr", builtinHasattr, 0, "")
+	b.Globals["property"] = propertyType
+	b.Globals["ModuleNotFoundError"] = moduleNotFoundError
+	b.Globals["__build_class__"] = buildClass(b.Globals["__build_class__"])
 	b.Globals["vars"] = py.MustNewMethod("vars", func(_ py.Object, _ py.Tuple, _ py.StringDict) (py.Object, error) {
 		return nil, unsupported("vars()")
 	}, 0, "")
@@ -336,6 +390,11 @@ func strNew(t *py.Type, args py.Tuple, kwargs py.StringDict) (py.Object, error) 
 }
 
 func intNew(t *py.Type, args py.Tuple, kwargs py.StringDict) (py.Object, error) {
+	if len(args) == 2 && len(kwargs) == 0 {
+		if s, ok := args[0].(py.String); ok {
+			return intFromString(t, s, args, kwargs)
+		}
+	}
 	if len(args) == 1 && len(kwargs) == 0 {
 		switch x := args[0].(type) {
 		case py.Bool:
@@ -344,33 +403,12 @@ func intNew(t *py.Type, args py.Tuple, kwargs py.StringDict) (py.Object, error) 
 			}
 			return py.Int(0), nil
 		case py.String:
-			if s, ok := digitsWithUnderscores(string(x)); ok {
-				args = py.Tuple{py.String(s)}
-			}
+			return intFromString(t, x, args, kwargs)
 		case py.NoneType, *py.List, py.Tuple, py.StringDict:
 			return nil, py.ExceptionNewf(py.TypeError, "int() argument must be a string, a bytes-like object or a real number, not '%s'", x.Type().Name)
 		}
 	}
 	return py.IntNew(t, args, kwargs)
-}
-
-// digitsWithUnderscores removes the underscores of a decimal literal
-// written as CPython allows (one between two digits).
-func digitsWithUnderscores(s string) (string, bool) {
-	t := strings.TrimSpace(s)
-	if !strings.Contains(t, "_") {
-		return s, false
-	}
-	body := strings.TrimLeft(t, "+-")
-	if len(t)-len(body) > 1 || body == "" || body[0] == '_' || body[len(body)-1] == '_' || strings.Contains(body, "__") {
-		return s, false
-	}
-	for _, r := range body {
-		if r != '_' && (r < '0' || r > '9') {
-			return s, false
-		}
-	}
-	return strings.ReplaceAll(t, "_", ""), true
 }
 
 func dictNew(_ *py.Type, args py.Tuple, kwargs py.StringDict) (py.Object, error) {
@@ -592,10 +630,16 @@ func typeGetattribute(_ py.Object, args py.Tuple) (py.Object, error) {
 	if res, ok := meta.NativeGetAttrOrNil(string(key)).(*py.Property); ok {
 		return res.M__get__(t, meta)
 	}
-	if res, ok := t.Dict[string(key)]; ok {
-		return res, nil
-	}
-	if res := t.Lookup(string(key)); res != nil {
+	if res := t.NativeGetAttrOrNil(string(key)); res != nil {
+		// A static method is its function through the class, a class
+		// method is bound to the class (A.s(1) raised TypeError: the
+		// staticmethod object itself is not callable).
+		switch m := res.(type) {
+		case *py.StaticMethod:
+			return m.Callable, nil
+		case *py.ClassMethod:
+			return m.M__get__(t, t)
+		}
 		return res, nil
 	}
 	if res := meta.NativeGetAttrOrNil(string(key)); res != nil {

@@ -145,13 +145,46 @@ func Refusals(file, src string) (out []plugins.SourceProblem) {
 					}
 				}
 			}
+		case *ast.Try:
+			if importFallback(x) {
+				for _, st := range x.Body {
+					ast.Walk(st, func(n ast.Ast) bool {
+						var mods []string
+						switch i := n.(type) {
+						case *ast.FunctionDef, *ast.ClassDef, *ast.Lambda:
+							return false
+						case *ast.Import:
+							for _, a := range i.Names {
+								mods = append(mods, string(a.Name))
+							}
+						case *ast.ImportFrom:
+							if i.Level == 0 {
+								mods = append(mods, string(i.Module))
+							}
+						}
+						for _, m := range mods {
+							top, _, _ := strings.Cut(m, ".")
+							if cpythonStdlib[top] && !gpythonModules[top] {
+								add(n, "%s is a module of CPython's standard library that gpython lacks: its import fails there, and this try statement's except clause takes the failure", m)
+							}
+						}
+						return true
+					})
+				}
+			}
 		case *ast.ClassDef:
 			for _, st := range x.Body {
 				if f, ok := st.(*ast.FunctionDef); ok && f.Name == "__call__" {
 					add(f, "calling an instance (a class's __call__) is not available on gpython")
 				}
+				if f, ok := st.(*ast.FunctionDef); ok && (f.Name == "__get__" || f.Name == "__set__" || f.Name == "__delete__" || f.Name == "__set_name__") {
+					add(f, "a descriptor written in Python (a class's %s) is not called by gpython's attribute lookup: use property", f.Name)
+				}
 			}
 			for _, b := range x.Bases {
+				if n, ok := b.(*ast.Name); ok && n.Id == "property" && !bound["property"] {
+					add(x, "a class deriving from property (class %s) does not work on gpython", x.Name)
+				}
 				if n, ok := b.(*ast.Name); ok && isExceptionName(string(n.Id)) {
 					add(x, "a class deriving from %s (class %s) does not work on gpython: raising it fails with TypeError", n.Id, x.Name)
 				}
@@ -159,6 +192,7 @@ func Refusals(file, src string) (out []plugins.SourceProblem) {
 		}
 		return true
 	})
+	dottedDecorators(mod.(*ast.Module).Body, nil, add)
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Line != out[j].Line {
 			return out[i].Line < out[j].Line
@@ -205,6 +239,7 @@ var missingAttrs = map[string]string{
 	"__cause__":        "an exception's __cause__ is not available on gpython",
 	"__class__":        "an object's __class__ is not available on gpython: use type(x)",
 	"__context__":      "an exception's __context__ is not available on gpython",
+	"__traceback__":    "an exception's __traceback__ is not available on gpython",
 	"as_integer_ratio": "float.as_integer_ratio is not available on gpython",
 	"conjugate":        "conjugate is not available on gpython",
 	"real":             "the real attribute of numbers is not available on gpython",
@@ -216,4 +251,131 @@ var missingAttrs = map[string]string{
 	"fromhex":          "float.fromhex is not available on gpython",
 	"hex":              "float.hex is not available on gpython",
 	"encode":           "str.encode gives bytes that gpython cannot use as CPython does",
+}
+
+// scope is the names one function or class body binds.
+type scope struct {
+	names    map[string]bool
+	function bool
+}
+
+// scopeNames are the names a body binds itself (not in the functions and
+// classes it defines, whose own names it binds), with params a
+// function's parameters.
+func scopeNames(body []ast.Stmt, params *ast.Arguments) map[string]bool {
+	names := map[string]bool{}
+	if params != nil {
+		for _, a := range append(append(append([]*ast.Arg(nil), params.Args...), params.Kwonlyargs...), params.Vararg, params.Kwarg) {
+			if a != nil {
+				names[string(a.Arg)] = true
+			}
+		}
+	}
+	for _, st := range body {
+		ast.Walk(st, func(n ast.Ast) bool {
+			switch x := n.(type) {
+			case *ast.FunctionDef:
+				names[string(x.Name)] = true
+				return false
+			case *ast.ClassDef:
+				names[string(x.Name)] = true
+				return false
+			case *ast.Lambda:
+				return false
+			case *ast.Name:
+				if x.Ctx != ast.Load {
+					names[string(x.Id)] = true
+				}
+			case *ast.Alias:
+				names[string(x.Name)], names[string(x.AsName)] = true, true
+			case *ast.ExceptHandler:
+				names[string(x.Name)] = true
+			}
+			return true
+		})
+	}
+	return names
+}
+
+// dottedDecorators refuses a dotted decorator (@x.setter) whose first
+// name a function around the decorated definition binds, and the body
+// the decorator is in does not: toolhost loads the name's first part as
+// that body would a name it does not bind, from the module (gpython's
+// parser makes "x.setter" one name, which toolhost splits), so it would
+// not find the enclosing function's.
+func dottedDecorators(body []ast.Stmt, outer []scope, add func(ast.Ast, string, ...any)) {
+	var here map[string]bool
+	if len(outer) > 0 {
+		here = outer[len(outer)-1].names
+	}
+	check := func(decorators []ast.Expr) {
+		for _, d := range decorators {
+			if c, ok := d.(*ast.Call); ok {
+				d = c.Func
+			}
+			n, ok := d.(*ast.Name)
+			if !ok || !strings.Contains(string(n.Id), ".") || len(outer) == 0 {
+				continue
+			}
+			first := strings.SplitN(string(n.Id), ".", 2)[0]
+			if here[first] {
+				continue
+			}
+			for _, s := range outer[:len(outer)-1] {
+				if s.function && s.names[first] {
+					add(n, "the decorator @%s names %s of an enclosing function, which gpython does not find there", n.Id, first)
+					break
+				}
+			}
+		}
+	}
+	for _, st := range body {
+		ast.Walk(st, func(n ast.Ast) bool {
+			switch x := n.(type) {
+			case *ast.FunctionDef:
+				check(x.DecoratorList)
+				dottedDecorators(x.Body, append(outer[:len(outer):len(outer)], scope{scopeNames(x.Body, x.Args), true}), add)
+				return false
+			case *ast.ClassDef:
+				check(x.DecoratorList)
+				dottedDecorators(x.Body, append(outer[:len(outer):len(outer)], scope{scopeNames(x.Body, nil), false}), add)
+				return false
+			}
+			return true
+		})
+	}
+}
+
+// gpythonModules are the modules of CPython's standard library that
+// toolhost's gpython has.
+var gpythonModules = map[string]bool{"math": true, "string": true, "time": true, "binascii": true, "json": true, "sys": true}
+
+// importFallback reports a try statement with a handler that takes an
+// ImportError (bare, or naming ImportError, ModuleNotFoundError,
+// Exception or BaseException).
+func importFallback(t *ast.Try) bool {
+	takes := func(e ast.Expr) bool {
+		n, ok := e.(*ast.Name)
+		if !ok {
+			return false
+		}
+		switch n.Id {
+		case "ImportError", "ModuleNotFoundError", "Exception", "BaseException":
+			return true
+		}
+		return false
+	}
+	for _, h := range t.Handlers {
+		if h.ExprType == nil || takes(h.ExprType) {
+			return true
+		}
+		if tu, ok := h.ExprType.(*ast.Tuple); ok {
+			for _, e := range tu.Elts {
+				if takes(e) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }

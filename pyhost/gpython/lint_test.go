@@ -46,6 +46,18 @@ func TestRefusals(t *testing.T) {
 		{"class C:\n    def __init__(self, **kw):\n        self.__dict__.update(kw)\n", 3, 13, "__dict__ is not available"},
 		{"d = getattr(obj, '__dict__', None)\n", 1, 18, "__dict__ is not available"},
 		{"d = getattr(obj, 'name', None)\n", 0, 0, ""},
+		{"class A:\n    @property\n    def x(self):\n        return 1\n    @x.setter\n    def x(self, v):\n        pass\n", 0, 0, ""},
+		{"def f(app):\n    @app.route('/')\n    def g():\n        pass\n", 0, 0, ""},
+		{"import app\nclass A:\n    @app.get\n    def g(self):\n        pass\n", 0, 0, ""},
+		{"def f(app):\n    class A:\n        @app.get\n        def g(self):\n            pass\n", 3, 9, "names app of an enclosing function"},
+		{"def f(app):\n    def h():\n        @app.get\n        def g():\n            pass\n", 3, 9, "names app of an enclosing function"},
+		{"import re\n", 0, 0, ""},
+		{"try:\n    import re\nexcept ImportError:\n    re = None\n", 2, 5, "re is a module of CPython's standard library that gpython lacks"},
+		{"try:\n    from os.path import join\nexcept Exception:\n    pass\n", 2, 5, "os.path is a module of CPython's standard library"},
+		{"try:\n    import json\n    import requests\nexcept ImportError:\n    pass\n", 0, 0, ""},
+		{"try:\n    import re\nexcept ValueError:\n    pass\n", 0, 0, ""},
+		{"class C(property):\n    pass\n", 1, 1, "a class deriving from property"},
+		{"class D:\n    def __get__(self, obj, typ):\n        return 1\n", 2, 5, "a descriptor written in Python (a class's __get__)"},
 	}
 	for _, tt := range tests {
 		got := Refusals("m.py", tt.src)
@@ -80,7 +92,8 @@ func FuzzRefusals(f *testing.F) {
 
 // FuzzRewriteModulo compiles any source, rewrites its operators
 // (rewriteOps: %, the arithmetic, comparisons, slices, dict stores,
-// iteration, calls with keyword or star arguments) and
+// iteration, calls with keyword or star arguments, unpackings, attribute
+// loads, the names of dotted decorators) and
 // checks the code it made: every instruction whole, no rewritten operator
 // left (unless the code was left as it was), every jump inside the code,
 // and a line table that still covers it.
@@ -89,7 +102,8 @@ func FuzzRewriteModulo(f *testing.F) {
 		"while x % 3:\n    x += 1\nelse:\n    y = [i % 2 for i in z if i % 3]\n",
 		"def f(a, *b, **kw):\n    d = {'x': a, 'y': {k: v for k, v in kw.items()}}\n    return g(*b, z=1, **d)\n",
 		"for k, v in {'b': 1, 'a': 2}.items():\n    first, *rest = [k, v]\n    h(k, key=v)\n",
-		"r = [(a, b) for a in g() for b in (c for c in a) if b]\nfor x in r:\n    for y in x:\n        break\n    else:\n        pass\n"} {
+		"r = [(a, b) for a in g() for b in (c for c in a) if b]\nfor x in r:\n    for y in x:\n        break\n    else:\n        pass\n",
+		"class A:\n    @property\n    def x(self):\n        return 1\n    @x.setter\n    def x(self, v):\n        pass\ndef f(app):\n    @app.route.get('/')\n    def g():\n        pass\n"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, src string) {
@@ -112,11 +126,17 @@ func FuzzRewriteModulo(f *testing.F) {
 					}
 					arg, size = int(b[i+1])|int(b[i+2])<<8, 3
 				}
-				if r, ok := opRewrites[op]; ok && op != vm.MAP_ADD && r.kind != keyCheck && r.kind != storeCheck && b != before {
+				if r, ok := opRewrites[op]; ok && op != vm.MAP_ADD && r.kind != keyCheck && r.kind != storeCheck && r.kind != unpackCheck && b != before {
 					t.Fatalf("an operator (%v) left at %d", op, i)
 				}
 				if _, star := starCalls[op]; star && (op != vm.CALL_FUNCTION || arg>>8 != 0) && b != before {
 					t.Fatalf("a call with keyword or star arguments (%v %d) left at %d", op, arg, i)
+				}
+				if op == vm.LOAD_ATTR && b != before {
+					t.Fatalf("an attribute load left at %d", i)
+				}
+				if (op == vm.LOAD_NAME || op == vm.LOAD_GLOBAL) && strings.Contains(c.Names[arg], ".") && b != before {
+					t.Fatalf("a dotted name (%s) left at %d", c.Names[arg], i)
 				}
 				if relJumps[op] && i+size+arg > len(b) || absJumps[op] && arg > len(b) {
 					t.Fatalf("a jump out of the code at %d: %v %d", i, op, arg)

@@ -18,9 +18,11 @@ func init() {
 	// gpython readies its own types at start-up; a type made after that
 	// must be readied itself (else it is nobody's subclass), and NewType
 	// copied the ready flag of its base.
-	jsonDecodeError.Flags &^= py.TPFLAGS_READY | py.TPFLAGS_READYING
-	if err := jsonDecodeError.Ready(); err != nil {
-		panic("gpython: json.JSONDecodeError: " + err.Error())
+	for _, t := range []*py.Type{jsonDecodeError, moduleNotFoundError} {
+		t.Flags &^= py.TPFLAGS_READY | py.TPFLAGS_READYING
+		if err := t.Ready(); err != nil {
+			panic("gpython: " + t.Name + ": " + err.Error())
+		}
 	}
 	py.RegisterModule(&py.ModuleImpl{
 		Info: py.ModuleInfo{Name: "json", Doc: "JSON encoding and decoding, provided by toolhost."},
@@ -193,4 +195,65 @@ func toolhostCallTool(self py.Object, args py.Tuple, kwargs py.StringDict) (py.O
 		return nil, py.ExceptionNewf(py.RuntimeError, "toolhost.call_tool(%q): %s", string(name.(py.String)), resp.Error)
 	}
 	return fromJSON(resp.Answer)
+}
+
+// cpythonStdlib are the top-level modules of CPython's standard library
+// (Python 3.11's sys.stdlib_module_names, without the private ones): a
+// missing one of these is a module CPython has and gpython lacks, whose
+// ImportError says to run the group on cpython; any other missing module
+// is missing on CPython too, where its error is ModuleNotFoundError.
+var cpythonStdlib = func() map[string]bool {
+	m := map[string]bool{}
+	for _, n := range strings.Fields(`
+abc aifc antigravity argparse array ast asynchat asyncio asyncore atexit
+audioop base64 bdb binascii bisect builtins bz2 cProfile calendar cgi
+cgitb chunk cmath cmd code codecs codeop collections colorsys compileall
+concurrent configparser contextlib contextvars copy copyreg crypt csv
+ctypes curses dataclasses datetime dbm decimal difflib dis distutils
+doctest email encodings ensurepip enum errno faulthandler fcntl filecmp
+fileinput fnmatch fractions ftplib functools gc genericpath getopt
+getpass gettext glob graphlib grp gzip hashlib heapq hmac html http
+idlelib imaplib imghdr imp importlib inspect io ipaddress itertools json
+keyword lib2to3 linecache locale logging lzma mailbox mailcap marshal
+math mimetypes mmap modulefinder msilib msvcrt multiprocessing netrc nis
+nntplib nt ntpath nturl2path numbers opcode operator optparse os
+ossaudiodev pathlib pdb pickle pickletools pipes pkgutil platform
+plistlib poplib posix posixpath pprint profile pstats pty pwd py_compile
+pyclbr pydoc pydoc_data pyexpat queue quopri random re readline reprlib
+resource rlcompleter runpy sched secrets select selectors shelve shlex
+shutil signal site smtpd smtplib sndhdr socket socketserver spwd sqlite3
+sre_compile sre_constants sre_parse ssl stat statistics string
+stringprep struct subprocess sunau symtable sys sysconfig syslog
+tabnanny tarfile telnetlib tempfile termios textwrap this threading time
+timeit tkinter token tokenize tomllib trace traceback tracemalloc tty
+turtle turtledemo types typing unicodedata unittest urllib uu uuid venv
+warnings wave weakref webbrowser winreg winsound wsgiref xdrlib xml
+xmlrpc zipapp zipfile zipimport zlib zoneinfo`) {
+		m[n] = true
+	}
+	return m
+}()
+
+// moduleNotFoundError is ModuleNotFoundError, an ImportError, which
+// gpython lacks (a missing module raised ImportError).
+var moduleNotFoundError = py.ImportError.NewType("ModuleNotFoundError", "Module not found.", nil, nil)
+
+// missingModule is the error of importing a module the group does not
+// have: ModuleNotFoundError with CPython's message for a module CPython's
+// standard library does not have either; for one it has, ImportError
+// saying that gpython lacks it.
+// The name CPython's message gives is the first part of a dotted name
+// that is missing: the package, unless the group has it (have).
+func missingModule(name string, have func(string) bool) error {
+	dotted := strings.ReplaceAll(name, "/", ".")
+	top, _, _ := strings.Cut(dotted, ".")
+	if fixesOff || cpythonStdlib[top] {
+		return py.ExceptionNewf(py.ImportError, "No module named %q on the gpython runtime (it has only a small part of the standard library: math, string, time, binascii, json, toolhost); run the group on cpython", name)
+	}
+	if !have(top) {
+		dotted = top
+	}
+	e := py.ExceptionNewf(moduleNotFoundError, "No module named '%s'", dotted)
+	e.Dict["name"] = py.String(dotted)
+	return e
 }

@@ -386,10 +386,19 @@ func toolError(err error, kind string) *plugins.ToolError {
 	}
 	if e, ok := info.Value.(*py.Exception); ok {
 		te.Type, te.Message = e.Base.Name, exceptionMessage(e)
+		if e.Base == moduleNotFoundError {
+			// CPython's message, which tool code sees, and what the
+			// caller needs to know besides.
+			te.Message += " (on the gpython runtime a group imports its own modules and math, string, time, binascii, json and toolhost; other packages need the cpython runtime)"
+		}
 	}
 	if info.Traceback != nil {
+		// gpython's TracebackDump, with each function's name rather than
+		// its code's qualified one (qualifyNames), as CPython writes it.
 		var b strings.Builder
-		info.TracebackDump(&b)
+		for tb := info.Traceback; tb != nil; tb = tb.Next {
+			fmt.Fprintf(&b, "  File %q, line %d, in %s\n", tb.Frame.Code.Filename, tb.Lineno, shortName(tb.Frame.Code.Name))
+		}
 		te.Traceback = b.String()
 	}
 	return te
