@@ -2,7 +2,6 @@ package runner
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 
@@ -10,60 +9,74 @@ import (
 	"toolhost/plugins/cgroupfs"
 )
 
-// templatesCgroup is the cgroup of the template workers (core/templates),
-// a child of the sandboxes' parent beside the sandboxes.
+// Template workers (core/templates) in the CPU scheduler (issue 25).
 //
-// A template worker renders tenants' templates, and a tenant's template
-// may loop until its time limit: that is a tenant's work, like its tool
-// code. Left in the server's cgroup, a looping template made the server's
-// side of the machine as busy as the sandboxes' (issue 25): two busy
-// entities at the top of the CPU scheduler, each at its fair share, and a
-// quiet tenant's worker, light as it was, waited for the sandboxes' side
-// to become eligible again on every call (its scheduling delay, p99,
-// 20 ms). Among the sandboxes the templates weigh as one tenant: a
-// looping template competes with the tenants' sandboxes, and a quiet
-// tenant's sandbox, below its share, runs as soon as it wakes.
-const templatesCgroup = "templates"
+// A template worker runs no tool code, but a tenant's template may loop
+// until its time limit: that is a tenant's work. Beside the server, a
+// looping template made the server's side of the machine as busy as the
+// sandboxes' side: two busy entities at the top of the CPU scheduler,
+// each held to its fair share, and a quiet tenant's worker, light as it
+// was, waited on every call for the sandboxes' side to be eligible again
+// (its scheduling delay, p99, 20 ms; perf sched).
+//
+// So each template worker runs in a CPU cgroup of its own among the
+// sandboxes, under their parent, named as a sandbox's is (cgroupName: a
+// server that dies leaves it to the next one's sweep), weighing half a
+// tenant. One of its own, not one for all the workers: a tenant renders
+// on at most half of them at once, so the worker that renders a quiet
+// tenant's quick template is light, and runs as soon as it wakes, while
+// the one looping for another tenant competes with the sandboxes at half
+// a tenant's weight.
+const (
+	// templateShares is a template worker's cpu.shares on cgroup v1.
+	templateShares = tenantShares / 2
+	// templateWeight is its cpu.weight on cgroup v2.
+	templateWeight = tenantWeight / 2
+)
 
 // PlaceTemplateWorkers answers the function that moves a template
-// worker's process into the templates' cgroup (templatesCgroup), made
-// when missing with one tenant's CPU weight; nil where sandboxes have no
-// CPU cgroup (the template workers then stay where the server is, at a
-// lower priority).
-func (s *Sandbox) PlaceTemplateWorkers() func(pid int) error {
+// worker's process into a CPU cgroup of its own among the sandboxes and
+// answers the function that removes that cgroup once the process has
+// exited; nil where sandboxes have no CPU cgroup (the template workers
+// then stay where the server is, at a lower priority).
+func (s *Sandbox) PlaceTemplateWorkers() func(pid int) (release func(), err error) {
 	if s == nil || !s.active[plugins.MechCPU] {
 		return nil
 	}
 	return placeTemplateWorker
 }
 
-// placeTemplateWorker moves process pid into the templates' cgroup: on
+// placeTemplateWorker makes process pid's cgroup and moves it there: on
 // cgroup v1 in the cpu hierarchy alone (its memory and pids stay the
-// server's), on v2 in the sandboxes' parent.
-func placeTemplateWorker(pid int) error {
-	dir, weightFile, weight := "", "cpu.weight", strconv.Itoa(tenantWeight)
+// server's), on v2 under the sandboxes' parent.
+func placeTemplateWorker(pid int) (func(), error) {
+	var dir, weightFile, weight string
 	if cgroupV2() {
 		parent, err := v2Parent()
 		if err != nil {
-			return err
+			return nil, err
 		}
-		dir = filepath.Join(parent, templatesCgroup)
+		dir, weightFile, weight = filepath.Join(parent, cgroupName()), "cpu.weight", strconv.Itoa(templateWeight)
 	} else {
 		if err := ensureParent(false); err != nil {
-			return err
+			return nil, err
 		}
-		dir = filepath.Join(cgroupRoot, ctlCPU, parentCgroup, templatesCgroup)
-		weightFile, weight = "cpu.shares", strconv.Itoa(tenantShares)
+		dir = filepath.Join(cgroupRoot, ctlCPU, parentCgroup, cgroupName())
+		weightFile, weight = "cpu.shares", strconv.Itoa(templateShares)
 	}
-	if !dirExists(dir) {
-		if err := mkCgroup(dir); err != nil && !os.IsExist(err) {
-			return fmt.Errorf("make the template workers' cgroup: %w", err)
-		}
-		if !cgroupV2() || cgroupfs.Controllers(dir)[ctlCPU] {
-			if err := writeCgroup(dir, weightFile, weight); err != nil {
-				return err
-			}
+	if err := mkCgroup(dir); err != nil {
+		return nil, fmt.Errorf("make a template worker's cgroup: %w", err)
+	}
+	release := func() { removeCgroup(dir) }
+	if !cgroupV2() || cgroupfs.Controllers(dir)[ctlCPU] {
+		if err := writeCgroup(dir, weightFile, weight); err != nil {
+			release()
+			return nil, err
 		}
 	}
-	return writeCgroup(dir, "cgroup.procs", strconv.Itoa(pid))
+	if err := writeCgroup(dir, "cgroup.procs", strconv.Itoa(pid)); err != nil {
+		release()
+		return nil, err
+	}
+	return release, nil
 }

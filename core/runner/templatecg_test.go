@@ -7,7 +7,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"toolhost/plugins"
 	"toolhost/plugins/cgroupfs"
@@ -45,11 +47,13 @@ func sleeper(t *testing.T) int {
 }
 
 // TestTemplateWorkersJoinTheSandboxes checks where a template worker runs
-// (issue 25): on a machine whose sandboxes have a CPU cgroup, in the
-// sandboxes' parent's "templates" child, weighing one tenant, so that a
-// looping template competes with the tenants' sandboxes and not with the
-// server beside them; its memory stays the server's. Where sandboxes have
-// no CPU cgroup (rootless without delegation), nothing moves it.
+// (issue 25): on a machine whose sandboxes have a CPU cgroup, in a cpu
+// cgroup of its own under the sandboxes' parent, weighing half a tenant,
+// so that a looping template competes with the tenants' sandboxes and not
+// with the server beside them, and a worker rendering quick templates is
+// not held back by one that loops; its memory stays the server's, and its
+// cgroup goes when it exits. Where sandboxes have no CPU cgroup (rootless
+// without delegation), nothing moves it.
 func TestTemplateWorkersJoinTheSandboxes(t *testing.T) {
 	sb := sandbox(t, "deny")
 	place := sb.PlaceTemplateWorkers()
@@ -66,48 +70,90 @@ func TestTemplateWorkersJoinTheSandboxes(t *testing.T) {
 	if place == nil {
 		t.Fatal("no placement of template workers with a CPU cgroup")
 	}
-	pid := sleeper(t)
-	memBefore := v1CgroupOf(t, pid, ctlMemory)
-	if err := place(pid); err != nil {
-		t.Fatal(err)
+	var dirs []string
+	var releases []func()
+	for range 2 {
+		pid := sleeper(t)
+		memBefore := v1CgroupOf(t, pid, ctlMemory)
+		release, err := place(pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		releases = append(releases, release)
+		cg := v1CgroupOf(t, pid, ctlCPU)
+		if !strings.HasPrefix(cg, "/"+parentCgroup+"/toolhost-"+strconv.Itoa(os.Getpid())+"-") {
+			t.Errorf("the template worker's cpu cgroup is %q, want one of its own under /%s", cg, parentCgroup)
+		}
+		if got := v1CgroupOf(t, pid, ctlMemory); got != memBefore {
+			t.Errorf("the template worker's memory cgroup moved from %q to %q", memBefore, got)
+		}
+		dir := filepath.Join(cgroupRoot, ctlCPU, cg)
+		if b, _ := os.ReadFile(filepath.Join(dir, "cpu.shares")); strings.TrimSpace(string(b)) != strconv.Itoa(tenantShares/2) {
+			t.Errorf("the template worker's cpu.shares is %q, want half a tenant's %d", b, tenantShares/2)
+		}
+		if pids := cgroupfs.Procs(dir); !slices.Equal(pids, []int{pid}) {
+			t.Errorf("the template worker's cgroup holds %v, want %d alone", pids, pid)
+		}
+		dirs = append(dirs, dir)
 	}
-	want := "/" + parentCgroup + "/" + templatesCgroup
-	if got := v1CgroupOf(t, pid, ctlCPU); got != want {
-		t.Errorf("the template worker's cpu cgroup is %q, want %q", got, want)
+	if dirs[0] == dirs[1] {
+		t.Errorf("two template workers share the cgroup %s", dirs[0])
 	}
-	if got := v1CgroupOf(t, pid, ctlMemory); got != memBefore {
-		t.Errorf("the template worker's memory cgroup moved from %q to %q", memBefore, got)
-	}
-	dir := filepath.Join(cgroupRoot, ctlCPU, parentCgroup, templatesCgroup)
-	if b, _ := os.ReadFile(filepath.Join(dir, "cpu.shares")); strings.TrimSpace(string(b)) != strconv.Itoa(tenantShares) {
-		t.Errorf("the templates' cpu.shares is %q, want one tenant's %d", b, tenantShares)
-	}
-	// A second worker joins the same cgroup; a stale-cgroup sweep leaves it.
-	pid2 := sleeper(t)
-	if err := place(pid2); err != nil {
-		t.Fatal(err)
-	}
+	// This server's own template workers are not a dead server's
+	// leftovers; once a worker has exited, its cgroup goes.
 	CleanStaleCgroups()
-	if pids := cgroupfs.Procs(dir); !slices.Contains(pids, pid) || !slices.Contains(pids, pid2) {
-		t.Errorf("the templates' cgroup holds %v, want %d and %d", pids, pid, pid2)
+	for _, d := range dirs {
+		if !dirExists(d) {
+			t.Errorf("the sweep of stale cgroups removed a live template worker's %s", d)
+		}
 	}
+	for _, p := range cgroupfs.Procs(dirs[0]) {
+		syscall.Kill(p, syscall.SIGKILL)
+	}
+	for deadline := time.Now().Add(5 * time.Second); len(cgroupfs.Procs(dirs[0])) > 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	releases[0]()
+	if dirExists(dirs[0]) {
+		t.Errorf("the exited template worker's cgroup %s is left", dirs[0])
+	}
+	for _, p := range cgroupfs.Procs(dirs[1]) {
+		syscall.Kill(p, syscall.SIGKILL)
+	}
+	for deadline := time.Now().Add(5 * time.Second); len(cgroupfs.Procs(dirs[1])) > 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	releases[1]()
 }
 
 // TestCgroupV2TemplateWorkers checks the same on cgroup v2: the template
-// worker moves from the server's leaf into the templates' cgroup under
-// the sandboxes' parent, in the home the server was given.
+// worker moves from the server's leaf into a cgroup of its own under the
+// sandboxes' parent, in the home the server was given, and the cgroup
+// goes once the worker has exited.
 func TestCgroupV2TemplateWorkers(t *testing.T) {
 	onCgroup2(t, "", func(t *testing.T) {
-		pid := sleeper(t)
-		if err := placeTemplateWorker(pid); err != nil {
+		cmd := exec.Command("sleep", "300")
+		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		want := "/" + parentCgroup + "/" + templatesCgroup
-		if got := cgroupOf(t, pid); got != want {
-			t.Errorf("the template worker's cgroup is %q, want %q", got, want)
+		release, err := placeTemplateWorker(cmd.Process.Pid)
+		if err != nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatal(err)
+		}
+		cg := cgroupOf(t, cmd.Process.Pid)
+		if !strings.HasPrefix(cg, "/"+parentCgroup+"/toolhost-") {
+			t.Errorf("the template worker's cgroup is %q, want one of its own under /%s", cg, parentCgroup)
 		}
 		if own, _ := ownCgroup(); own != "/"+leafCgroup {
 			t.Errorf("the server is in %q, want its leaf", own)
+		}
+		cmd.Process.Kill()
+		cmd.Wait()
+		release()
+		if dirExists(filepath.Join(cgroupRoot, cg)) {
+			t.Errorf("the exited template worker's cgroup %s is left", cg)
 		}
 	})
 }

@@ -314,12 +314,13 @@ func TestWorkersArePlaced(t *testing.T) {
 			r := NewRenderer(toolhostBin, 1, 2*time.Second, 1<<16)
 			defer r.Close()
 			var placed []int
-			r.SetPlace(func(pid int) error {
+			released := make(chan int, 1)
+			r.SetPlace(func(pid int) (func(), error) {
 				placed = append(placed, pid)
 				if fails {
-					return errors.New("no cgroup")
+					return nil, errors.New("no cgroup")
 				}
-				return nil
+				return func() { released <- pid }, nil
 			})
 			res, _, err := r.For("a").RenderMany(context.Background(), []Item{{Template: "{{ 6 * 7 }}"}}, nil)
 			if err != nil || res[0] != "42" {
@@ -332,7 +333,18 @@ func TestWorkersArePlaced(t *testing.T) {
 			}
 			r.mu.Unlock()
 			if len(pids) != 1 || len(placed) != 1 || placed[0] != pids[0] {
-				t.Errorf("placed %v, workers %v", placed, pids)
+				t.Fatalf("placed %v, workers %v", placed, pids)
+			}
+			r.Close()
+			if !fails {
+				select {
+				case pid := <-released:
+					if pid != pids[0] {
+						t.Errorf("released %d, want %d", pid, pids[0])
+					}
+				default:
+					t.Error("the worker's place was not released once it exited")
+				}
 			}
 		})
 	}

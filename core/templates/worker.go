@@ -125,14 +125,16 @@ type Renderer struct {
 	notBefore map[string]time.Time
 	// place, when set, moves a new worker's process where the tenants'
 	// work runs (SetPlace).
-	place func(pid int) error
+	place func(pid int) (release func(), err error)
 }
 
 // SetPlace makes every worker started from now on go through place (the
-// runner's PlaceTemplateWorkers: the sandboxes' side of the CPU
-// scheduler) before its first render. A worker place fails for still
-// renders, where the server runs, at the lower priority every worker has.
-func (r *Renderer) SetPlace(place func(pid int) error) {
+// runner's PlaceTemplateWorkers: a cgroup of its own on the sandboxes'
+// side of the CPU scheduler) before its first render; release, when place
+// answers one, runs once the worker's process has exited. A worker place
+// fails for still renders, where the server runs, at the lower priority
+// every worker has.
+func (r *Renderer) SetPlace(place func(pid int) (release func(), err error)) {
 	r.mu.Lock()
 	r.place = place
 	r.mu.Unlock()
@@ -217,10 +219,17 @@ func (r *Renderer) start() (*worker, error) {
 	r.mu.Lock()
 	place := r.place
 	r.mu.Unlock()
+	var release func()
 	if place != nil {
-		place(cmd.Process.Pid)
+		release, _ = place(cmd.Process.Pid)
 	}
-	go func() { cmd.Wait(); close(w.done) }()
+	go func() {
+		cmd.Wait()
+		if release != nil {
+			release()
+		}
+		close(w.done)
+	}()
 	// An empty request, answered once the worker runs: its start is not
 	// counted in its first render's time (nor paced as a slow render's,
 	// when a loaded machine starts it slowly).

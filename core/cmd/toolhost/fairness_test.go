@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -59,9 +60,9 @@ func TestTemplatesTakeTurnsByTenant(t *testing.T) {
 	if code, ok, out := s.callTool(tokB, "QuickF"); code != 200 || !ok || !strings.Contains(out, "42 found") {
 		t.Fatalf("B's templated call alone: %d %v %s", code, ok, out)
 	}
-	// As root on cgroup v1 (every controller), the template workers run
-	// beside the sandboxes, in their parent's "templates" cgroup, not
-	// with the server (a looping template is a tenant's work).
+	// As root on cgroup v1 (every controller), each template worker runs
+	// in a cpu cgroup of its own beside the sandboxes, under their parent,
+	// not with the server (a looping template is a tenant's work).
 	if os.Geteuid() == 0 {
 		if _, err := os.Stat("/sys/fs/cgroup/cpu/toolhost"); err == nil {
 			workers := 0
@@ -70,8 +71,8 @@ func TestTemplatesTakeTurnsByTenant(t *testing.T) {
 					continue
 				}
 				workers++
-				if !strings.Contains(p.cgroup, ":/toolhost/templates\n") {
-					t.Errorf("template worker %d is in %q, want the cpu cgroup /toolhost/templates", p.pid, p.cgroup)
+				if !strings.Contains(p.cgroup, ":/toolhost/toolhost-"+strconv.Itoa(s.cmd.Process.Pid)+"-") {
+					t.Errorf("template worker %d is in %q, want a cpu cgroup of its own under /toolhost", p.pid, p.cgroup)
 				}
 			}
 			if workers == 0 {
