@@ -107,23 +107,18 @@ func TestTemplateWorkersJoinTheSandboxes(t *testing.T) {
 			t.Errorf("the sweep of stale cgroups removed a live template worker's %s", d)
 		}
 	}
-	for _, p := range cgroupfs.Procs(dirs[0]) {
-		syscall.Kill(p, syscall.SIGKILL)
+	for i, d := range dirs {
+		for _, p := range cgroupfs.Procs(d) {
+			syscall.Kill(p, syscall.SIGKILL)
+		}
+		for deadline := time.Now().Add(5 * time.Second); len(cgroupfs.Procs(d)) > 0 && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+		releases[i]()
+		if dirExists(d) {
+			t.Errorf("the exited template worker's cgroup %s is left", d)
+		}
 	}
-	for deadline := time.Now().Add(5 * time.Second); len(cgroupfs.Procs(dirs[0])) > 0 && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
-	releases[0]()
-	if dirExists(dirs[0]) {
-		t.Errorf("the exited template worker's cgroup %s is left", dirs[0])
-	}
-	for _, p := range cgroupfs.Procs(dirs[1]) {
-		syscall.Kill(p, syscall.SIGKILL)
-	}
-	for deadline := time.Now().Add(5 * time.Second); len(cgroupfs.Procs(dirs[1])) > 0 && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
-	releases[1]()
 }
 
 // TestCgroupV2TemplateWorkers checks the same on cgroup v2: the template

@@ -1314,12 +1314,18 @@ result = list(gen())`, "", ""},
 func auditCorpus(out []snippet) []snippet {
 	for _, a := range auditSnippets {
 		s := snippet{Name: fmt.Sprintf("%s/%d", a.cat, len(out)), AtRun: a.atRun, Known: a.known}
-		if !strings.Contains(a.src, "\n") && !strings.HasPrefix(a.src, "result") {
-			s.Expr = a.src
-		} else {
-			s.Prog = a.src
-		}
-		out = append(out, s)
+		out = append(out, withSource(s, a.src))
 	}
 	return out
+}
+
+// withSource gives s its source: one line not starting with "result" is
+// an expression, anything else a program that sets result.
+func withSource(s snippet, src string) snippet {
+	if !strings.Contains(src, "\n") && !strings.HasPrefix(src, "result") {
+		s.Expr = src
+	} else {
+		s.Prog = src
+	}
+	return s
 }

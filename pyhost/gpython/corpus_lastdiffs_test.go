@@ -2,7 +2,6 @@ package gpython
 
 import (
 	"fmt"
-	"strings"
 )
 
 // The last differences of issue 26: snippets of the constructs whose
@@ -495,12 +494,7 @@ except ValueError as e:
 func lastDiffsCorpus(out []snippet) []snippet {
 	for _, a := range lastDiffSnippets {
 		s := snippet{Name: fmt.Sprintf("%s/%d", a.cat, len(out)), Refused: a.refused}
-		if !strings.Contains(a.src, "\n") && !strings.HasPrefix(a.src, "result") {
-			s.Expr = a.src
-		} else {
-			s.Prog = a.src
-		}
-		out = append(out, s)
+		out = append(out, withSource(s, a.src))
 	}
 	return out
 }
