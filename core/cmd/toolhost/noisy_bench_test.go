@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"text/tabwriter"
 	"time"
@@ -413,6 +414,11 @@ const nnLoadEnv = "TOOLHOST_NN_LOAD"
 func nnStartLoad(A *nnClient, counts map[string]int) (stop func() nnCPU, err error) {
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), nnLoadEnv+"="+A.base+" "+A.token)
+	// A session of its own: where the kernel groups a session's
+	// processes in the CPU scheduler (autogroup), A's clients would
+	// otherwise share one entity with B's callers, as no remote client
+	// would.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
