@@ -349,3 +349,41 @@ func TestWorkersArePlaced(t *testing.T) {
 		})
 	}
 }
+
+// TestKilledWorkerIsReplacedByItsRender checks that a render whose worker
+// was killed (its template ran to the deadline) starts the replacement
+// itself, so that the next render, another tenant's, finds a worker idle
+// and starts none (issue 25: a quiet tenant's templated call paid for a
+// worker's start whenever a looping tenant's render had been killed).
+func TestKilledWorkerIsReplacedByItsRender(t *testing.T) {
+	r := NewRenderer(toolhostBin, 2, 300*time.Millisecond, 1<<16)
+	defer r.Close()
+	var mu sync.Mutex
+	starts := 0
+	r.SetPlace(func(pid int) (func(), error) {
+		mu.Lock()
+		starts++
+		mu.Unlock()
+		return nil, nil
+	})
+	started := func() int { mu.Lock(); defer mu.Unlock(); return starts }
+	ctx := context.Background()
+	loop := []Item{{Template: "{% for i in range(100000000) %}{% for j in range(100000000) %}{% endfor %}{% endfor %}"}}
+	if _, _, err := r.For("a").RenderMany(ctx, loop, nil); err == nil || !strings.Contains(err.Error(), "did not finish") {
+		t.Fatalf("the endless loop: %v", err)
+	}
+	r.mu.Lock()
+	idle := len(r.idle)
+	r.mu.Unlock()
+	if idle != 1 || started() != 2 {
+		t.Fatalf("after a render killed at its deadline: %d idle workers, %d started; want its replacement idle (2 started)", idle, started())
+	}
+	before := started()
+	res, _, err := r.For("b").RenderMany(ctx, []Item{{Template: "{{ 20 + 22 }}"}}, nil)
+	if err != nil || res[0] != "42" {
+		t.Fatalf("b's render: %v %v", res, err)
+	}
+	if n := started() - before; n != 0 {
+		t.Errorf("b's render after a's killed one started %d workers, want none (the replacement was idle)", n)
+	}
+}

@@ -307,6 +307,7 @@ func (r *Renderer) renderMany(ctx context.Context, tenant string, items []Item, 
 	}
 	if err != nil {
 		w.kill()
+		r.replace()
 		if expired.Load() {
 			return nil, nil, &Error{Msg: fmt.Sprintf("the template did not finish within %s (an endless loop?)", r.timeout)}
 		}
@@ -324,6 +325,7 @@ func (r *Renderer) renderMany(ctx context.Context, tenant string, items []Item, 
 		// stands, and the killed worker is not put back for the next
 		// render (another tenant's, maybe).
 		w.kill()
+		r.replace()
 	} else {
 		r.mu.Lock()
 		r.idle = append(r.idle, w)
@@ -338,6 +340,24 @@ func (r *Renderer) renderMany(ctx context.Context, tenant string, items []Item, 
 		}
 	}
 	return results, errs, nil
+}
+
+// replace starts a worker in place of one this render killed, and puts it
+// among the idle ones, in the render's own slot (so the workers still
+// number at most the slots): the tenant whose template ran to its deadline
+// or crashed pays for the new worker's start, not the next render, which
+// may be another tenant's (issue 25: a quiet tenant's templated call,
+// finding the worker it used taken by a looping tenant whose own had been
+// killed, started one, and its p99 was that start). A worker that fails
+// to start is left for the next render to start, and to report.
+func (r *Renderer) replace() {
+	w, err := r.start()
+	if err != nil {
+		return
+	}
+	r.mu.Lock()
+	r.idle = append(r.idle, w)
+	r.mu.Unlock()
 }
 
 // SlowRender is the render time past which a tenant's next render waits
