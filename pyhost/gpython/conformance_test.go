@@ -273,3 +273,44 @@ func TestZipOfNothing(t *testing.T) {
 		t.Errorf("zip(): %s %+v, want [[],[]]", resp.Result, resp.Error)
 	}
 }
+
+// TestTracebackIsCPythons checks that a gpython error's traceback has
+// CPython's shape: the header, each frame's line and function (by its own
+// name, not its qualified one), and the error's line as CPython ends it.
+func TestTracebackIsCPythons(t *testing.T) {
+	src := "def helper(y):\n    raise ValueError('bad ' + y)\n\n\ndef run():\n    def inner():\n        return helper('y')\n    return inner()\n"
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "m.py"), []byte(src), 0o644)
+	script := "import sys, traceback\nsys.path.insert(0, sys.argv[1])\nimport m\ntry:\n    m.run()\nexcept Exception as e:\n    print(''.join(traceback.format_exception(e)), end='')\n"
+	out, err := exec.Command("python3", "-I", "-c", script, dir).Output()
+	if err != nil {
+		t.Fatalf("python3: %v", err)
+	}
+	shape := func(tb string) []string {
+		var lines []string
+		for _, l := range strings.Split(strings.TrimRight(tb, "\n"), "\n") {
+			switch {
+			case strings.HasSuffix(l, "in <module>"):
+				// The python3 driver's own frame.
+			case strings.HasPrefix(l, "  File "):
+				// The frame's line and function; the file's path differs.
+				lines = append(lines, l[strings.LastIndex(l, ", line "):])
+			case strings.HasPrefix(l, "    "):
+				// CPython shows the source line; gpython has none.
+			default:
+				lines = append(lines, l)
+			}
+		}
+		return lines
+	}
+	rt := New(&plugins.LoadRequest{Group: "tb", Root: dir, Modules: map[string]string{"m": "m.py"}, Runtime: plugins.RuntimeGPython})
+	defer rt.Close()
+	resp := rt.Call(gocontext.Background(), &plugins.CallRequest{Callable: plugins.Callable{Module: "m", Func: "run"}, TimeoutMs: 5000})
+	if resp.OK || resp.Error == nil {
+		t.Fatalf("run() answered %s", resp.Result)
+	}
+	want, got := shape(string(out)), shape(resp.Error.Traceback)
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("gpython's traceback:\n%s\nits shape %q, want CPython's %q", resp.Error.Traceback, got, want)
+	}
+}

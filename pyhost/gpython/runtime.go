@@ -393,12 +393,19 @@ func toolError(err error, kind string) *plugins.ToolError {
 		}
 	}
 	if info.Traceback != nil {
-		// gpython's TracebackDump, with each function's name rather than
-		// its code's qualified one (qualifyNames), as CPython writes it.
+		// As CPython writes it: the header, each frame with its
+		// function's name rather than its code's qualified one
+		// (qualifyNames), and the error's line.
 		var b strings.Builder
+		b.WriteString("Traceback (most recent call last):\n")
 		for tb := info.Traceback; tb != nil; tb = tb.Next {
 			fmt.Fprintf(&b, "  File %q, line %d, in %s\n", tb.Frame.Code.Filename, tb.Lineno, shortName(tb.Frame.Code.Name))
 		}
+		b.WriteString(te.Type)
+		if te.Message != "" {
+			b.WriteString(": " + te.Message)
+		}
+		b.WriteString("\n")
 		te.Traceback = b.String()
 	}
 	return te
