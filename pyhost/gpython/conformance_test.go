@@ -273,3 +273,38 @@ func TestZipOfNothing(t *testing.T) {
 		t.Errorf("zip(): %s %+v, want [[],[]]", resp.Result, resp.Error)
 	}
 }
+
+// TestLongCodeIsFixedOrRefused checks code too long for the rewrite of
+// its operators (an argument or jump past 65,535 once every attribute
+// load, subscript and function's making is a call): it gives CPython's
+// answer or its import fails loudly, naming the function or module and
+// its line. It ran unfixed: t[5:1] of a tuple panicked in Go ("slice
+// bounds out of range [4:1]"), and a dict kept gpython's order.
+func TestLongCodeIsFixedOrRefused(t *testing.T) {
+	tail := "r = []\nfor i in range(2):\n    r.append([list({'b':1,'a':2,'c':3,'z':4,'y':5,'m':6}), t[k:1]])\n"
+	body := "t = (0,1,2,3)\nk = 5\n" + strings.Repeat("x = o.a.b\n", 3000) + tail
+	indent := func(s string) string {
+		return "    " + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n    ") + "\n"
+	}
+	prelude := "class O:\n    pass\no = O()\no.a = O()\no.a.b = 1\n"
+	tests := []struct{ name, src, where string }{
+		{"function", prelude + "def f():\n" + indent(body) + "    return r\n", "function f (line 7)"},
+		{"module", prelude + body + "def f():\n    return r\n", "module m (line 1)"},
+	}
+	want := "[[[\"b\",\"a\",\"c\",\"z\",\"y\",\"m\"],[]],[[\"b\",\"a\",\"c\",\"z\",\"y\",\"m\"],[]]]"
+	for _, tt := range tests {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "m.py"), []byte(tt.src), 0o644)
+		rt := New(&plugins.LoadRequest{Group: "long", Root: dir, Modules: map[string]string{"m": "m.py"}, Runtime: plugins.RuntimeGPython})
+		resp := rt.Call(gocontext.Background(), &plugins.CallRequest{Callable: plugins.Callable{Module: "m", Func: "f"}, TimeoutMs: 5000})
+		rt.Close()
+		switch {
+		case resp.OK:
+			if string(resp.Result) != want {
+				t.Errorf("%s: %s, want CPython's %s", tt.name, resp.Result, want)
+			}
+		case !strings.Contains(resp.Error.Message, tt.where+" is too large for gpython's rewrite; use the cpython runtime"):
+			t.Errorf("%s: %+v, want CPython's answer or a refusal naming %s", tt.name, resp.Error, tt.where)
+		}
+	}
+}

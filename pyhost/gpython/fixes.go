@@ -22,21 +22,48 @@ func compileModule(src, name string) (*py.Code, error) {
 		for _, m := range []string{"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"} {
 			all = all || strings.Contains(src, m)
 		}
-		fixCode(code, all)
+		if err := fixCode(code, all, name); err != nil {
+			return nil, err
+		}
 	}
 	return code, nil
 }
 
-// fixCode corrects a code object and every code object nested in it.
-func fixCode(code *py.Code, allCompares bool) {
+// fixCode corrects a code object and every code object nested in it. Code
+// the rewrite of its operators cannot take (rewriteOps: an argument or a
+// jump past 65,535, a long function's once every attribute load and
+// subscript is a call) is refused, naming the function or module and its
+// line: unfixed, it would run with gpython's own answers (a tuple's slice
+// past its end panicked in Go, a dict kept gpython's order).
+func fixCode(code *py.Code, allCompares bool, module string) error {
 	fixCell2arg(code)
-	rewriteOpsWith(code, allCompares)
+	if !rewriteOpsWith(code, allCompares) {
+		what := "function " + code.Name
+		if code.Name == "<module>" {
+			what = "module " + strings.TrimSuffix(module, ".py")
+		}
+		return py.ExceptionNewf(py.NotImplementedError, "%s (line %d) is too large for gpython's rewrite; use the cpython runtime", what, firstLine(code))
+	}
 	qualifyNames(code)
 	for _, c := range code.Consts {
 		if nested, ok := c.(*py.Code); ok {
-			fixCode(nested, allCompares)
+			if err := fixCode(nested, allCompares, module); err != nil {
+				return err
+			}
 		}
 	}
+	return nil
+}
+
+// firstLine is the line a code object's first instruction is on
+// (gpython's compiler gives every code object Firstlineno 1, and the
+// line table's first entry moves it to the first statement's line).
+func firstLine(code *py.Code) int {
+	line := int(code.Firstlineno)
+	if len(code.Lnotab) >= 2 && code.Lnotab[0] == 0 {
+		line += int(code.Lnotab[1])
+	}
+	return line
 }
 
 // qualifyNames names each function a code object makes by its qualified
