@@ -484,6 +484,24 @@ try:
 except StopIteration as e:
     r.append(e.value)
 result = r`, ""},
+	{"unpack", `class A:
+    def __iter__(self):
+        raise TypeError("custom iter failure")
+class G:
+    def __getitem__(self, i):
+        raise TypeError("custom getitem failure")
+r = []
+for v in [A(), G(), 5]:
+    try:
+        x, y = v
+    except TypeError as e:
+        r.append(str(e))
+    try:
+        for x, y in [v]:
+            pass
+    except TypeError as e:
+        r.append(str(e))
+result = r`, ""},
 	{"attribute", `try:
     raise ValueError('v')
 except ValueError as e:
