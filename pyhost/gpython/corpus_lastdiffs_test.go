@@ -502,6 +502,24 @@ for v in [A(), G(), 5]:
     except TypeError as e:
         r.append(str(e))
 result = r`, ""},
+	{"property", `class App:
+    def __init__(self):
+        self.routes = {}
+    def route(self, p):
+        def deco(f):
+            self.routes[p] = f.__name__
+            return f
+        return deco
+def outer(app):
+    def register():
+        app.routes["pre"] = None
+        @app.route("/x")
+        def hx():
+            return "x"
+        return hx
+    h = register()
+    return [h(), sorted(app.routes), app.routes["/x"]]
+result = outer(App())`, ""},
 	{"attribute", `try:
     raise ValueError('v')
 except ValueError as e:
