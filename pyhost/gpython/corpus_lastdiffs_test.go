@@ -525,6 +525,25 @@ try:
     json.loads('{"a": 1,}')
 except json.JSONDecodeError as e:
     result = (e.doc, isinstance(e, ValueError))`, ""},
+	{"property", `class A:
+    @property
+    def x(self):
+        raise AttributeError("from prop")
+    @property
+    def y(self):
+        return "y"
+    @property
+    def z(self):
+        raise ValueError("inside")
+    def __getattr__(self, n):
+        return "fallback " + n
+a = A()
+r = [a.x, a.y, a.w, getattr(a, "x"), getattr(a, "x", "dflt"), hasattr(a, "x")]
+try:
+    a.z
+except ValueError as e:
+    r.append(str(e))
+result = r`, ""},
 	{"attribute", `try:
     raise ValueError('v')
 except ValueError as e:

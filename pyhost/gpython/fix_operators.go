@@ -647,6 +647,12 @@ func getAttr(o py.Object, key string) (py.Object, error) {
 	}
 	res, err := py.GetAttrString(o, key)
 	if err != nil {
+		if ga := userMethod(o, "__getattr__"); ga != nil && py.IsException(py.AttributeError, err) && o.Type().NativeGetAttrOrNil(key) != nil {
+			// An AttributeError of what the class has (a property's
+			// getter raising it): CPython then calls __getattr__, which
+			// gpython calls only for a name the class lacks.
+			return py.Call(ga, py.Tuple{o, py.String(key)}, nil)
+		}
 		return nil, attrError(err, o, key)
 	}
 	return res, nil
