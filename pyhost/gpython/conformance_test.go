@@ -308,3 +308,26 @@ func TestLongCodeIsFixedOrRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestCellAndFreeIsRefused checks a function that both uses a variable
+// of an enclosing function and has one a nested function uses: gpython's
+// compiler numbers the first as if the second were not there (LOAD_DEREF
+// 0 for both), so the function read its own variable for the enclosing
+// one (silently: [b, reg()] gave ['inner', 'inner'] where CPython gives
+// ['outer', 'inner']), or raised UnboundLocalError. Its import fails
+// loudly, naming the function and its line.
+func TestCellAndFreeIsRefused(t *testing.T) {
+	src := "def f():\n    b = 'outer'\n    def outer():\n        a = 'inner'\n        def reg():\n            return a\n        return [b, reg()]\n    return outer()\n"
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "m.py"), []byte(src), 0o644)
+	rt := New(&plugins.LoadRequest{Group: "cells", Root: dir, Modules: map[string]string{"m": "m.py"}, Runtime: plugins.RuntimeGPython})
+	defer rt.Close()
+	resp := rt.Call(gocontext.Background(), &plugins.CallRequest{Callable: plugins.Callable{Module: "m", Func: "f"}, TimeoutMs: 5000})
+	want := "function f.<locals>.outer (line 4) uses a variable of an enclosing function (b) and has its own that a nested function uses (a), which gpython's compiler confuses; use the cpython runtime"
+	if resp.OK && string(resp.Result) == `["outer","inner"]` {
+		return
+	}
+	if resp.OK || !strings.Contains(resp.Error.Message, want) {
+		t.Errorf("%s %+v, want CPython's [\"outer\",\"inner\"] or a refusal: %s", resp.Result, resp.Error, want)
+	}
+}

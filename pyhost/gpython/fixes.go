@@ -34,14 +34,23 @@ func compileModule(src, name string) (*py.Code, error) {
 // jump past 65,535, a long function's once every attribute load and
 // subscript is a call) is refused, naming the function or module and its
 // line: unfixed, it would run with gpython's own answers (a tuple's slice
-// past its end panicked in Go, a dict kept gpython's order).
+// past its end panicked in Go, a dict kept gpython's order). So is a
+// function with both free and cell variables, which gpython's compiler
+// gets wrong.
 func fixCode(code *py.Code, allCompares bool, module string) error {
 	fixCell2arg(code)
+	what := "function " + code.Name
+	if code.Name == "<module>" {
+		what = "module " + strings.TrimSuffix(module, ".py")
+	}
+	if len(code.Cellvars) > 0 && len(code.Freevars) > 0 {
+		// gpython's compiler numbers a free variable from 0, as if the
+		// cell variables were not before it (CPython's LOAD_DEREF
+		// len(cellvars)+i): the code reads a cell of its own for it.
+		return py.ExceptionNewf(py.NotImplementedError, "%s (line %d) uses a variable of an enclosing function (%s) and has its own that a nested function uses (%s), which gpython's compiler confuses; use the cpython runtime",
+			what, firstLine(code), strings.Join(code.Freevars, ", "), strings.Join(code.Cellvars, ", "))
+	}
 	if !rewriteOpsWith(code, allCompares) {
-		what := "function " + code.Name
-		if code.Name == "<module>" {
-			what = "module " + strings.TrimSuffix(module, ".py")
-		}
 		return py.ExceptionNewf(py.NotImplementedError, "%s (line %d) is too large for gpython's rewrite; use the cpython runtime", what, firstLine(code))
 	}
 	qualifyNames(code)
