@@ -544,6 +544,19 @@ try:
 except ValueError as e:
     r.append(str(e))
 result = r`, ""},
+	{"closure", `def retry(n):
+    def deco(f):
+        def wrapper(*a):
+            out = []
+            for i in range(n):
+                out.append(f(*a))
+            return out
+        return wrapper
+    return deco
+@retry(2)
+def g(x):
+    return x * 10
+result = g(4)`, ""},
 	{"attribute", `try:
     raise ValueError('v')
 except ValueError as e:

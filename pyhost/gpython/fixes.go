@@ -35,15 +35,15 @@ func compileModule(src, name string) (*py.Code, error) {
 // subscript is a call) is refused, naming the function or module and its
 // line: unfixed, it would run with gpython's own answers (a tuple's slice
 // past its end panicked in Go, a dict kept gpython's order). So is a
-// function with both free and cell variables, which gpython's compiler
-// gets wrong.
+// function with both free and cell variables whose derefs fixDerefs cannot
+// renumber.
 func fixCode(code *py.Code, allCompares bool, module string) error {
 	fixCell2arg(code)
 	what := "function " + code.Name
 	if code.Name == "<module>" {
 		what = "module " + strings.TrimSuffix(module, ".py")
 	}
-	if len(code.Cellvars) > 0 && len(code.Freevars) > 0 {
+	if !fixDerefs(code) {
 		// gpython's compiler numbers a free variable from 0, as if the
 		// cell variables were not before it (CPython's LOAD_DEREF
 		// len(cellvars)+i): the code reads a cell of its own for it.
@@ -62,6 +62,100 @@ func fixCode(code *py.Code, allCompares bool, module string) error {
 		}
 	}
 	return nil
+}
+
+// fixDerefs renumbers the free variables of code that also has cell
+// variables: gpython's compiler gives a free variable its index among
+// the free ones (LOAD_DEREF 0 for the first), where the frame has the
+// cell variables first (CPython's len(cellvars)+i), so the code read its
+// own cell for the enclosing function's variable. A LOAD_CLOSURE making a
+// nested function's closure is renumbered by the name the nested code
+// gives it, and a deref whose index only one kind has; it reports false
+// for a deref that could be either (code the caller refuses).
+func fixDerefs(code *py.Code) bool {
+	cells, frees := len(code.Cellvars), len(code.Freevars)
+	if cells == 0 || frees == 0 {
+		return true
+	}
+	var ins []instr
+	b := []byte(code.Code)
+	for i := 0; i < len(b); {
+		in := instr{at: i, op: vm.OpCode(b[i]), size: 1}
+		if in.op == vm.EXTENDED_ARG {
+			return false
+		}
+		if in.op.HAS_ARG() {
+			if i+2 >= len(b) {
+				return false
+			}
+			in.arg, in.size = int(b[i+1])|int(b[i+2])<<8, 3
+		}
+		ins = append(ins, in)
+		i += in.size
+	}
+	index := func(name string) int {
+		for i, n := range code.Cellvars {
+			if n == name {
+				return i
+			}
+		}
+		for i, n := range code.Freevars {
+			if n == name {
+				return cells + i
+			}
+		}
+		return -1
+	}
+	newArg := make([]int, len(ins))
+	for k := range newArg {
+		newArg[k] = -1
+	}
+	// A closure's making: LOAD_CLOSURE x n, BUILD_TUPLE n, LOAD_CONST
+	// code (whose free variables name them in order).
+	for k, in := range ins {
+		if in.op != vm.BUILD_TUPLE || in.arg == 0 || k < in.arg || k+1 >= len(ins) || ins[k+1].op != vm.LOAD_CONST || ins[k+1].arg >= len(code.Consts) {
+			continue
+		}
+		nested, ok := code.Consts[ins[k+1].arg].(*py.Code)
+		if !ok || len(nested.Freevars) != in.arg {
+			continue
+		}
+		for j := 0; j < in.arg; j++ {
+			if ins[k-in.arg+j].op != vm.LOAD_CLOSURE {
+				ok = false
+			}
+		}
+		for j := 0; ok && j < in.arg; j++ {
+			if newArg[k-in.arg+j] = index(nested.Freevars[j]); newArg[k-in.arg+j] < 0 {
+				return false
+			}
+		}
+	}
+	for k, in := range ins {
+		switch in.op {
+		case vm.LOAD_CLOSURE, vm.LOAD_DEREF, vm.STORE_DEREF, vm.DELETE_DEREF, vm.LOAD_CLASSDEREF:
+		default:
+			continue
+		}
+		arg := newArg[k]
+		switch {
+		case arg >= 0:
+		case in.arg < cells && in.arg < frees:
+			return false // a cell variable's or a free one's
+		case in.arg < cells:
+			arg = in.arg
+		case in.arg < frees:
+			arg = cells + in.arg
+		default:
+			return false
+		}
+		if arg > 0xffff {
+			return false
+		}
+		b[in.at+1], b[in.at+2] = byte(arg), byte(arg>>8)
+	}
+	code.Code = string(b)
+	return true
 }
 
 // firstLine is the line a code object's first instruction is on
