@@ -314,3 +314,61 @@ func TestTracebackIsCPythons(t *testing.T) {
 		t.Errorf("gpython's traceback:\n%s\nits shape %q, want CPython's %q", resp.Error.Traceback, got, want)
 	}
 }
+
+// TestLongCodeIsFixedOrRefused checks code too long for the rewrite of
+// its operators (an argument or jump past 65,535 once every attribute
+// load, subscript and function's making is a call): it gives CPython's
+// answer or its import fails loudly, naming the function or module and
+// its line. It ran unfixed: t[5:1] of a tuple panicked in Go ("slice
+// bounds out of range [4:1]"), and a dict kept gpython's order.
+func TestLongCodeIsFixedOrRefused(t *testing.T) {
+	tail := "r = []\nfor i in range(2):\n    r.append([list({'b':1,'a':2,'c':3,'z':4,'y':5,'m':6}), t[k:1]])\n"
+	body := "t = (0,1,2,3)\nk = 5\n" + strings.Repeat("x = o.a.b\n", 3000) + tail
+	indent := func(s string) string {
+		return "    " + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n    ") + "\n"
+	}
+	prelude := "class O:\n    pass\no = O()\no.a = O()\no.a.b = 1\n"
+	tests := []struct{ name, src, where string }{
+		{"function", prelude + "def f():\n" + indent(body) + "    return r\n", "function f (line 7)"},
+		{"module", prelude + body + "def f():\n    return r\n", "module m (line 1)"},
+	}
+	want := "[[[\"b\",\"a\",\"c\",\"z\",\"y\",\"m\"],[]],[[\"b\",\"a\",\"c\",\"z\",\"y\",\"m\"],[]]]"
+	for _, tt := range tests {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "m.py"), []byte(tt.src), 0o644)
+		rt := New(&plugins.LoadRequest{Group: "long", Root: dir, Modules: map[string]string{"m": "m.py"}, Runtime: plugins.RuntimeGPython})
+		resp := rt.Call(gocontext.Background(), &plugins.CallRequest{Callable: plugins.Callable{Module: "m", Func: "f"}, TimeoutMs: 5000})
+		rt.Close()
+		switch {
+		case resp.OK:
+			if string(resp.Result) != want {
+				t.Errorf("%s: %s, want CPython's %s", tt.name, resp.Result, want)
+			}
+		case !strings.Contains(resp.Error.Message, tt.where+" is too large for gpython's rewrite; use the cpython runtime"):
+			t.Errorf("%s: %+v, want CPython's answer or a refusal naming %s", tt.name, resp.Error, tt.where)
+		}
+	}
+}
+
+// TestCellAndFreeIsRefused checks a function that both uses a variable
+// of an enclosing function and has one a nested function uses: gpython's
+// compiler numbers the first as if the second were not there (LOAD_DEREF
+// 0 for both), so the function read its own variable for the enclosing
+// one (silently: [b, reg()] gave ['inner', 'inner'] where CPython gives
+// ['outer', 'inner']), or raised UnboundLocalError. Its import fails
+// loudly, naming the function and its line.
+func TestCellAndFreeIsRefused(t *testing.T) {
+	src := "def f():\n    b = 'outer'\n    def outer():\n        a = 'inner'\n        def reg():\n            return a\n        return [b, reg()]\n    return outer()\n"
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "m.py"), []byte(src), 0o644)
+	rt := New(&plugins.LoadRequest{Group: "cells", Root: dir, Modules: map[string]string{"m": "m.py"}, Runtime: plugins.RuntimeGPython})
+	defer rt.Close()
+	resp := rt.Call(gocontext.Background(), &plugins.CallRequest{Callable: plugins.Callable{Module: "m", Func: "f"}, TimeoutMs: 5000})
+	want := "function f.<locals>.outer (line 4) uses a variable of an enclosing function (b) and has its own that a nested function uses (a), which gpython's compiler confuses; use the cpython runtime"
+	if resp.OK && string(resp.Result) == `["outer","inner"]` {
+		return
+	}
+	if resp.OK || !strings.Contains(resp.Error.Message, want) {
+		t.Errorf("%s %+v, want CPython's [\"outer\",\"inner\"] or a refusal: %s", resp.Result, resp.Error, want)
+	}
+}

@@ -484,16 +484,105 @@ try:
 except StopIteration as e:
     r.append(e.value)
 result = r`, ""},
+	{"unpack", `class A:
+    def __iter__(self):
+        raise TypeError("custom iter failure")
+class G:
+    def __getitem__(self, i):
+        raise TypeError("custom getitem failure")
+r = []
+for v in [A(), G(), 5]:
+    try:
+        x, y = v
+    except TypeError as e:
+        r.append(str(e))
+    try:
+        for x, y in [v]:
+            pass
+    except TypeError as e:
+        r.append(str(e))
+result = r`, ""},
+	{"property", `class App:
+    def __init__(self):
+        self.routes = {}
+    def route(self, p):
+        def deco(f):
+            self.routes[p] = f.__name__
+            return f
+        return deco
+def outer(app):
+    def register():
+        app.routes["pre"] = None
+        @app.route("/x")
+        def hx():
+            return "x"
+        return hx
+    h = register()
+    return [h(), sorted(app.routes), app.routes["/x"]]
+result = outer(App())`, ""},
+	{"attribute", `import json
+try:
+    json.loads('{"a": 1,}')
+except json.JSONDecodeError as e:
+    result = (e.doc, isinstance(e, ValueError))`, ""},
+	{"property", `class A:
+    @property
+    def x(self):
+        raise AttributeError("from prop")
+    @property
+    def y(self):
+        return "y"
+    @property
+    def z(self):
+        raise ValueError("inside")
+    def __getattr__(self, n):
+        return "fallback " + n
+a = A()
+r = [a.x, a.y, a.w, getattr(a, "x"), getattr(a, "x", "dflt"), hasattr(a, "x")]
+try:
+    a.z
+except ValueError as e:
+    r.append(str(e))
+result = r`, ""},
+	{"closure", `def retry(n):
+    def deco(f):
+        def wrapper(*a):
+            out = []
+            for i in range(n):
+                out.append(f(*a))
+            return out
+        return wrapper
+    return deco
+@retry(2)
+def g(x):
+    return x * 10
+result = g(4)`, ""},
 	{"attribute", `try:
     raise ValueError('v')
 except ValueError as e:
     result = e.__traceback__ is None`, "an exception's __traceback__ is not available on gpython"},
 }
 
-// lastDiffsCorpus appends lastDiffSnippets to out.
+// lastDiffAtRun are snippets gpython refuses at run time, with the text
+// of its NotImplementedError: the attributes of json.JSONDecodeError
+// toolhost does not fill (CPython's msg and pos name its own parser's
+// place of the error), and with_traceback.
+var lastDiffAtRun = []struct{ cat, src, atRun string }{
+	{"attribute", "import json\ntry:\n    json.loads('{\"a\": 1,}')\nexcept json.JSONDecodeError as e:\n    result = e.msg", "the msg attribute of JSONDecodeError"},
+	{"attribute", "import json\ntry:\n    json.loads('[1,\\n 2')\nexcept json.JSONDecodeError as e:\n    result = (e.pos, e.lineno, e.colno)", "the pos attribute of JSONDecodeError"},
+	{"attribute", "import json\ntry:\n    json.loads('x')\nexcept ValueError as e:\n    result = getattr(e, 'lineno', -1)", "the lineno attribute of JSONDecodeError"},
+	{"attribute", "import json\ntry:\n    json.loads('x')\nexcept ValueError as e:\n    result = hasattr(e, 'colno')", "the colno attribute of JSONDecodeError"},
+	{"attribute", "try:\n    raise KeyError('k')\nexcept KeyError as e:\n    result = str(e.with_traceback(None))", "the with_traceback attribute of KeyError"},
+}
+
+// lastDiffsCorpus appends lastDiffSnippets and lastDiffAtRun to out.
 func lastDiffsCorpus(out []snippet) []snippet {
 	for _, a := range lastDiffSnippets {
 		s := snippet{Name: fmt.Sprintf("%s/%d", a.cat, len(out)), Refused: a.refused}
+		out = append(out, withSource(s, a.src))
+	}
+	for _, a := range lastDiffAtRun {
+		s := snippet{Name: fmt.Sprintf("%s/%d", a.cat, len(out)), AtRun: a.atRun}
 		out = append(out, withSource(s, a.src))
 	}
 	return out

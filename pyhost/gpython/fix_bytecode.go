@@ -230,13 +230,14 @@ type instr struct {
 // LOAD_GLOBAL __toolhost_add__, ROT_THREE, CALL_FUNCTION 2 (seven bytes);
 // jumps and the line table are moved to match. A comparison whose right
 // operand is a constant str, None or small int is left as it is (gpython
-// gets those right). Code with EXTENDED_ARG (a function past 65,535
-// names or bytes) is left as it is.
-func rewriteOps(code *py.Code) { rewriteOpsWith(code, false) }
+// gets those right). It reports false for code it cannot rewrite: code
+// with EXTENDED_ARG (past 65,535 names or bytes), or whose rewrite would
+// need it; fixCode refuses that code, which would run unfixed.
+func rewriteOps(code *py.Code) bool { return rewriteOpsWith(code, false) }
 
 // rewriteOpsWith is rewriteOps; allCompares rewrites the comparisons with
 // a constant too.
-func rewriteOpsWith(code *py.Code, allCompares bool) {
+func rewriteOpsWith(code *py.Code, allCompares bool) bool {
 	var ins []instr
 	b := code.Code
 	for i := 0; i < len(b); {
@@ -244,12 +245,12 @@ func rewriteOpsWith(code *py.Code, allCompares bool) {
 		in := instr{at: i, op: op, size: 1}
 		if op.HAS_ARG() {
 			if i+2 >= len(b) {
-				return
+				return false
 			}
 			in.arg, in.size = int(b[i+1])|int(b[i+2])<<8, 3
 		}
 		if op == vm.EXTENDED_ARG {
-			return
+			return false
 		}
 		ins = append(ins, in)
 		i += in.size
@@ -284,7 +285,7 @@ func rewriteOpsWith(code *py.Code, allCompares bool) {
 		if in.op == vm.FOR_ITER {
 			k, ok := at[in.at+in.size+in.arg]
 			if !ok {
-				return
+				return false
 			}
 			if !loopEnd[k] {
 				loopEnd[k] = true
@@ -357,7 +358,7 @@ func rewriteOpsWith(code *py.Code, allCompares bool) {
 	// A generator's body runs in a try block whose handler turns a
 	// StopIteration it raised into RuntimeError (PEP 479).
 	if count == 0 && kwArg < 0 && !gen {
-		return
+		return true
 	}
 	// newAt maps an old offset to its new one (offsets past the end too).
 	shift := make([]int, len(b)+1)
@@ -431,15 +432,15 @@ func rewriteOpsWith(code *py.Code, allCompares bool) {
 		return true
 	}
 	if gen && !emit(vm.SETUP_EXCEPT, 0) {
-		return
+		return false
 	}
 	if kwArg >= 0 && !(emit(vm.LOAD_GLOBAL, nameIndex(kwOrderBuiltin)) && emit(vm.LOAD_FAST, kwArg) &&
 		emit(vm.CALL_FUNCTION, 1) && emit(vm.POP_TOP, 0)) {
-		return
+		return false
 	}
 	for k, in := range ins {
 		if loopEnd[k] && !(emit(vm.LOAD_GLOBAL, nameIndex(loopEndBuiltin)) && emit(vm.CALL_FUNCTION, 0) && emit(vm.POP_TOP, 0)) {
-			return
+			return false
 		}
 		ok := true
 		switch {
@@ -475,7 +476,7 @@ func rewriteOpsWith(code *py.Code, allCompares bool) {
 				arg := in.arg
 				if absJumps[in.op] {
 					if arg > len(b) {
-						return
+						return false
 					}
 					arg = newAt(arg)
 				}
@@ -502,19 +503,19 @@ func rewriteOpsWith(code *py.Code, allCompares bool) {
 		case relJumps[in.op]:
 			target := in.at + in.size + in.arg
 			if target > len(b) {
-				return
+				return false
 			}
 			ok = emit(in.op, newAt(target)-(len(out)+in.size))
 		case absJumps[in.op]:
 			if in.arg > len(b) {
-				return
+				return false
 			}
 			ok = emit(in.op, newAt(in.arg))
 		default:
 			ok = emit(in.op, in.arg)
 		}
 		if !ok {
-			return
+			return false
 		}
 	}
 	if gen {
@@ -524,7 +525,7 @@ func rewriteOpsWith(code *py.Code, allCompares bool) {
 		// reraise: END_FINALLY.
 		handler := len(out)
 		if handler-3 > 0xffff {
-			return
+			return false
 		}
 		out[1], out[2] = byte(handler-3), byte((handler-3)>>8)
 		reraise := handler + 22
@@ -532,7 +533,7 @@ func rewriteOpsWith(code *py.Code, allCompares bool) {
 			emit(vm.POP_JUMP_IF_FALSE, reraise) && emit(vm.POP_TOP, 0) && emit(vm.POP_TOP, 0) && emit(vm.POP_TOP, 0) &&
 			emit(vm.LOAD_GLOBAL, nameIndex(genStopBuiltin)) && emit(vm.CALL_FUNCTION, 0) && emit(vm.RAISE_VARARGS, 1) &&
 			emit(vm.END_FINALLY, 0)) || len(out) != reraise+1 {
-			return
+			return false
 		}
 		code.Stacksize += 4
 	}
@@ -542,7 +543,7 @@ func rewriteOpsWith(code *py.Code, allCompares bool) {
 	for i := 0; i+1 < len(code.Lnotab); i += 2 {
 		addr += int(code.Lnotab[i])
 		if addr > len(b) {
-			return
+			return false
 		}
 		ad, ld := newAt(addr)-newPrev, int(code.Lnotab[i+1])
 		newPrev = newAt(addr)
@@ -559,6 +560,7 @@ func rewriteOpsWith(code *py.Code, allCompares bool) {
 	if deep {
 		code.Stacksize += 2
 	}
+	return true
 }
 
 // emitDotted emits the load of a dotted name (x.setter): its first part

@@ -289,6 +289,20 @@ func opIter(o py.Object) (py.Object, error) {
 	return py.Iter(o)
 }
 
+// iterable reports a value whose type has __iter__ or __getitem__: a
+// TypeError py.Iter gives for it is that method's own (a user's __iter__
+// raising it keeps its message), not gpython's "not iterable".
+func iterable(o py.Object) bool {
+	if _, ok := o.(py.I__iter__); ok {
+		return true
+	}
+	if _, ok := o.(py.I__getitem__); ok {
+		return true
+	}
+	t := o.Type()
+	return t.Lookup("__iter__") != nil || t.Lookup("__getitem__") != nil
+}
+
 // opUnpack is the value an unpacking of arg names takes apart (arg is
 // UNPACK_SEQUENCE's, or UNPACK_EX's with 1<<16): a dict's keys in order
 // (a, b = d), and CPython's errors for a value of another length
@@ -313,7 +327,7 @@ func opUnpack(o, arg py.Object) (py.Object, error) {
 	default:
 		it, err := py.Iter(o)
 		if err != nil {
-			if py.IsException(py.TypeError, err) {
+			if py.IsException(py.TypeError, err) && !iterable(o) {
 				return nil, py.ExceptionNewf(py.TypeError, "cannot unpack non-iterable %s object", o.Type().Name)
 			}
 			return nil, err

@@ -647,6 +647,12 @@ func getAttr(o py.Object, key string) (py.Object, error) {
 	}
 	res, err := py.GetAttrString(o, key)
 	if err != nil {
+		if ga := userMethod(o, "__getattr__"); ga != nil && py.IsException(py.AttributeError, err) && o.Type().NativeGetAttrOrNil(key) != nil {
+			// An AttributeError of what the class has (a property's
+			// getter raising it): CPython then calls __getattr__, which
+			// gpython calls only for a name the class lacks.
+			return py.Call(ga, py.Tuple{o, py.String(key)}, nil)
+		}
 		return nil, attrError(err, o, key)
 	}
 	return res, nil
@@ -657,7 +663,7 @@ func getAttr(o py.Object, key string) (py.Object, error) {
 // with the classes that have them (nil: every exception).
 var exceptionAttrs = func() map[string][]*py.Type {
 	m := map[string][]*py.Type{}
-	for _, a := range []string{"__traceback__", "__cause__", "__context__", "__suppress_context__", "__notes__", "add_note"} {
+	for _, a := range []string{"__traceback__", "__cause__", "__context__", "__suppress_context__", "__notes__", "add_note", "with_traceback"} {
 		m[a] = nil
 	}
 	for t, attrs := range map[*py.Type][]string{
@@ -669,6 +675,7 @@ var exceptionAttrs = func() map[string][]*py.Type {
 		py.UnicodeError:   {"encoding", "object", "start", "end", "reason"},
 		py.AttributeError: {"name", "obj"},
 		py.NameError:      {"name"},
+		jsonDecodeError:   {"msg", "doc", "pos", "lineno", "colno"},
 	} {
 		for _, a := range attrs {
 			m[a] = append(m[a], t)

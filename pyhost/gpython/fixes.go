@@ -22,21 +22,151 @@ func compileModule(src, name string) (*py.Code, error) {
 		for _, m := range []string{"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"} {
 			all = all || strings.Contains(src, m)
 		}
-		fixCode(code, all)
+		if err := fixCode(code, all, name); err != nil {
+			return nil, err
+		}
 	}
 	return code, nil
 }
 
-// fixCode corrects a code object and every code object nested in it.
-func fixCode(code *py.Code, allCompares bool) {
+// fixCode corrects a code object and every code object nested in it. Code
+// the rewrite of its operators cannot take (rewriteOps: an argument or a
+// jump past 65,535, a long function's once every attribute load and
+// subscript is a call) is refused, naming the function or module and its
+// line: unfixed, it would run with gpython's own answers (a tuple's slice
+// past its end panicked in Go, a dict kept gpython's order). So is a
+// function with both free and cell variables whose derefs fixDerefs cannot
+// renumber.
+func fixCode(code *py.Code, allCompares bool, module string) error {
 	fixCell2arg(code)
-	rewriteOpsWith(code, allCompares)
+	what := "function " + code.Name
+	if code.Name == "<module>" {
+		what = "module " + strings.TrimSuffix(module, ".py")
+	}
+	if !fixDerefs(code) {
+		// gpython's compiler numbers a free variable from 0, as if the
+		// cell variables were not before it (CPython's LOAD_DEREF
+		// len(cellvars)+i): the code reads a cell of its own for it.
+		return py.ExceptionNewf(py.NotImplementedError, "%s (line %d) uses a variable of an enclosing function (%s) and has its own that a nested function uses (%s), which gpython's compiler confuses; use the cpython runtime",
+			what, firstLine(code), strings.Join(code.Freevars, ", "), strings.Join(code.Cellvars, ", "))
+	}
+	if !rewriteOpsWith(code, allCompares) {
+		return py.ExceptionNewf(py.NotImplementedError, "%s (line %d) is too large for gpython's rewrite; use the cpython runtime", what, firstLine(code))
+	}
 	qualifyNames(code)
 	for _, c := range code.Consts {
 		if nested, ok := c.(*py.Code); ok {
-			fixCode(nested, allCompares)
+			if err := fixCode(nested, allCompares, module); err != nil {
+				return err
+			}
 		}
 	}
+	return nil
+}
+
+// fixDerefs renumbers the free variables of code that also has cell
+// variables: gpython's compiler gives a free variable its index among
+// the free ones (LOAD_DEREF 0 for the first), where the frame has the
+// cell variables first (CPython's len(cellvars)+i), so the code read its
+// own cell for the enclosing function's variable. A LOAD_CLOSURE making a
+// nested function's closure is renumbered by the name the nested code
+// gives it, and a deref whose index only one kind has; it reports false
+// for a deref that could be either (code the caller refuses).
+func fixDerefs(code *py.Code) bool {
+	cells, frees := len(code.Cellvars), len(code.Freevars)
+	if cells == 0 || frees == 0 {
+		return true
+	}
+	var ins []instr
+	b := []byte(code.Code)
+	for i := 0; i < len(b); {
+		in := instr{at: i, op: vm.OpCode(b[i]), size: 1}
+		if in.op == vm.EXTENDED_ARG {
+			return false
+		}
+		if in.op.HAS_ARG() {
+			if i+2 >= len(b) {
+				return false
+			}
+			in.arg, in.size = int(b[i+1])|int(b[i+2])<<8, 3
+		}
+		ins = append(ins, in)
+		i += in.size
+	}
+	index := func(name string) int {
+		for i, n := range code.Cellvars {
+			if n == name {
+				return i
+			}
+		}
+		for i, n := range code.Freevars {
+			if n == name {
+				return cells + i
+			}
+		}
+		return -1
+	}
+	newArg := make([]int, len(ins))
+	for k := range newArg {
+		newArg[k] = -1
+	}
+	// A closure's making: LOAD_CLOSURE x n, BUILD_TUPLE n, LOAD_CONST
+	// code (whose free variables name them in order).
+	for k, in := range ins {
+		if in.op != vm.BUILD_TUPLE || in.arg == 0 || k < in.arg || k+1 >= len(ins) || ins[k+1].op != vm.LOAD_CONST || ins[k+1].arg >= len(code.Consts) {
+			continue
+		}
+		nested, ok := code.Consts[ins[k+1].arg].(*py.Code)
+		if !ok || len(nested.Freevars) != in.arg {
+			continue
+		}
+		for j := 0; j < in.arg; j++ {
+			if ins[k-in.arg+j].op != vm.LOAD_CLOSURE {
+				ok = false
+			}
+		}
+		for j := 0; ok && j < in.arg; j++ {
+			if newArg[k-in.arg+j] = index(nested.Freevars[j]); newArg[k-in.arg+j] < 0 {
+				return false
+			}
+		}
+	}
+	for k, in := range ins {
+		switch in.op {
+		case vm.LOAD_CLOSURE, vm.LOAD_DEREF, vm.STORE_DEREF, vm.DELETE_DEREF, vm.LOAD_CLASSDEREF:
+		default:
+			continue
+		}
+		arg := newArg[k]
+		switch {
+		case arg >= 0:
+		case in.arg < cells && in.arg < frees:
+			return false // a cell variable's or a free one's
+		case in.arg < cells:
+			arg = in.arg
+		case in.arg < frees:
+			arg = cells + in.arg
+		default:
+			return false
+		}
+		if arg > 0xffff {
+			return false
+		}
+		b[in.at+1], b[in.at+2] = byte(arg), byte(arg>>8)
+	}
+	code.Code = string(b)
+	return true
+}
+
+// firstLine is the line a code object's first instruction is on
+// (gpython's compiler gives every code object Firstlineno 1, and the
+// line table's first entry moves it to the first statement's line).
+func firstLine(code *py.Code) int {
+	line := int(code.Firstlineno)
+	if len(code.Lnotab) >= 2 && code.Lnotab[0] == 0 {
+		line += int(code.Lnotab[1])
+	}
+	return line
 }
 
 // qualifyNames names each function a code object makes by its qualified

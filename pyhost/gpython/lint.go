@@ -253,10 +253,35 @@ var missingAttrs = map[string]string{
 	"encode":           "str.encode gives bytes that gpython cannot use as CPython does",
 }
 
-// scope is the names one function or class body binds.
+// scope is the names one function or class body binds, and, for a
+// function's, those it loads.
 type scope struct {
 	names    map[string]bool
+	loads    map[string]bool
 	function bool
+}
+
+// loadedNames are the names a body loads itself (not in the functions,
+// classes and lambdas it defines, nor their decorators and defaults;
+// dotted decorator names aside). A function loading a name an enclosing
+// function binds has it as a free variable, which toolhost's load of a
+// dotted decorator's first part finds (emitDotted).
+func loadedNames(body []ast.Stmt) map[string]bool {
+	names := map[string]bool{}
+	for _, st := range body {
+		ast.Walk(st, func(n ast.Ast) bool {
+			switch x := n.(type) {
+			case *ast.FunctionDef, *ast.ClassDef, *ast.Lambda:
+				return false
+			case *ast.Name:
+				if x.Ctx == ast.Load && !strings.Contains(string(x.Id), ".") {
+					names[string(x.Id)] = true
+				}
+			}
+			return true
+		})
+	}
+	return names
 }
 
 // scopeNames are the names a body binds itself (not in the functions and
@@ -299,14 +324,17 @@ func scopeNames(body []ast.Stmt, params *ast.Arguments) map[string]bool {
 
 // dottedDecorators refuses a dotted decorator (@x.setter) whose first
 // name a function around the decorated definition binds, and the body
-// the decorator is in does not: toolhost loads the name's first part as
-// that body would a name it does not bind, from the module (gpython's
-// parser makes "x.setter" one name, which toolhost splits), so it would
-// not find the enclosing function's.
+// the decorator is in neither binds nor, if a function's, loads:
+// toolhost loads the name's first part as that body would a name it does
+// not bind, from the module (gpython's parser makes "x.setter" one name,
+// which toolhost splits), so it would not find the enclosing function's
+// unless the body has it as a free variable (a class body's load is from
+// its own names, then the module's).
 func dottedDecorators(body []ast.Stmt, outer []scope, add func(ast.Ast, string, ...any)) {
-	var here map[string]bool
+	var here, loads map[string]bool
 	if len(outer) > 0 {
 		here = outer[len(outer)-1].names
+		loads = outer[len(outer)-1].loads
 	}
 	check := func(decorators []ast.Expr) {
 		for _, d := range decorators {
@@ -318,7 +346,7 @@ func dottedDecorators(body []ast.Stmt, outer []scope, add func(ast.Ast, string, 
 				continue
 			}
 			first := strings.SplitN(string(n.Id), ".", 2)[0]
-			if here[first] {
+			if here[first] || loads[first] {
 				continue
 			}
 			for _, s := range outer[:len(outer)-1] {
@@ -334,11 +362,11 @@ func dottedDecorators(body []ast.Stmt, outer []scope, add func(ast.Ast, string, 
 			switch x := n.(type) {
 			case *ast.FunctionDef:
 				check(x.DecoratorList)
-				dottedDecorators(x.Body, append(outer[:len(outer):len(outer)], scope{scopeNames(x.Body, x.Args), true}), add)
+				dottedDecorators(x.Body, append(outer[:len(outer):len(outer)], scope{scopeNames(x.Body, x.Args), loadedNames(x.Body), true}), add)
 				return false
 			case *ast.ClassDef:
 				check(x.DecoratorList)
-				dottedDecorators(x.Body, append(outer[:len(outer):len(outer)], scope{scopeNames(x.Body, nil), false}), add)
+				dottedDecorators(x.Body, append(outer[:len(outer):len(outer)], scope{scopeNames(x.Body, nil), nil, false}), add)
 				return false
 			}
 			return true

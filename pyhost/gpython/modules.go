@@ -73,7 +73,12 @@ func jsonLoads(self py.Object, args py.Tuple) (py.Object, error) {
 		if fixesOff {
 			return nil, py.ExceptionNewf(py.ValueError, "invalid JSON: %v", err)
 		}
-		return nil, py.ExceptionNewf(jsonDecodeError, "invalid JSON: %v", err)
+		// Its doc is CPython's (the document); msg, pos, lineno and colno
+		// raise NotImplementedError (exceptionAttrs): CPython's name its
+		// own parser's place of the error.
+		e := py.ExceptionNewf(jsonDecodeError, "invalid JSON: %v", err)
+		e.Dict["doc"] = s
+		return nil, e
 	}
 	return o, nil
 }
