@@ -206,10 +206,20 @@ func countDBFDs(pid int) int {
 	return n
 }
 
-// maxDBFDs bounds countDBFDs: database/sql keeps 2 idle connections by
-// default, each with the database and its WAL open, and the shared memory
-// file is open once.
-const maxDBFDs = 2*2 + 1
+// dbFDsByFile counts pid's descriptors of the database by file
+// (toolhost.db, toolhost.db-wal, toolhost.db-shm).
+func dbFDsByFile(pid int) map[string]int {
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	e, _ := os.ReadDir(dir)
+	n := map[string]int{}
+	for _, f := range e {
+		l, _ := os.Readlink(filepath.Join(dir, f.Name()))
+		if b := filepath.Base(l); strings.HasPrefix(b, "toolhost.db") {
+			n[b]++
+		}
+	}
+	return n
+}
 
 // statusField reads a "Name:  N kB" (or plain number) line of
 // /proc/PID/status.
