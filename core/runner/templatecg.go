@@ -51,7 +51,8 @@ func (s *Sandbox) PlaceTemplateWorkers() func(pid int) (release func(), err erro
 // server's), on v2 under the sandboxes' parent.
 func placeTemplateWorker(pid int) (func(), error) {
 	var dir, weightFile, weight string
-	if cgroupV2() {
+	v2 := cgroupV2()
+	if v2 {
 		parent, err := v2Parent()
 		if err != nil {
 			return nil, err
@@ -68,7 +69,7 @@ func placeTemplateWorker(pid int) (func(), error) {
 		return nil, fmt.Errorf("make a template worker's cgroup: %w", err)
 	}
 	release := func() { removeCgroup(dir) }
-	if !cgroupV2() || cgroupfs.Controllers(dir)[ctlCPU] {
+	if !v2 || cgroupfs.Controllers(dir)[ctlCPU] {
 		if err := writeCgroup(dir, weightFile, weight); err != nil {
 			release()
 			return nil, err

@@ -189,32 +189,29 @@ func countFDs(pid int) int {
 
 // countDBFDs counts the descriptors of pid open on a SQLite database
 // (toolhost.db and its -wal and -shm): those of the connection pool,
-// which keeps up to database/sql's idle bound of connections open.
+// which keeps up to database/sql's idle bound of connections open; -1
+// when they cannot be read.
 func countDBFDs(pid int) int {
-	dir := fmt.Sprintf("/proc/%d/fd", pid)
-	e, err := os.ReadDir(dir)
-	if err != nil {
+	byFile := dbFDsByFile(pid)
+	if byFile == nil {
 		return -1
 	}
-	n := 0
-	for _, f := range e {
-		l, _ := os.Readlink(filepath.Join(dir, f.Name()))
-		if base := filepath.Base(l); base == "toolhost.db" || base == "toolhost.db-wal" || base == "toolhost.db-shm" {
-			n++
-		}
-	}
-	return n
+	return byFile["toolhost.db"] + byFile["toolhost.db-wal"] + byFile["toolhost.db-shm"]
 }
 
 // dbFDsByFile counts pid's descriptors of the database by file
-// (toolhost.db, toolhost.db-wal, toolhost.db-shm).
+// (toolhost.db, toolhost.db-wal, toolhost.db-shm); nil when they cannot
+// be read.
 func dbFDsByFile(pid int) map[string]int {
 	dir := fmt.Sprintf("/proc/%d/fd", pid)
-	e, _ := os.ReadDir(dir)
+	e, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
 	n := map[string]int{}
 	for _, f := range e {
 		l, _ := os.Readlink(filepath.Join(dir, f.Name()))
-		if b := filepath.Base(l); strings.HasPrefix(b, "toolhost.db") {
+		if b := filepath.Base(l); b == "toolhost.db" || b == "toolhost.db-wal" || b == "toolhost.db-shm" {
 			n[b]++
 		}
 	}
