@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mattn/go-sqlite3"
@@ -25,6 +26,19 @@ import (
 // that this caller answers at once. An entry the database cannot take now
 // (unreachable, disk full) is held as logbuffer.go says; while entries
 // are held, a batch queues behind them, in order.
+//
+// On SQLite a tool call's entry is deferred (AddLogDeferred, issue 28):
+// it is queued and the call answers at once; the queue is committed within
+// logDelay, or at once when a batch is full, so that one caller's calls
+// share a commit too (a single-row commit cost a session call about
+// 60 µs of CPU on SQLite, a batch of ten about 16 µs an entry). The loss
+// window: the deferred entries of the last logDelay, if the process dies
+// before they are committed (Close commits them). Everything that reads
+// the log table commits the queue first (syncLogs), so a reader sees
+// every entry logged before it asked.
+
+// logDelay is the longest a deferred entry waits for its commit.
+const logDelay = 5 * time.Millisecond
 
 // maxLogBatch is the most log entries one transaction writes.
 const maxLogBatch = 256
@@ -46,15 +60,35 @@ type logWriter struct {
 	// writing is set while a writer (a caller, or writeLogs) writes;
 	// whoever queues an entry while it is not becomes the writer.
 	writing bool
+	// timer is armed while deferred entries wait and no writer writes.
+	timer *time.Timer
 	// writers counts the writers running, for Close.
 	writers sync.WaitGroup
+	// commits counts the transactions written (for tests).
+	commits atomic.Int64
 }
 
 // logRequest is one entry handed to the writer, and where its outcome
-// goes.
+// goes: nowhere for a deferred entry (done is nil); a request without an
+// entry is a reader's, answered once everything queued before it is
+// committed.
 type logRequest struct {
-	e    heldLog
+	e    *heldLog
 	done chan error
+}
+
+// reply tells the request's caller its outcome; a deferred entry that
+// could be neither stored nor held is counted as dropped.
+func (r *logRequest) reply(s *DB, err error) {
+	if r.done != nil {
+		r.done <- err
+		return
+	}
+	if err != nil {
+		s.logs.mu.Lock()
+		s.logs.dropped++
+		s.logs.mu.Unlock()
+	}
 }
 
 // writeLog hands e to the writer and waits until it is stored (or held),
@@ -62,11 +96,31 @@ type logRequest struct {
 // writing, this caller writes what is queued itself, ctx or not (SQLite's
 // busy timeout bounds it).
 func (s *DB) writeLog(ctx context.Context, e heldLog) error {
+	return s.submitLog(ctx, &logRequest{e: &e, done: make(chan error, 1)})
+}
+
+// syncLogs commits the entries queued so far (deferred ones included)
+// before the log table is read.
+func (s *DB) syncLogs(ctx context.Context) {
 	w := &s.logw
-	r := &logRequest{e: e, done: make(chan error, 1)}
+	w.mu.Lock()
+	idle := len(w.queue) == 0 && !w.writing
+	w.mu.Unlock()
+	if !idle {
+		s.submitLog(ctx, &logRequest{done: make(chan error, 1)})
+	}
+}
+
+// submitLog queues r and waits for its reply (see writeLog).
+func (s *DB) submitLog(ctx context.Context, r *logRequest) error {
+	w := &s.logw
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
+		if r.e == nil {
+			return nil
+		}
+		e := r.e
 		return s.insertLog(ctx, e.tenant, e.session, e.kind, e.event, e.data, e.created)
 	}
 	w.queue = append(w.queue, r)
@@ -99,6 +153,53 @@ func (s *DB) writeLog(ctx context.Context, e heldLog) error {
 	return <-r.done
 }
 
+// deferLog queues e for the writer without waiting: the writer at work
+// takes it, or the one a full batch starts, or the timer's within
+// logDelay.
+func (s *DB) deferLog(e heldLog) {
+	w := &s.logw
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		(&logRequest{}).reply(s, s.insertLogHolding(e))
+		return
+	}
+	w.queue = append(w.queue, &logRequest{e: &e})
+	switch {
+	case w.writing:
+		// The writer takes every entry queued before it stops.
+	case len(w.queue) >= maxLogBatch:
+		s.startLogWriterLocked()
+	case w.timer == nil:
+		w.timer = time.AfterFunc(logDelay, s.logTimer)
+	}
+	w.mu.Unlock()
+}
+
+// logTimer writes the deferred entries when no writer is writing.
+func (s *DB) logTimer() {
+	w := &s.logw
+	w.mu.Lock()
+	w.timer = nil
+	if !w.writing && len(w.queue) > 0 {
+		s.startLogWriterLocked()
+	}
+	w.mu.Unlock()
+}
+
+// startLogWriterLocked starts writeLogs, the writer (under logw.mu, with
+// no writer writing); the timer is no longer needed.
+func (s *DB) startLogWriterLocked() {
+	w := &s.logw
+	if w.timer != nil {
+		w.timer.Stop()
+		w.timer = nil
+	}
+	w.writing = true
+	w.writers.Add(1)
+	go s.writeLogs()
+}
+
 // writeLogs writes the queued entries, a batch per transaction, until none
 // is left; it is the writer (writing is set, and counted in writers).
 func (s *DB) writeLogs() {
@@ -123,7 +224,9 @@ func (s *DB) writeLogs() {
 func takeLogBatch(queue []*logRequest) (batch, rest []*logRequest) {
 	n, bytes := 0, 0
 	for n < len(queue) && n < maxLogBatch && bytes < maxLogBatchBytes {
-		bytes += queue[n].e.size()
+		if e := queue[n].e; e != nil {
+			bytes += e.size()
+		}
 		n++
 	}
 	batch = slices.Clone(queue[:n])
@@ -141,6 +244,13 @@ func (s *DB) closeLogs() {
 	w := &s.logw
 	w.mu.Lock()
 	w.closed = true
+	if !w.writing && len(w.queue) > 0 {
+		// Deferred entries waiting for the timer.
+		s.startLogWriterLocked()
+	} else if w.timer != nil {
+		w.timer.Stop()
+		w.timer = nil
+	}
 	w.mu.Unlock()
 	w.writers.Wait()
 }
@@ -156,39 +266,60 @@ func (s *DB) logContext() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 10*time.Second)
 }
 
-// commitLogs writes a batch in one transaction and tells each of its
-// callers. A batch that meets held entries queues behind them; one the
+// commitLogs writes a batch's entries in one transaction and tells each
+// of their callers, then the readers waiting in it. A batch that meets held entries queues behind them; one the
 // database cannot take now is held; one that fails otherwise (an entry of
 // its own: a foreign key) is written entry by entry, so that only the
 // entry at fault fails; but one that met SQLite's write lock held past
 // its busy timeout fails as a whole.
 func (s *DB) commitLogs(batch []*logRequest) {
-	if s.queueLog(batch[0].e) {
+	// Readers' requests are answered once the entries before them are.
+	entries := batch[:0:0]
+	var readers []*logRequest
+	for _, r := range batch {
+		if r.e == nil {
+			readers = append(readers, r)
+		} else {
+			entries = append(entries, r)
+		}
+	}
+	if len(entries) > 0 {
+		s.commitEntries(entries)
+	}
+	for _, r := range readers {
+		r.reply(s, nil)
+	}
+}
+
+// commitEntries is commitLogs for a batch of entries.
+func (s *DB) commitEntries(batch []*logRequest) {
+	s.logw.commits.Add(1)
+	if s.queueLog(*batch[0].e) {
 		for i, r := range batch {
-			if i == 0 || s.queueLog(r.e) {
-				r.done <- nil
+			if i == 0 || s.queueLog(*r.e) {
+				r.reply(s, nil)
 				continue
 			}
-			r.done <- s.insertLogHolding(r.e)
+			r.reply(s, s.insertLogHolding(*r.e))
 		}
 		return
 	}
 	if len(batch) == 1 {
-		batch[0].done <- s.insertLogHolding(batch[0].e)
+		batch[0].reply(s, s.insertLogHolding(*batch[0].e))
 		return
 	}
 	err := s.insertLogs(batch)
 	switch {
 	case err == nil:
 		for _, r := range batch {
-			r.done <- nil
+			r.reply(s, nil)
 		}
 	case Unavailable(err) || Full(err):
 		for _, r := range batch {
-			if s.holdLog(r.e) {
-				r.done <- nil
+			if s.holdLog(*r.e) {
+				r.reply(s, nil)
 			} else {
-				r.done <- err
+				r.reply(s, err)
 			}
 		}
 	case locked(err):
@@ -196,11 +327,11 @@ func (s *DB) commitLogs(batch []*logRequest) {
 		// entry by entry, each would wait it out again, and every later
 		// caller behind them.
 		for _, r := range batch {
-			r.done <- err
+			r.reply(s, err)
 		}
 	default:
 		for _, r := range batch {
-			r.done <- s.insertLogHolding(r.e)
+			r.reply(s, s.insertLogHolding(*r.e))
 		}
 	}
 }

@@ -166,6 +166,7 @@ type Usage struct {
 
 // Usage counts what a tenant holds.
 func (s *DB) Usage(ctx context.Context, tenantID int64) (Usage, error) {
+	s.syncLogs(ctx)
 	var u Usage
 	err := s.row(ctx, `SELECT
 		(SELECT COALESCE(SUM(size), 0) FROM files WHERE tenant_id = ?),

@@ -553,6 +553,28 @@ func (s *DB) AddLog(ctx context.Context, tenantID int64, sessionID, kind, event 
 	return s.writeLog(ctx, e)
 }
 
+// AddLogDeferred appends a log entry to a session without waiting for
+// its commit: it is stored within logDelay, together with the entries
+// logged meanwhile (logwriter.go says what a crash may lose). A tool
+// call's entry takes this way. On PostgreSQL it is AddLog: other nodes
+// read the log (a session's next call may be served by another node), and
+// an entry committed late would come after theirs.
+func (s *DB) AddLogDeferred(ctx context.Context, tenantID int64, sessionID, kind, event string, data any) error {
+	if s.dialect == postgresDialect {
+		return s.AddLog(ctx, tenantID, sessionID, kind, event, data)
+	}
+	b, err := json.Marshal(data)
+	if err != nil {
+		return err
+	}
+	e := heldLog{tenant: tenantID, session: sessionID, kind: kind, event: event, data: string(b), created: now()}
+	if s.queueLog(e) {
+		return nil // behind the entries held (logbuffer.go)
+	}
+	s.deferLog(e)
+	return nil
+}
+
 // insertLog writes one log entry.
 func (s *DB) insertLog(ctx context.Context, tenantID int64, sessionID, kind, event, data, created string) error {
 	_, err := s.exec(ctx, `INSERT INTO logs (tenant_id, session_id, kind, event, data, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
@@ -563,6 +585,7 @@ func (s *DB) insertLog(ctx context.Context, tenantID int64, sessionID, kind, eve
 // Logs lists a session's log entries in order; kinds filters them (none:
 // all).
 func (s *DB) Logs(ctx context.Context, tenantID int64, sessionID string, kinds ...string) ([]LogEntry, error) {
+	s.syncLogs(ctx)
 	q := `SELECT id, kind, event, data, created_at FROM logs WHERE tenant_id = ? AND session_id = ?`
 	args := []any{tenantID, sessionID}
 	if len(kinds) > 0 {
@@ -635,6 +658,7 @@ func (s *DB) LogView(ctx context.Context, tenantID int64, sessionID, kind string
 // warnings: the newest limit of them (all when limit <= 0), oldest first;
 // contains filters by a part of a warning.
 func (s *DB) SearchWarnings(ctx context.Context, tenantID int64, contains string, limit int) ([]LogEntry, error) {
+	s.syncLogs(ctx)
 	rows, err := s.query(ctx, `SELECT id, kind, event, data, created_at FROM logs
 		WHERE tenant_id = ? AND `+s.jsonHas("data", "warnings")+` ORDER BY id DESC`, tenantID)
 	if err != nil {

@@ -118,6 +118,7 @@ type Knowledge interface {
 // Logs are the sessions' system and trace logs.
 type Logs interface {
 	AddLog(ctx context.Context, tenantID int64, sessionID, kind, event string, data any) error
+	AddLogDeferred(ctx context.Context, tenantID int64, sessionID, kind, event string, data any) error
 	Logs(ctx context.Context, tenantID int64, sessionID string, kinds ...string) ([]LogEntry, error)
 	LogView(ctx context.Context, tenantID int64, sessionID, kind string) ([]LogEntry, error)
 	SearchWarnings(ctx context.Context, tenantID int64, contains string, limit int) ([]LogEntry, error)

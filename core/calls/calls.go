@@ -199,12 +199,15 @@ func (t tenantSecrets) SecretValues(ctx context.Context, names []string) (map[st
 	return t.db.SecretValues(ctx, t.tenant, names)
 }
 
-// tenantLog is the system log of one tenant.
+// tenantLog is the system log of one tenant, as the call pipeline writes
+// it: on SQLite a call's entry is deferred (committed within a few
+// milliseconds with the entries logged meanwhile), and every reader of
+// the log sees it.
 type tenantLog struct {
 	db     storage.Store
 	tenant int64
 }
 
 func (l tenantLog) Log(ctx context.Context, session, kind, event string, data any) error {
-	return l.db.AddLog(ctx, l.tenant, session, kind, event, data)
+	return l.db.AddLogDeferred(ctx, l.tenant, session, kind, event, data)
 }
