@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"syscall"
 	"testing"
@@ -50,18 +51,28 @@ func Build() (string, func()) {
 	race := os.Getenv("TOOLHOST_TEST_RACE") != ""
 	dir, unlock, cleanup := sharedDir(root, race)
 	defer unlock()
-	pkgs := []string{filepath.Join(root, "core", "cmd", "toolhost"), filepath.Join(root, "pyhost", "cmd", "toolhost-sandbox"),
-		filepath.Join(root, "pyhost", "cmd", "toolhost-pyhost")}
+	toolhost := filepath.Join(root, "core", "cmd", "toolhost")
+	helpers := []string{filepath.Join(root, "pyhost", "cmd", "toolhost-sandbox"), filepath.Join(root, "pyhost", "cmd", "toolhost-pyhost")}
 	bin := filepath.Join(dir, "toolhost")
 	args := []string{"build", "-tags", "sqlite_fts5", "-o", dir + string(filepath.Separator)}
+	var builds []*exec.Cmd
 	if race {
 		// make race: the server, plugin and worker processes the tests
-		// start are race-checked too, not only the test binary.
-		args = append(args, "-race")
+		// start are race-checked too, not only the test binary (the race
+		// detector needs cgo: the helpers are linked dynamically then).
+		builds = append(builds, exec.Command("go", append(append(slices.Clone(args), "-race", toolhost), helpers...)...))
+	} else {
+		// As the Makefile builds them: the helpers static, without cgo.
+		builds = append(builds, exec.Command("go", append(slices.Clone(args), toolhost)...))
+		static := exec.Command("go", append(slices.Clone(args), helpers...)...)
+		static.Env = append(os.Environ(), "CGO_ENABLED=0")
+		builds = append(builds, static)
 	}
-	if out, err := exec.Command("go", append(args, pkgs...)...).CombinedOutput(); err != nil {
-		cleanup()
-		panic(fmt.Sprintf("build toolhost: %v\n%s", err, out))
+	for _, cmd := range builds {
+		if out, err := cmd.CombinedOutput(); err != nil {
+			cleanup()
+			panic(fmt.Sprintf("build toolhost: %v\n%s", err, out))
+		}
 	}
 	// go build leaves a binary that is up to date as it found it: a test
 	// that changed its mode (an attack on it that should have failed) is
