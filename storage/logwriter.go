@@ -153,16 +153,27 @@ func (s *DB) submitLog(ctx context.Context, r *logRequest) error {
 	return <-r.done
 }
 
+// maxDeferred is the most entries queued for the writer that a deferred
+// entry joins without waiting: past it (the database is slower than the
+// calls) its caller waits for the commit, as AddLog's do, so that the
+// queue stays bounded.
+const maxDeferred = 4 * maxLogBatch
+
 // deferLog queues e for the writer without waiting: the writer at work
 // takes it, or the one a full batch starts, or the timer's within
-// logDelay.
-func (s *DB) deferLog(e heldLog) {
+// logDelay. It reports false, queuing nothing, when maxDeferred entries
+// are queued already.
+func (s *DB) deferLog(e heldLog) bool {
 	w := &s.logw
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
 		(&logRequest{}).reply(s, s.insertLogHolding(e))
-		return
+		return true
+	}
+	if len(w.queue) >= maxDeferred {
+		w.mu.Unlock()
+		return false
 	}
 	w.queue = append(w.queue, &logRequest{e: &e})
 	switch {
@@ -174,6 +185,7 @@ func (s *DB) deferLog(e heldLog) {
 		w.timer = time.AfterFunc(logDelay, s.logTimer)
 	}
 	w.mu.Unlock()
+	return true
 }
 
 // logTimer writes the deferred entries when no writer is writing.

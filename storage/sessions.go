@@ -571,8 +571,10 @@ func (s *DB) AddLogDeferred(ctx context.Context, tenantID int64, sessionID, kind
 	if s.queueLog(e) {
 		return nil // behind the entries held (logbuffer.go)
 	}
-	s.deferLog(e)
-	return nil
+	if s.deferLog(e) {
+		return nil
+	}
+	return s.writeLog(ctx, e) // the queue is full: wait for the commit
 }
 
 // insertLog writes one log entry.
