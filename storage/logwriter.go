@@ -62,6 +62,8 @@ type logWriter struct {
 	writing bool
 	// timer is armed while deferred entries wait and no writer writes.
 	timer *time.Timer
+	// bytes is about the size of the entries queued.
+	bytes int
 	// writers counts the writers running, for Close.
 	writers sync.WaitGroup
 	// commits counts the transactions written (for tests).
@@ -123,7 +125,7 @@ func (s *DB) submitLog(ctx context.Context, r *logRequest) error {
 		e := r.e
 		return s.insertLog(ctx, e.tenant, e.session, e.kind, e.event, e.data, e.created)
 	}
-	w.queue = append(w.queue, r)
+	w.appendLocked(r)
 	if w.writing {
 		w.mu.Unlock()
 		select {
@@ -135,8 +137,7 @@ func (s *DB) submitLog(ctx context.Context, r *logRequest) error {
 	}
 	w.writing = true
 	w.writers.Add(1)
-	var batch []*logRequest
-	batch, w.queue = takeLogBatch(w.queue)
+	batch := w.takeLocked()
 	w.mu.Unlock()
 	s.commitLogs(batch)
 	w.mu.Lock()
@@ -153,16 +154,34 @@ func (s *DB) submitLog(ctx context.Context, r *logRequest) error {
 	return <-r.done
 }
 
-// maxDeferred is the most entries queued for the writer that a deferred
-// entry joins without waiting: past it (the database is slower than the
-// calls) its caller waits for the commit, as AddLog's do, so that the
-// queue stays bounded.
-const maxDeferred = 4 * maxLogBatch
+// maxDeferred and maxDeferredBytes bound the entries queued for the
+// writer that a deferred entry joins without waiting: past either (the
+// database is slower than the calls) its caller waits for the commit, as
+// AddLog's do, so that the queue stays bounded in entries and in bytes
+// (an entry holds a call's arguments and result).
+const (
+	maxDeferred      = 4 * maxLogBatch
+	maxDeferredBytes = 4 * maxLogBatchBytes
+)
+
+// holdBehind holds e behind the entries held for the database
+// (logbuffer.go) when there are some and none of the writer's are queued
+// or being written, and reports whether it did. An entry that comes while
+// the writer has some goes to the writer's queue: the writer holds its
+// entries in order (commitEntries), so that one caller's entries are not
+// reordered (a deferred entry still queued, then the same caller's next
+// entry held at once).
+func (s *DB) holdBehind(e heldLog) bool {
+	w := &s.logw
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.queue) == 0 && !w.writing && s.queueLog(e)
+}
 
 // deferLog queues e for the writer without waiting: the writer at work
 // takes it, or the one a full batch starts, or the timer's within
-// logDelay. It reports false, queuing nothing, when maxDeferred entries
-// are queued already.
+// logDelay (or holds it, as holdBehind says). It reports false, queuing
+// nothing, when the queue is at maxDeferred entries or maxDeferredBytes.
 func (s *DB) deferLog(e heldLog) bool {
 	w := &s.logw
 	w.mu.Lock()
@@ -171,11 +190,15 @@ func (s *DB) deferLog(e heldLog) bool {
 		(&logRequest{}).reply(s, s.insertLogHolding(e))
 		return true
 	}
-	if len(w.queue) >= maxDeferred {
+	if len(w.queue) == 0 && !w.writing && s.queueLog(e) {
+		w.mu.Unlock()
+		return true // behind the entries held (see holdBehind)
+	}
+	if len(w.queue) >= maxDeferred || w.bytes+e.size() > maxDeferredBytes {
 		w.mu.Unlock()
 		return false
 	}
-	w.queue = append(w.queue, &logRequest{e: &e})
+	w.appendLocked(&logRequest{e: &e})
 	switch {
 	case w.writing:
 		// The writer takes every entry queued before it stops.
@@ -224,10 +247,29 @@ func (s *DB) writeLogs() {
 			w.writers.Done()
 			return
 		}
-		var batch []*logRequest
-		batch, w.queue = takeLogBatch(w.queue)
+		batch := w.takeLocked()
 		w.mu.Unlock()
 		s.commitLogs(batch)
+	}
+}
+
+// takeLocked takes the next batch from the queue (under mu).
+func (w *logWriter) takeLocked() []*logRequest {
+	var batch []*logRequest
+	batch, w.queue = takeLogBatch(w.queue)
+	for _, r := range batch {
+		if r.e != nil {
+			w.bytes -= r.e.size()
+		}
+	}
+	return batch
+}
+
+// appendLocked queues r (under mu).
+func (w *logWriter) appendLocked(r *logRequest) {
+	w.queue = append(w.queue, r)
+	if r.e != nil {
+		w.bytes += r.e.size()
 	}
 }
 

@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"runtime"
@@ -366,67 +367,81 @@ func TestDeferredLogs(t *testing.T) {
 
 // TestDeferredLogsBounded: while the database cannot commit (another
 // connection holds its write lock), a caller logging deferred entries
-// returns at once only while fewer than maxDeferred are queued, then
-// waits for the commit as AddLog does: the queue stays bounded. Once the
-// lock is released every entry is stored, in order.
+// returns at once only while fewer than maxDeferred entries and
+// maxDeferredBytes are queued, then waits for the commit as AddLog does:
+// the queue stays bounded in entries and in bytes (an entry holds a
+// call's result: up to a MiB). Once the lock is released every entry is
+// stored, in order.
 func TestDeferredLogsBounded(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	db, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	ten, _, err := db.CreateTenant(ctx, "acme")
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := sql.Open("sqlite3", "file:"+filepath.Join(dir, "toolhost.db")+"?_busy_timeout=10000&_txlock=immediate")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	lock, err := other.Begin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := lock.Exec(`INSERT INTO logs (tenant_id, session_id, kind, event, data, created_at) VALUES (?, 'lock', 'system', 'lock', '{}', ?)`, ten.ID, now()); err != nil {
-		t.Fatal(err)
-	}
-	const n = 3000
-	var returned atomic.Int64
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for i := range n {
-			db.AddLogDeferred(ctx, ten.ID, "s1", "system", "tool_call", map[string]int{"i": i})
-			returned.Add(1)
-		}
-	}()
-	time.Sleep(500 * time.Millisecond)
-	got := returned.Load()
-	db.logw.mu.Lock()
-	queued := len(db.logw.queue)
-	db.logw.mu.Unlock()
-	if err := lock.Rollback(); err != nil {
-		t.Fatal(err)
-	}
-	<-done
-	// The writer holds one batch in its transaction; the queue holds at
-	// most maxDeferred more, and the caller waits with one.
-	if limit := int64(maxLogBatch + maxDeferred + 1); got > limit || got == 0 {
-		t.Errorf("%d deferred entries returned while the database was locked, want 1 to %d", got, limit)
-	}
-	if queued > maxDeferred+1 {
-		t.Errorf("%d entries queued while the database was locked, want at most %d", queued, maxDeferred+1)
-	}
-	entries, err := db.Logs(ctx, ten.ID, "s1")
-	if err != nil || len(entries) != n {
-		t.Fatalf("the log holds %d entries (%v), want %d", len(entries), err, n)
-	}
-	for i, e := range entries {
-		if want := fmt.Sprintf(`{"i":%d}`, i); string(e.Data) != want {
-			t.Fatalf("entry %d is %s, want %s", i, e.Data, want)
-		}
+	for _, tt := range []struct {
+		name      string
+		n, size   int // entries logged and their data's bytes
+		maxReturn int // most entries returned while locked
+	}{
+		// The writer holds a batch in its transaction, the queue up to
+		// the bound more, and the caller waits with one.
+		{"small entries: by count", 3000, 10, maxLogBatch + maxDeferred + 1},
+		{"large entries: by bytes", 200, 100 << 10, (maxLogBatchBytes+maxDeferredBytes)/(100<<10) + 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			dir := t.TempDir()
+			db, err := Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			ten, _, err := db.CreateTenant(ctx, "acme")
+			if err != nil {
+				t.Fatal(err)
+			}
+			other, err := sql.Open("sqlite3", "file:"+filepath.Join(dir, "toolhost.db")+"?_busy_timeout=10000&_txlock=immediate")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer other.Close()
+			lock, err := other.Begin()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := lock.Exec(`INSERT INTO logs (tenant_id, session_id, kind, event, data, created_at) VALUES (?, 'lock', 'system', 'lock', '{}', ?)`, ten.ID, now()); err != nil {
+				t.Fatal(err)
+			}
+			pad := strings.Repeat("x", tt.size)
+			var returned atomic.Int64
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for i := range tt.n {
+					db.AddLogDeferred(ctx, ten.ID, "s1", "system", "tool_call", map[string]any{"i": i, "pad": pad})
+					returned.Add(1)
+				}
+			}()
+			time.Sleep(500 * time.Millisecond)
+			got := returned.Load()
+			db.logw.mu.Lock()
+			queued, bytes := len(db.logw.queue), db.logw.bytes
+			db.logw.mu.Unlock()
+			if err := lock.Rollback(); err != nil {
+				t.Fatal(err)
+			}
+			<-done
+			if got > int64(tt.maxReturn) || got == 0 {
+				t.Errorf("%d deferred entries returned while the database was locked, want 1 to %d", got, tt.maxReturn)
+			}
+			if queued > maxDeferred+1 || bytes > maxDeferredBytes+tt.size+1024 {
+				t.Errorf("%d entries (%d bytes) queued while the database was locked, want at most %d (%d bytes)", queued, bytes, maxDeferred+1, maxDeferredBytes)
+			}
+			entries, err := db.Logs(ctx, ten.ID, "s1")
+			if err != nil || len(entries) != tt.n {
+				t.Fatalf("the log holds %d entries (%v), want %d", len(entries), err, tt.n)
+			}
+			for i, e := range entries {
+				var d struct{ I int }
+				if json.Unmarshal(e.Data, &d) != nil || d.I != i {
+					t.Fatalf("entry %d is entry %d", i, d.I)
+				}
+			}
+		})
 	}
 }

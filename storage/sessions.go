@@ -545,7 +545,7 @@ func (s *DB) AddLog(ctx context.Context, tenantID int64, sessionID, kind, event 
 		return err
 	}
 	e := heldLog{tenant: tenantID, session: sessionID, kind: kind, event: event, data: string(b), created: now()}
-	if s.queueLog(e) {
+	if s.holdBehind(e) {
 		return nil // behind the entries held (logbuffer.go)
 	}
 	// Stored (or held, and written once the database takes writes) by
@@ -568,9 +568,6 @@ func (s *DB) AddLogDeferred(ctx context.Context, tenantID int64, sessionID, kind
 		return err
 	}
 	e := heldLog{tenant: tenantID, session: sessionID, kind: kind, event: event, data: string(b), created: now()}
-	if s.queueLog(e) {
-		return nil // behind the entries held (logbuffer.go)
-	}
 	if s.deferLog(e) {
 		return nil
 	}

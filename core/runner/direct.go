@@ -114,7 +114,7 @@ func (d *direct) Call(ctx context.Context, req *plugins.CallRequest) (*plugins.C
 		resp.DurationUs = time.Since(start).Microseconds()
 		return resp, nil
 	}
-	if d.pluginKilled() {
+	if d.pluginKilled(false) {
 		// The plugin process died since the last call (killed from
 		// outside; its workers die with it): the call is not given to
 		// this sandbox, and the runner runs it on a new one.
@@ -133,7 +133,7 @@ func (d *direct) Call(ctx context.Context, req *plugins.CallRequest) (*plugins.C
 	b.exchange.Store(&ended)
 	ans, err := b.conn.Exchange(ctx, proto.CallOf(req), d.limits.AnswerBytes(), proto.Deadline(ctx, timeout), d.cb, req.Token)
 	close(ended)
-	if d.pluginKilled() {
+	if d.pluginKilled(true) {
 		// Tool code killed the plugin process (os.kill(-1, 9), or its
 		// parent's pid): the worker outlives the signal for a moment and
 		// may answer, but the call broke its sandbox, so it failed, and
@@ -472,7 +472,7 @@ func (d *direct) usable(b *borrowed, note *string) bool {
 		return true
 	} else if n := b.threads(); n > 1 {
 		why = fmt.Sprintf("started %d threads between calls", n-1)
-	} else if d.pluginKilled() {
+	} else if d.pluginKilled(false) {
 		// The plugin died between calls (its workers die with it): the
 		// call goes nowhere here, and borrow says so.
 		d.forget(b)
@@ -512,7 +512,7 @@ func (d *direct) recheck(b *borrowed, note *string) bool {
 // dead or dying is ErrClosed at once (its data channel may stay open a
 // moment longer, and a request would wait for an answer that never comes).
 func (d *direct) borrow(ctx context.Context) (*borrowed, error) {
-	if d.pluginKilled() {
+	if d.pluginKilled(false) {
 		return nil, fmt.Errorf("%w: the plugin process is dead", channel.ErrClosed)
 	}
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
@@ -548,24 +548,31 @@ func (d *direct) borrow(ctx context.Context) (*borrowed, error) {
 // pluginKilled reports whether the plugin process is dead or dying: its
 // files cannot be read (it is gone), it is a zombie, exiting, or has a
 // SIGKILL pending. kill() marks the pending signals of a process and of
-// each of its threads at once, before the call that sent it returns. It
-// is read before each call (a plugin killed from outside since the last
-// one: the call goes to a new sandbox) and after it (tool code that
-// killed the plugin, os.kill(-1, 9) or its parent's pid: the call fails,
-// seen as soon as it answers, while the plugin may still be exiting and
-// its data channel still open). The main thread's
-// /proc/PID/task/PID/stat is read first (half the kernel's work of
-// status): the main thread's own mark, then its PF_SIGNALED and
-// PF_EXITING flags once it has taken the signal, then its zombie state.
-// Between taking its mark and setting PF_SIGNALED the main thread shows
-// none of them, running in the kernel's get_signal (about 1 kill in 250
-// was read so, state R, under no load): a main thread that is running
-// is asked again through /proc/PID/status, where the thread group's mark
-// (ShdPnd) stays until the process has exited. Without the files (they
-// could not be opened) the data channel's end is all there is.
-func (d *direct) pluginKilled() bool {
+// each of its threads at once, before the call that sent it returns.
+// thorough reads /proc/PID/status, where the thread group's mark (ShdPnd)
+// stays until the process has exited: it is read after each call, so
+// that a call whose tool code killed the plugin (os.kill(-1, 9), or its
+// parent's pid) is seen so as soon as it answers, while the plugin may
+// still be exiting and its data channel still open. Otherwise, before
+// each call, the main thread's /proc/PID/task/PID/stat is read first
+// (half the kernel's work of status): the main thread's own mark, then
+// its PF_SIGNALED and PF_EXITING flags once it has taken the signal, then
+// its zombie state. Between taking its mark and setting PF_SIGNALED the
+// main thread shows none of them, running in the kernel's get_signal
+// (about 1 kill in 250 was read so, state R, under no load): a main
+// thread that is running is asked again through status. (stat's fields
+// are not read at one instant: a main thread read as sleeping that takes
+// its signal between the reading of flags and of the pending signals
+// shows neither; before a call that only sends the call to a dying
+// sandbox, which answers crash, and after a call status is read.)
+// Without the files (they could not be opened) the data channel's end is
+// all there is.
+func (d *direct) pluginKilled(thorough bool) bool {
 	d.mu.Lock()
 	f := d.pluginStat
+	if thorough {
+		f = d.pluginStatus
+	}
 	d.mu.Unlock()
 	if f == nil {
 		select {
@@ -580,18 +587,20 @@ func (d *direct) pluginKilled() bool {
 	if n == 0 && err != nil {
 		return true
 	}
-	killed, running := statKilled(buf[:n])
-	if killed || !running {
-		return killed
-	}
-	d.mu.Lock()
-	f = d.pluginStatus
-	d.mu.Unlock()
-	if f == nil {
-		return false
-	}
-	if n, err = f.ReadAt(buf[:], 0); n == 0 && err != nil {
-		return true
+	if !thorough {
+		killed, running := statKilled(buf[:n])
+		if killed || !running {
+			return killed
+		}
+		d.mu.Lock()
+		f = d.pluginStatus
+		d.mu.Unlock()
+		if f == nil {
+			return false
+		}
+		if n, err = f.ReadAt(buf[:], 0); n == 0 && err != nil {
+			return true
+		}
 	}
 	return statusKilled(buf[:n])
 }

@@ -166,8 +166,10 @@ func TestPluginKilled(t *testing.T) {
 	d := &direct{pluginStatus: status, pluginStat: stat}
 	check := func(when string, want bool) {
 		t.Helper()
-		if got := d.pluginKilled(); got != want {
-			t.Errorf("%s: pluginKilled() = %v, want %v", when, got, want)
+		for _, thorough := range []bool{true, false} {
+			if got := d.pluginKilled(thorough); got != want {
+				t.Errorf("%s: pluginKilled(thorough %v) = %v, want %v", when, thorough, got, want)
+			}
 		}
 	}
 	check("alive", false)
@@ -255,8 +257,8 @@ func TestPluginKilledWhileTakingTheSignal(t *testing.T) {
 				return f
 			}
 			d := &direct{pluginStat: open("stat", tt.stat), pluginStatus: open("status", tt.status)}
-			if got := d.pluginKilled(); got != tt.want {
-				t.Errorf("pluginKilled() = %v, want %v", got, tt.want)
+			if got := d.pluginKilled(false); got != tt.want {
+				t.Errorf("pluginKilled(false) = %v, want %v", got, tt.want)
 			}
 		})
 	}
