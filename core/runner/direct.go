@@ -587,20 +587,41 @@ func (d *direct) pluginKilled(thorough bool) bool {
 	if n == 0 && err != nil {
 		return true
 	}
-	if !thorough {
-		killed, running := statKilled(buf[:n])
-		if killed || !running {
-			return killed
-		}
-		d.mu.Lock()
-		f = d.pluginStatus
-		d.mu.Unlock()
-		if f == nil {
-			return false
-		}
-		if n, err = f.ReadAt(buf[:], 0); n == 0 && err != nil {
+	if thorough {
+		if statusKilled(buf[:n]) {
 			return true
 		}
+		// A SIGKILL sent to the main thread alone (tgkill, tkill: tool
+		// code may call them) marks no thread group's pending: between
+		// taking it and setting PF_SIGNALED a running main thread shows
+		// nothing in status. Its flags are read then.
+		if v := statusField(buf[:n], stateKey); len(v) > 0 && v[0] == 'R' {
+			d.mu.Lock()
+			f = d.pluginStat
+			d.mu.Unlock()
+			if f != nil {
+				n, err = f.ReadAt(buf[:], 0)
+				if n == 0 && err != nil {
+					return true
+				}
+				killed, _ := statKilled(buf[:n])
+				return killed
+			}
+		}
+		return false
+	}
+	killed, running := statKilled(buf[:n])
+	if killed || !running {
+		return killed
+	}
+	d.mu.Lock()
+	f = d.pluginStatus
+	d.mu.Unlock()
+	if f == nil {
+		return false
+	}
+	if n, err = f.ReadAt(buf[:], 0); n == 0 && err != nil {
+		return true
 	}
 	return statusKilled(buf[:n])
 }

@@ -20,6 +20,7 @@ dependencies: [killall.py]
 tools:
   - {kind: Tool, object_name: KillAll, name: kill_all, description: Kills., implementation: killall.kill_all, parameters: []}
   - {kind: Tool, object_name: KillParent, name: kill_parent, description: Kills., implementation: killall.kill_parent, parameters: []}
+  - {kind: Tool, object_name: TgkillParent, name: tgkill_parent, description: Kills., implementation: killall.tgkill_parent, parameters: []}
   - {kind: Tool, object_name: Ping, name: ping, description: Answers., implementation: killall.ping, parameters: []}
 `
 
@@ -31,6 +32,16 @@ def kill_all():
 
 def kill_parent():
     os.kill(os.getppid(), 9)
+    return "still here"
+
+def tgkill_parent():
+    # SIGKILL to the plugin's main thread alone (tgkill(2), 234 on
+    # x86-64): no thread group's pending signal is marked.
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    parent = os.getppid()
+    if libc.syscall(234, parent, parent, 9) != 0:
+        raise OSError(ctypes.get_errno(), "tgkill")
     return "still here"
 
 def ping():
@@ -61,6 +72,7 @@ func TestCallsAfterKillAll(t *testing.T) {
 		{"kill(-1) via plugin", "kill_all", true},
 		{"kill(parent) direct", "kill_parent", false},
 		{"kill(parent) via plugin", "kill_parent", true},
+		{"tgkill(parent) direct", "tgkill_parent", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			g := open(t, filepath.Join(dir, "killall.yaml"), Options{Runtime: plugins.RuntimeCPython, Sandbox: sandbox(t, "deny"), ViaPlugin: tt.plugin})
@@ -217,30 +229,41 @@ func TestPluginKilled(t *testing.T) {
 	}
 }
 
-// TestPluginKilledWhileTakingTheSignal: the check before a call sees a
-// plugin process whose main thread is between taking its SIGKILL and
-// marking itself signalled (its stat shows it running, with neither the
-// mark nor the flag; the thread group's mark is in status until it has
-// exited). On the former code the check read stat alone and gave the
-// call to the dying sandbox: CI saw 1 of 20 calls after a kill answer
-// crash (TestCallAfterPluginKilledBetweenCalls), and killing a Go process
-// and reading its main thread's stat at once showed this state in about
-// 1 kill in 250.
+// TestPluginKilledWhileTakingTheSignal: the checks see a plugin process
+// whose main thread is between taking its SIGKILL and marking itself
+// signalled (it runs, with neither the mark nor the flag in stat; a
+// signal sent to the thread group leaves its mark in status's ShdPnd
+// until the process has exited, one sent to the main thread alone, by
+// tgkill or tkill, leaves none). Before a call (stat first) a running
+// main thread is asked through status; after a call (status first) a
+// running main thread's flags are read from stat. On the former code the
+// check before a call read stat alone and gave the call to the dying
+// sandbox: CI saw 1 of 20 calls after a kill answer crash
+// (TestCallAfterPluginKilledBetweenCalls), and killing a Go process and
+// reading its main thread's stat at once showed this state in about 1
+// kill in 250; and the check after a call read status alone.
 func TestPluginKilledWhileTakingTheSignal(t *testing.T) {
 	const running = "12 (toolhost) R 1 12 12 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 6 0 1 1 1 1 1 1 1 1 1 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n"
+	const signalled = "12 (toolhost) R 1 12 12 0 -1 4195584 0 0 0 0 0 0 0 0 20 0 6 0 1 1 1 1 1 1 1 1 1 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n"
 	const sleeping = "12 (toolhost) S 1 12 12 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 6 0 1 1 1 1 1 1 1 1 1 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n"
 	const alive = "Name:\ttoolhost\nState:\tR (running)\nSigPnd:\t0000000000000000\nShdPnd:\t0000000000000000\n"
+	const asleep = "Name:\ttoolhost\nState:\tS (sleeping)\nSigPnd:\t0000000000000000\nShdPnd:\t0000000000000000\n"
 	const dying = "Name:\ttoolhost\nState:\tR (running)\nSigPnd:\t0000000000000000\nShdPnd:\t0000000000000100\n"
 	for _, tt := range []struct {
 		name, stat, status string
-		want               bool
+		thorough, want     bool
 	}{
-		{"running, SIGKILL taken", running, dying, true},
-		{"running, alive", running, alive, false},
-		{"sleeping, alive", sleeping, alive, false},
+		{"before: running, the group's SIGKILL taken", running, dying, false, true},
+		{"before: running, alive", running, alive, false, false},
+		{"before: sleeping, alive", sleeping, alive, false, false},
 		// status is not read for a sleeping main thread: a mark there
 		// alone (which the kernel never shows so) is not asked.
-		{"sleeping, status not read", sleeping, dying, false},
+		{"before: sleeping, status not read", sleeping, dying, false, false},
+		{"after: the group's SIGKILL taken", running, dying, true, true},
+		{"after: the thread's SIGKILL taken, PF_SIGNALED set", signalled, alive, true, true},
+		{"after: running, alive", running, alive, true, false},
+		// stat is not read for a sleeping main thread.
+		{"after: sleeping, stat not read", signalled, asleep, true, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -257,8 +280,8 @@ func TestPluginKilledWhileTakingTheSignal(t *testing.T) {
 				return f
 			}
 			d := &direct{pluginStat: open("stat", tt.stat), pluginStatus: open("status", tt.status)}
-			if got := d.pluginKilled(false); got != tt.want {
-				t.Errorf("pluginKilled(false) = %v, want %v", got, tt.want)
+			if got := d.pluginKilled(tt.thorough); got != tt.want {
+				t.Errorf("pluginKilled(%v) = %v, want %v", tt.thorough, got, tt.want)
 			}
 		})
 	}
