@@ -22,21 +22,7 @@ import (
 // its log: durable, not fire-and-forget).
 func TestLogsGroupCommit(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	db, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	ten, _, err := db.CreateTenant(ctx, "acme")
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := sql.Open("sqlite3", "file:"+filepath.Join(dir, "toolhost.db")+"?_busy_timeout=10000&_txlock=immediate")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	db, ten, other := logDB(t)
 	other.SetMaxOpenConns(1)
 	frames := func() int {
 		var busy, log, done int
@@ -53,13 +39,7 @@ func TestLogsGroupCommit(t *testing.T) {
 	}
 
 	// Another connection holds the write lock while the callers come.
-	lock, err := other.Begin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := lock.Exec(`INSERT INTO logs (tenant_id, session_id, kind, event, data, created_at) VALUES (?, 'lock', 'system', 'lock', '{}', ?)`, ten.ID, now()); err != nil {
-		t.Fatal(err)
-	}
+	lock := holdWriteLock(t, other, ten.ID)
 	const n = 64
 	var wg sync.WaitGroup
 	var answered sync.Map
@@ -266,21 +246,7 @@ func repeatInts(n, v int) []int {
 // call's entry waited for it: about 60 µs of a session call's CPU).
 func TestDeferredLogs(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	db, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	ten, _, err := db.CreateTenant(ctx, "acme")
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := sql.Open("sqlite3", "file:"+filepath.Join(dir, "toolhost.db")+"?_busy_timeout=10000")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	db, ten, other := logDB(t)
 	stored := func(session string) int {
 		var n int
 		if err := other.QueryRow(`SELECT count(*) FROM logs WHERE session_id = ?`, session).Scan(&n); err != nil {
@@ -385,28 +351,8 @@ func TestDeferredLogsBounded(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
-			dir := t.TempDir()
-			db, err := Open(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
-			ten, _, err := db.CreateTenant(ctx, "acme")
-			if err != nil {
-				t.Fatal(err)
-			}
-			other, err := sql.Open("sqlite3", "file:"+filepath.Join(dir, "toolhost.db")+"?_busy_timeout=10000&_txlock=immediate")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer other.Close()
-			lock, err := other.Begin()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := lock.Exec(`INSERT INTO logs (tenant_id, session_id, kind, event, data, created_at) VALUES (?, 'lock', 'system', 'lock', '{}', ?)`, ten.ID, now()); err != nil {
-				t.Fatal(err)
-			}
+			db, ten, other := logDB(t)
+			lock := holdWriteLock(t, other, ten.ID)
 			pad := strings.Repeat("x", tt.size)
 			var returned atomic.Int64
 			done := make(chan struct{})
@@ -444,4 +390,41 @@ func TestDeferredLogsBounded(t *testing.T) {
 			}
 		})
 	}
+}
+
+// logDB opens a database in a folder of its own, with a tenant, and a
+// second connection to its file (as another process's), each closed at
+// the test's end.
+func logDB(t *testing.T) (*DB, Tenant, *sql.DB) {
+	t.Helper()
+	dir := t.TempDir()
+	db, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	ten, _, err := db.CreateTenant(context.Background(), "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := sql.Open("sqlite3", "file:"+filepath.Join(dir, "toolhost.db")+"?_busy_timeout=10000&_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	return db, ten, other
+}
+
+// holdWriteLock begins a transaction on other that holds the database's
+// write lock (it has written a row) until it ends.
+func holdWriteLock(t *testing.T, other *sql.DB, tenant int64) *sql.Tx {
+	t.Helper()
+	lock, err := other.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lock.Exec(`INSERT INTO logs (tenant_id, session_id, kind, event, data, created_at) VALUES (?, 'lock', 'system', 'lock', '{}', ?)`, tenant, now()); err != nil {
+		t.Fatal(err)
+	}
+	return lock
 }
