@@ -172,9 +172,14 @@ const (
 // reordered (a deferred entry still queued, then the same caller's next
 // entry held at once).
 func (s *DB) holdBehind(e heldLog) bool {
+	s.logw.mu.Lock()
+	defer s.logw.mu.Unlock()
+	return s.holdBehindLocked(e)
+}
+
+// holdBehindLocked is holdBehind under logw.mu.
+func (s *DB) holdBehindLocked(e heldLog) bool {
 	w := &s.logw
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	return len(w.queue) == 0 && !w.writing && s.queueLog(e)
 }
 
@@ -190,9 +195,9 @@ func (s *DB) deferLog(e heldLog) bool {
 		(&logRequest{}).reply(s, s.insertLogHolding(e))
 		return true
 	}
-	if len(w.queue) == 0 && !w.writing && s.queueLog(e) {
+	if s.holdBehindLocked(e) {
 		w.mu.Unlock()
-		return true // behind the entries held (see holdBehind)
+		return true
 	}
 	if len(w.queue) >= maxDeferred || w.bytes+e.size() > maxDeferredBytes {
 		w.mu.Unlock()
@@ -321,11 +326,12 @@ func (s *DB) logContext() (context.Context, context.CancelFunc) {
 }
 
 // commitLogs writes a batch's entries in one transaction and tells each
-// of their callers, then the readers waiting in it. A batch that meets held entries queues behind them; one the
-// database cannot take now is held; one that fails otherwise (an entry of
-// its own: a foreign key) is written entry by entry, so that only the
-// entry at fault fails; but one that met SQLite's write lock held past
-// its busy timeout fails as a whole.
+// of their callers, then the readers waiting in it. A batch that meets
+// held entries queues behind them; one the database cannot take now is
+// held; one that fails otherwise (an entry of its own: a foreign key) is
+// written entry by entry, so that only the entry at fault fails; but one
+// that met SQLite's write lock held past its busy timeout fails as a
+// whole.
 func (s *DB) commitLogs(batch []*logRequest) {
 	// Readers' requests are answered once the entries before them are.
 	entries := batch[:0:0]

@@ -540,11 +540,10 @@ type LogEntry struct {
 
 // AddLog appends a log entry to a session.
 func (s *DB) AddLog(ctx context.Context, tenantID int64, sessionID, kind, event string, data any) error {
-	b, err := json.Marshal(data)
+	e, err := newLogEntry(tenantID, sessionID, kind, event, data)
 	if err != nil {
 		return err
 	}
-	e := heldLog{tenant: tenantID, session: sessionID, kind: kind, event: event, data: string(b), created: now()}
 	if s.holdBehind(e) {
 		return nil // behind the entries held (logbuffer.go)
 	}
@@ -563,15 +562,23 @@ func (s *DB) AddLogDeferred(ctx context.Context, tenantID int64, sessionID, kind
 	if s.dialect == postgresDialect {
 		return s.AddLog(ctx, tenantID, sessionID, kind, event, data)
 	}
-	b, err := json.Marshal(data)
+	e, err := newLogEntry(tenantID, sessionID, kind, event, data)
 	if err != nil {
 		return err
 	}
-	e := heldLog{tenant: tenantID, session: sessionID, kind: kind, event: event, data: string(b), created: now()}
 	if s.deferLog(e) {
 		return nil
 	}
 	return s.writeLog(ctx, e) // the queue is full: wait for the commit
+}
+
+// newLogEntry is a log entry of data as JSON, made now.
+func newLogEntry(tenantID int64, sessionID, kind, event string, data any) (heldLog, error) {
+	b, err := json.Marshal(data)
+	if err != nil {
+		return heldLog{}, err
+	}
+	return heldLog{tenant: tenantID, session: sessionID, kind: kind, event: event, data: string(b), created: now()}, nil
 }
 
 // insertLog writes one log entry.

@@ -569,12 +569,12 @@ func (d *direct) borrow(ctx context.Context) (*borrowed, error) {
 // all there is.
 func (d *direct) pluginKilled(thorough bool) bool {
 	d.mu.Lock()
-	f := d.pluginStat
-	if thorough {
-		f = d.pluginStatus
-	}
+	first, second := d.pluginStat, d.pluginStatus
 	d.mu.Unlock()
-	if f == nil {
+	if thorough {
+		first, second = second, first
+	}
+	if first == nil {
 		select {
 		case <-d.data.Done():
 			return true
@@ -583,47 +583,45 @@ func (d *direct) pluginKilled(thorough bool) bool {
 		}
 	}
 	var buf [4096]byte
-	n, err := f.ReadAt(buf[:], 0)
-	if n == 0 && err != nil {
+	b, gone := readProcFile(first, buf[:])
+	if gone {
 		return true
 	}
+	// The first file's answer, and whether a running main thread makes
+	// the other worth asking.
+	var killed, ask bool
 	if thorough {
-		if statusKilled(buf[:n]) {
-			return true
-		}
 		// A SIGKILL sent to the main thread alone (tgkill, tkill: tool
 		// code may call them) marks no thread group's pending: between
 		// taking it and setting PF_SIGNALED a running main thread shows
-		// nothing in status. Its flags are read then.
-		if v := statusField(buf[:n], stateKey); len(v) > 0 && v[0] == 'R' {
-			d.mu.Lock()
-			f = d.pluginStat
-			d.mu.Unlock()
-			if f != nil {
-				n, err = f.ReadAt(buf[:], 0)
-				if n == 0 && err != nil {
-					return true
-				}
-				killed, _ := statKilled(buf[:n])
-				return killed
-			}
-		}
-		return false
+		// nothing in status. Its flags are read from stat then.
+		killed = statusKilled(b)
+		state := statusField(b, stateKey)
+		ask = !killed && len(state) > 0 && state[0] == 'R'
+	} else {
+		var running bool
+		killed, running = statKilled(b)
+		ask = !killed && running
 	}
-	killed, running := statKilled(buf[:n])
-	if killed || !running {
+	if !ask || second == nil {
 		return killed
 	}
-	d.mu.Lock()
-	f = d.pluginStatus
-	d.mu.Unlock()
-	if f == nil {
-		return false
-	}
-	if n, err = f.ReadAt(buf[:], 0); n == 0 && err != nil {
+	if b, gone = readProcFile(second, buf[:]); gone {
 		return true
 	}
-	return statusKilled(buf[:n])
+	if thorough {
+		killed, _ = statKilled(b)
+		return killed
+	}
+	return statusKilled(b)
+}
+
+// readProcFile reads a /proc file kept open from its start into buf;
+// gone when nothing could be read (the process is gone, or the file was
+// closed with it).
+func readProcFile(f *os.File, buf []byte) (b []byte, gone bool) {
+	n, err := f.ReadAt(buf, 0)
+	return buf[:n], n == 0 && err != nil
 }
 
 // sigkill is SIGKILL's bit in a mask of signals.
