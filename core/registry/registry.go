@@ -109,6 +109,9 @@ func New(ctx context.Context, cfg Config) (*Registry, error) {
 	if cfg.Run.Spares != nil {
 		cfg.Run.Spares.ShareWith(r.warm)
 	}
+	if cfg.Run.Starts != nil {
+		cfg.Run.Starts.ShareWith(r.warm)
+	}
 	// No plugin process outlives the server that started it, so no group
 	// folder is in use yet: the ones earlier runs laid out (for every
 	// generation they loaded) go, and are laid out again when needed.

@@ -106,6 +106,15 @@ type sandboxCgroups struct {
 	// owner is the tenant whose CPU weight the sandbox counts in
 	// (cpuweight.go; "" for none), under weights' lock.
 	owner string
+	// serving is set once the sandbox's group is loaded (setServing):
+	// until then it is starting, and weighs less (cpuweight.go); under
+	// weights' lock.
+	serving bool
+	// background is set for the start of a tenant over its share
+	// (Starts.background): idle until serving. idle is whether cpu.idle
+	// was last written 1. Both under weights' lock.
+	background bool
+	idle       bool
 }
 
 // configure tells the launcher (cfg) about the sandbox's cgroups.
@@ -246,8 +255,9 @@ func newSandboxCgroups(l cgroupLimits, toolUID, toolGID int) (*sandboxCgroups, e
 			{ctlMemory, "memory.max", strconv.FormatInt(l.MemoryBytes+pluginMemoryBytes, 10)},
 			{ctlMemory, "memory.swap.max", "0"},
 			{ctlCPU, "cpu.max", fmt.Sprintf("%d 100000", int(l.CPUs*100000))},
-			// A whole tenant's weight until setOwner splits it.
-			{ctlCPU, "cpu.weight", strconv.Itoa(tenantWeight)},
+			// A starting sandbox's part of a whole tenant's weight
+			// until setOwner splits it.
+			{ctlCPU, "cpu.weight", strconv.Itoa(tenantWeight * startingUnits / servingUnits)},
 		}
 		for _, f := range files {
 			if !avail[f.ctl] {

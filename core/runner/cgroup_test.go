@@ -217,8 +217,12 @@ func TestStaleFrozenSandboxIsCleaned(t *testing.T) {
 
 // TestCPUWeightSplit checks, on the v2 stand-in (as TestCgroupV2Layout),
 // that each tenant's CPU weight is split among its sandboxes and given
-// back when they go; TestCPUWeightPerTenant (core/cmd/toolhost) measures
-// the CPU a real server's sandboxes get on cgroup v1.
+// back when they go, a starting sandbox (launched, its group not loaded
+// yet; a spare) counting for an eighth of a serving one, and the start of
+// a tenant over its share idle until loaded;
+// TestCPUWeightPerTenant (core/cmd/toolhost) measures the CPU a real
+// server's sandboxes get on cgroup v1, and TestStartingSandboxWeighsLess
+// reads a real sandbox's weight while it starts.
 func TestCPUWeightSplit(t *testing.T) {
 	root := t.TempDir()
 	os.WriteFile(filepath.Join(root, "cgroup.controllers"), []byte("cpu memory pids\n"), 0o644)
@@ -230,6 +234,7 @@ func TestCPUWeightSplit(t *testing.T) {
 		os.WriteFile(filepath.Join(dir, "cgroup.controllers"), []byte("cpu memory pids\n"), 0o644)
 	}
 	defer func() { mkdirHook = nil }()
+	// mk makes a sandbox's cgroups for owner, as launch does: starting.
 	mk := func(owner string) *sandboxCgroups {
 		cg, err := newSandboxCgroups(cgroupLimits{Processes: 64, WorkerProcesses: 32, MemoryBytes: 1 << 30, CPUs: 1}, os.Getuid(), os.Getgid())
 		if err != nil {
@@ -238,39 +243,78 @@ func TestCPUWeightSplit(t *testing.T) {
 		cg.setOwner(owner)
 		return cg
 	}
+	serving := func(owner string) *sandboxCgroups {
+		cg := mk(owner)
+		cg.setServing()
+		return cg
+	}
+	// background makes one as launch does for a tenant over its share.
+	background := func(owner string) *sandboxCgroups {
+		cg, err := newSandboxCgroups(cgroupLimits{Processes: 64, WorkerProcesses: 32, MemoryBytes: 1 << 30, CPUs: 1}, os.Getuid(), os.Getgid())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cg.background = true
+		cg.setOwner(owner)
+		return cg
+	}
 	// gone is what remove does to the weights (remove itself waits for the
 	// stand-in's folders, which hold plain files, to empty).
 	gone := func(cg *sandboxCgroups) { cg.setOwner(""); os.RemoveAll(cg.top) }
-	a := []*sandboxCgroups{mk("a"), mk("a"), mk("a"), mk("a")}
-	b := mk("b")
+	a := []*sandboxCgroups{serving("a"), serving("a"), serving("a"), serving("a")}
+	b := serving("b")
 	spare := mk("")
+	var third, fourth *sandboxCgroups
+	idle := func(cg *sandboxCgroups) bool {
+		b, _ := os.ReadFile(filepath.Join(cg.top, "cpu.idle"))
+		return strings.TrimSpace(string(b)) == "1"
+	}
 	steps := []struct {
-		name  string
-		do    func()
-		wantA int
-		wantB int
+		name string
+		do   func()
+		// the weights of a's serving sandboxes, b's first, the spare
+		// (adopted by b at the third step) and a's third and fourth
+		// sandboxes (0: not checked); which of the last two are idle
+		wantA, wantB, wantSpare, wantThird, wantFourth int
+		idleThird, idleFourth                          bool
 	}{
-		{"four of a, one of b", func() {}, 250, 1000},
-		{"two of a gone", func() { gone(a[0]); gone(a[1]); a = a[2:] }, 500, 1000},
-		{"b adopts a spare", func() { spare.setOwner("b") }, 500, 500},
-		{"b's first gone", func() { gone(b) }, 500, 1000},
+		{"four of a, one of b, a spare", func() {}, 250, 1000, 125, 0, 0, false, false},
+		{"two of a gone", func() { gone(a[0]); gone(a[1]); a = a[2:] }, 500, 1000, 125, 0, 0, false, false},
+		{"b adopts the spare", func() { spare.setOwner("b") }, 500, 888, 111, 0, 0, false, false},
+		{"the spare has loaded b's group", func() { spare.setServing() }, 500, 500, 500, 0, 0, false, false},
+		{"a starts a third", func() { third = mk("a") }, 470, 500, 500, 58, 0, false, false},
+		{"a starts a fourth, over its share", func() { fourth = background("a") }, 444, 500, 500, 55, 0, false, true},
+		{"a's third has loaded", func() { third.setServing(); a = append(a, third) }, 320, 500, 500, 320, 0, false, true},
+		{"a's fourth has loaded", func() { fourth.setServing(); a = append(a, fourth) }, 250, 500, 500, 250, 250, false, false},
+		{"b's first gone", func() { gone(b) }, 250, 0, 1000, 0, 0, false, false},
 	}
 	for _, s := range steps {
 		s.do()
 		for _, cg := range a {
 			if got := cg.cpuWeight(); got != s.wantA {
-				t.Errorf("%s: a's sandbox weighs %d, want %d", s.name, got, s.wantA)
+				t.Errorf("%s: a's serving sandbox weighs %d, want %d", s.name, got, s.wantA)
+			}
+			if idle(cg) {
+				t.Errorf("%s: a's serving sandbox is idle", s.name)
 			}
 		}
-		if got := spare.cpuWeight(); s.name != "four of a, one of b" && s.name != "two of a gone" && got != s.wantB {
-			t.Errorf("%s: b's adopted spare weighs %d, want %d", s.name, got, s.wantB)
-		} else if got != tenantWeight && (s.name == "four of a, one of b" || s.name == "two of a gone") {
-			t.Errorf("%s: a spare weighs %d, want a whole tenant's %d", s.name, got, tenantWeight)
-		}
-		if s.name != "b's first gone" {
-			if got := b.cpuWeight(); got != s.wantB {
-				t.Errorf("%s: b's sandbox weighs %d, want %d", s.name, got, s.wantB)
+		for _, c := range []struct {
+			what string
+			cg   *sandboxCgroups
+			want int
+		}{{"b's first sandbox", b, s.wantB}, {"the spare", spare, s.wantSpare}, {"a's third sandbox", third, s.wantThird}, {"a's fourth sandbox", fourth, s.wantFourth}} {
+			if c.want == 0 {
+				continue
 			}
+			if got := c.cg.cpuWeight(); got != c.want {
+				t.Errorf("%s: %s weighs %d, want %d", s.name, c.what, got, c.want)
+			}
+		}
+		if third != nil && idle(third) != s.idleThird {
+			t.Errorf("%s: a's third sandbox idle %v, want %v", s.name, idle(third), s.idleThird)
+		}
+		if fourth != nil && idle(fourth) != s.idleFourth {
+			t.Errorf("%s: a's fourth sandbox idle %v, want %v (a start over the tenant's share is idle until loaded)", s.name, idle(fourth), s.idleFourth)
 		}
 	}
 	for _, cg := range append(a, spare) {
@@ -306,4 +350,126 @@ func TestRemoveCgroupGivesUpWhenNotAllowed(t *testing.T) {
 	if _, err := os.Stat(child); err != nil {
 		t.Fatalf("the directory went: %v", err)
 	}
+}
+
+// TestStartingSandboxWeighsLess opens, in real sandboxes, a group of a
+// tenant and then a second one whose import sleeps: while the second
+// starts, its cgroup's CPU weight (cpu.shares on v1, cpu.weight on v2, as
+// the kernel holds it) is a starting sandbox's part of the tenant's (an
+// eighth of the serving one's), and once it is loaded both weigh the
+// same. Without the starting weight, both weighed half the tenant's all
+// along, and a start crowded out other tenants' calls (issue 25).
+func TestStartingSandboxWeighsLess(t *testing.T) {
+	sb := sandbox(t, "deny")
+	needMechanisms(t, sb, plugins.MechCPU)
+	const owner = "tenant-starting"
+	group := func(name, module string) string {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "m.py"), []byte(module+"def f(x: int) -> int:\n    return x\n"), 0o644)
+		os.WriteFile(filepath.Join(dir, "g.yaml"), []byte("kind: Plugin\nname: "+name+"\ndescription: d\ndependencies: [m.py]\ntools:\n"+
+			"  - {kind: Tool, object_name: F, name: f, description: d, implementation: m.f, parameters: [{name: x, type: int, description: d}]}\n"), 0o644)
+		return filepath.Join(dir, "g.yaml")
+	}
+	first := open(t, group("First", ""), Options{Sandbox: sb, Owner: owner})
+	full := tenantShares
+	if first.proc.cg.v2 {
+		full = tenantWeight
+	}
+	if got := first.proc.cg.cpuWeight(); got != full {
+		t.Fatalf("the tenant's only serving sandbox weighs %d, want the tenant's whole %d", got, full)
+	}
+	type seen struct{ first, second int }
+	var during []seen
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			weights.Lock()
+			for cg := range weights.by[owner] {
+				if cg != first.proc.cg && !cg.serving {
+					during = append(during, seen{first.proc.cg.cpuWeight(), cg.cpuWeight()})
+				}
+			}
+			weights.Unlock()
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	second := open(t, group("Second", "import time\ntime.sleep(1)\n"), Options{Sandbox: sb, Owner: owner})
+	close(stop)
+	<-done
+	if len(during) == 0 {
+		t.Fatal("the second sandbox was never seen starting")
+	}
+	wantFirst, wantSecond := full*servingUnits/(servingUnits+startingUnits), full*startingUnits/(servingUnits+startingUnits)
+	for _, s := range during {
+		if s.first != wantFirst || s.second != wantSecond {
+			t.Fatalf("while the second group started, the sandboxes weighed %d (serving) and %d (starting), want %d and %d", s.first, s.second, wantFirst, wantSecond)
+		}
+	}
+	if a, b := first.proc.cg.cpuWeight(), second.proc.cg.cpuWeight(); a != full/2 || b != full/2 {
+		t.Errorf("both loaded, the sandboxes weigh %d and %d, want half the tenant's each (%d)", a, b, full/2)
+	}
+
+	// A tenant over its share of the warm groups starts in the background:
+	// idle (as the kernel holds cpu.idle) until its group is loaded; a
+	// tenant within its share is never idle.
+	const over = "tenant-over-its-share"
+	starts := NewStarts(4)
+	starts.within = func(owner string) bool { return owner != over }
+	for _, c := range []struct {
+		owner    string
+		wantIdle bool
+	}{{owner, false}, {over, true}} {
+		var idles []bool
+		stop, done = make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(done)
+			for {
+				weights.Lock()
+				for cg := range weights.by[c.owner] {
+					if !cg.serving {
+						idles = append(idles, cpuIdle(t, cg))
+					}
+				}
+				weights.Unlock()
+				select {
+				case <-stop:
+					return
+				case <-time.After(20 * time.Millisecond):
+				}
+			}
+		}()
+		g := open(t, group("Of"+strings.ReplaceAll(c.owner, "-", ""), "import time\ntime.sleep(1)\n"), Options{Sandbox: sb, Owner: c.owner, Starts: starts})
+		close(stop)
+		<-done
+		if len(idles) == 0 {
+			t.Fatalf("%s: the sandbox was never seen starting", c.owner)
+		}
+		for _, idle := range idles {
+			if idle != c.wantIdle {
+				t.Fatalf("%s: a starting sandbox idle %v, want %v (only a tenant over its share starts in the background)", c.owner, idle, c.wantIdle)
+			}
+		}
+		if cpuIdle(t, g.proc.cg) {
+			t.Errorf("%s: the loaded sandbox is still idle", c.owner)
+		}
+	}
+}
+
+// cpuIdle reads whether the sandbox's CPU cgroup is idle (cpu.idle).
+func cpuIdle(t *testing.T, cg *sandboxCgroups) bool {
+	dir := cg.cpuDir()
+	if cg.v2 {
+		dir = cg.top
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "cpu.idle"))
+	if err != nil {
+		t.Errorf("read cpu.idle: %v (a kernel before 5.15 has none)", err)
+		return false
+	}
+	return strings.TrimSpace(string(b)) == "1"
 }

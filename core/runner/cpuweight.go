@@ -20,7 +20,30 @@ import (
 // its sandboxes: every tenant weighs the same in total, whatever number of
 // sandboxes it runs. The weights are rewritten when a tenant's sandboxes
 // come or go; a sandbox of no tenant (a spare before it is adopted, the
-// local CLI's) has a whole tenant's weight.
+// local CLI's) has a whole tenant's weight while it serves.
+//
+// Within a tenant, a sandbox that is starting (from its launch until its
+// group is loaded; a spare until it is adopted and loaded; a pip install
+// all its life) counts for startingUnits against a serving sandbox's
+// servingUnits. A start is bulk work (a launcher, init, the plugin
+// process, python3 and the group's imports: about 250 ms of CPU here)
+// and a call is short work someone waits for. A tenant's total weight is
+// unchanged, so a tenant whose only sandbox is starting still has all of
+// it.
+//
+// And the start of a tenant over its share of the warm groups (Starts.
+// ShareWith: a tenant cycling more groups than its share, its dry runs
+// and loads too) is idle until its group is loaded (cpu.idle: it runs on
+// CPU time nothing else wants, and other work waking takes the CPU from
+// it at once). Each new sandbox entered the CPU scheduler as a fresh
+// entity with no lag, as eligible as a quiet tenant's worker waking for
+// a call: beside a tenant cycling groups and looping dry runs, that
+// worker waited behind one start after another (perf sched: 75 ms once,
+// p99 9 ms). A lower weight alone did not stop it (a start kept its CPU
+// to the end of its slice: a 4 ms tick here); idleness does. A tenant
+// within its share is never idle, so another tenant's busy sandboxes
+// cannot hold its starts back: only a tenant over its share waits, as
+// it does for warm room and spares.
 const (
 	// tenantShares is one tenant's cpu.shares on cgroup v1 (the kernel's
 	// default for one cgroup); the least a cgroup may have is 2.
@@ -28,6 +51,10 @@ const (
 	// tenantWeight is one tenant's cpu.weight on cgroup v2 (ten times the
 	// default of 100, so that a split keeps its precision); the least is 1.
 	tenantWeight = 1000
+	// servingUnits and startingUnits are a serving and a starting
+	// sandbox's parts of its tenant's weight.
+	servingUnits  = 8
+	startingUnits = 1
 )
 
 // weights are the live sandboxes' cgroups by tenant.
@@ -59,7 +86,7 @@ func (cg *sandboxCgroups) setOwner(owner string) {
 	}
 	cg.owner = owner
 	if owner == "" {
-		cg.writeWeight(1)
+		cg.writeWeight(servingUnits, false)
 		return
 	}
 	set := weights.by[owner]
@@ -72,26 +99,76 @@ func (cg *sandboxCgroups) setOwner(owner string) {
 }
 
 // rewriteWeightsLocked gives each of owner's sandboxes its part of the
-// tenant's weight.
+// tenant's weight; a starting sandbox of background work is idle.
 func rewriteWeightsLocked(owner string) {
 	set := weights.by[owner]
+	total := 0
 	for cg := range set {
-		cg.writeWeight(len(set))
+		total += cg.units()
+	}
+	for cg := range set {
+		cg.writeWeight(total, cg.background && !cg.serving)
 	}
 }
 
-// writeWeight sets the sandbox's CPU weight to a tenant's split n ways.
-func (cg *sandboxCgroups) writeWeight(n int) {
-	n = max(n, 1)
+// units is the sandbox's part of its tenant's weight (startingUnits or
+// servingUnits), under weights' lock.
+func (cg *sandboxCgroups) units() int {
+	if cg.serving {
+		return servingUnits
+	}
+	return startingUnits
+}
+
+// setServing marks the sandbox as serving its group (loaded: its part of
+// the tenant's weight is a serving sandbox's) and rewrites its tenant's
+// weights.
+func (cg *sandboxCgroups) setServing() {
+	if cg == nil {
+		return
+	}
+	weights.Lock()
+	defer weights.Unlock()
+	if cg.serving {
+		return
+	}
+	cg.serving = true
+	if cg.owner == "" {
+		cg.writeWeight(servingUnits, false)
+		return
+	}
+	rewriteWeightsLocked(cg.owner)
+}
+
+// writeWeight sets the sandbox's CPU weight to its units of a tenant's
+// weight shared by total units (a sandbox of no tenant: total is
+// servingUnits), or makes it idle. An idle cgroup's weight cannot be
+// written (the kernel refuses it), so idleness is lifted first.
+// Best effort: a kernel without cpu.idle (before 5.15) keeps the weights.
+func (cg *sandboxCgroups) writeWeight(total int, idle bool) {
+	total = max(total, 1)
+	units := cg.units()
+	dir, file, value := cg.cpuDir(), "cpu.shares", max(2, tenantShares*units/total)
 	if cg.v2 {
-		if cg.top != "" && cgroupfs.Controllers(cg.top)[ctlCPU] {
-			os.WriteFile(filepath.Join(cg.top, "cpu.weight"), []byte(strconv.Itoa(max(1, tenantWeight/n))), 0)
+		if cg.top == "" || !cgroupfs.Controllers(cg.top)[ctlCPU] {
+			return
+		}
+		dir, file, value = cg.top, "cpu.weight", max(1, tenantWeight*units/total)
+	}
+	if dir == "" {
+		return
+	}
+	if idle {
+		if !cg.idle {
+			cg.idle = os.WriteFile(filepath.Join(dir, "cpu.idle"), []byte("1"), 0) == nil
 		}
 		return
 	}
-	if dir := cg.cpuDir(); dir != "" {
-		os.WriteFile(filepath.Join(dir, "cpu.shares"), []byte(strconv.Itoa(max(2, tenantShares/n))), 0)
+	if cg.idle {
+		os.WriteFile(filepath.Join(dir, "cpu.idle"), []byte("0"), 0)
+		cg.idle = false
 	}
+	os.WriteFile(filepath.Join(dir, file), []byte(strconv.Itoa(value)), 0)
 }
 
 // cpuDir is the sandbox's v1 cpu cgroup ("" without one).

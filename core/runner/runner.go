@@ -613,6 +613,8 @@ func (g *Group) load1(ctx context.Context, p *process, check bool) error {
 			return &LoadError{Group: g.def.Name, Problems: problems, Diagnostics: diags}
 		}
 	}
+	// Loaded: from now on its CPU weight is a serving sandbox's.
+	p.cg.setServing()
 	g.proc = p
 	return nil
 }

@@ -24,6 +24,22 @@ import (
 // started when no tenant is ahead of it in turn.
 type Starts struct {
 	sem *fair.Sem
+	// within is Warm.WithinShare (ShareWith); nil: no tenant is over.
+	within func(owner string) bool
+}
+
+// ShareWith makes the starts of a tenant over its share of w's warm groups
+// background work (issue 25): such a sandbox is idle in the CPU
+// scheduler until its group is loaded (cpuweight.go). Call it before the
+// starts are used.
+func (s *Starts) ShareWith(w *Warm) {
+	s.within = w.WithinShare
+}
+
+// background reports whether a start of owner is background work: owner
+// is a tenant over its share of the warm groups.
+func (s *Starts) background(owner string) bool {
+	return s != nil && s.within != nil && owner != "" && !s.within(owner)
 }
 
 // NewStarts admits n sandbox starts at once (n <= 0: one per CPU, at
