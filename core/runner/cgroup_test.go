@@ -254,7 +254,7 @@ func TestCPUWeightSplit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cg.background = true
+		cg.startInBackground()
 		cg.setOwner(owner)
 		return cg
 	}
@@ -349,6 +349,46 @@ func TestRemoveCgroupGivesUpWhenNotAllowed(t *testing.T) {
 	}
 	if _, err := os.Stat(child); err != nil {
 		t.Fatalf("the directory went: %v", err)
+	}
+}
+
+// TestBackgroundStartIsBounded: a start of a tenant over its share is
+// idle for backgroundLimit at most, then weighs as any start (on the v2
+// stand-in, as TestCPUWeightSplit).
+func TestBackgroundStartIsBounded(t *testing.T) {
+	root := t.TempDir()
+	os.WriteFile(filepath.Join(root, "cgroup.controllers"), []byte("cpu memory pids\n"), 0o644)
+	old, oldLimit := cgroupRoot, backgroundLimit
+	cgroupRoot, backgroundLimit = root, 100*time.Millisecond
+	defer func() { cgroupRoot, backgroundLimit = old, oldLimit }()
+	mkdirHook = func(dir string) {
+		os.WriteFile(filepath.Join(dir, "cgroup.procs"), nil, 0o644)
+		os.WriteFile(filepath.Join(dir, "cgroup.controllers"), []byte("cpu memory pids\n"), 0o644)
+	}
+	defer func() { mkdirHook = nil }()
+	cg, err := newSandboxCgroups(cgroupLimits{Processes: 64, WorkerProcesses: 32, MemoryBytes: 1 << 30, CPUs: 1}, os.Getuid(), os.Getgid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cg.setOwner(""); os.RemoveAll(cg.top) }()
+	cg.startInBackground()
+	cg.setOwner("over")
+	read := func(file string) string {
+		b, _ := os.ReadFile(filepath.Join(cg.top, file))
+		return strings.TrimSpace(string(b))
+	}
+	if got := read("cpu.idle"); got != "1" {
+		t.Fatalf("a background start's cpu.idle is %q, want 1", got)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for read("cpu.idle") != "0" {
+		if time.Now().After(deadline) {
+			t.Fatalf("a background start is still idle after %v (limit %v)", 5*time.Second, backgroundLimit)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := read("cpu.weight"); got != strconv.Itoa(tenantWeight) {
+		t.Errorf("the start, no longer idle, weighs %s, want its tenant's whole %d", got, tenantWeight)
 	}
 }
 

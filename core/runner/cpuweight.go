@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"toolhost/plugins/cgroupfs"
 )
@@ -43,7 +44,9 @@ import (
 // to the end of its slice: a 4 ms tick here); idleness does. A tenant
 // within its share is never idle, so another tenant's busy sandboxes
 // cannot hold its starts back: only a tenant over its share waits, as
-// it does for warm room and spares.
+// it does for warm room and spares. And not without end: after
+// backgroundLimit a start is no longer idle (other tenants' calls keeping
+// every CPU busy would otherwise hold it until its start timed out).
 const (
 	// tenantShares is one tenant's cpu.shares on cgroup v1 (the kernel's
 	// default for one cgroup); the least a cgroup may have is 2.
@@ -56,6 +59,27 @@ const (
 	servingUnits  = 8
 	startingUnits = 1
 )
+
+// backgroundLimit is how long a start of a tenant over its share stays
+// idle at most.
+var backgroundLimit = 2 * time.Second
+
+// startInBackground makes the starting sandbox idle (background work)
+// for at most backgroundLimit; call it before setOwner.
+func (cg *sandboxCgroups) startInBackground() {
+	if cg == nil {
+		return
+	}
+	cg.background = true
+	time.AfterFunc(backgroundLimit, func() {
+		weights.Lock()
+		defer weights.Unlock()
+		cg.background = false
+		if cg.owner != "" && !cg.serving {
+			rewriteWeightsLocked(cg.owner)
+		}
+	})
+}
 
 // weights are the live sandboxes' cgroups by tenant.
 var weights = struct {

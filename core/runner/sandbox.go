@@ -461,8 +461,8 @@ func (s *Sandbox) command(g *Group) (*launch, error) {
 	// Before any of the tenant's code runs, its sandbox weighs as its part
 	// of the tenant's CPU weight (a spare's is its own until adopted); a
 	// tenant over its share starts in the background.
-	if cg != nil {
-		cg.background = g.opts.Starts.background(g.opts.Owner)
+	if g.opts.Starts.background(g.opts.Owner) {
+		cg.startInBackground()
 	}
 	cg.setOwner(g.opts.Owner)
 	data, err := json.Marshal(cfg)
