@@ -55,7 +55,7 @@ type Config struct {
 	// PlaceTemplateWorkers, when set, moves each template worker's
 	// process where the tenants' work runs (runner's
 	// Sandbox.PlaceTemplateWorkers).
-	PlaceTemplateWorkers func(pid int) (release func(), err error)
+	PlaceTemplateWorkers func(pid int) (release func(), background func(on bool), err error)
 }
 
 // Service is the call path of the server.

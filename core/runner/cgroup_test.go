@@ -497,6 +497,12 @@ func TestStartingSandboxWeighsLess(t *testing.T) {
 		if cpuIdle(t, g.proc.cg) {
 			t.Errorf("%s: the loaded sandbox is still idle", c.owner)
 		}
+		if c.owner == over {
+			// Lifting idleness resets the kernel's weight: it is written again.
+			if got := g.proc.cg.cpuWeight(); got != full {
+				t.Errorf("%s: its only sandbox, loaded, weighs %d, want the tenant's whole %d", c.owner, got, full)
+			}
+		}
 	}
 }
 

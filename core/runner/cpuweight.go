@@ -167,7 +167,8 @@ func (cg *sandboxCgroups) setServing() {
 // writeWeight sets the sandbox's CPU weight to its units of a tenant's
 // weight shared by total units (a sandbox of no tenant: total is
 // servingUnits), or makes it idle. An idle cgroup's weight cannot be
-// written (the kernel refuses it), so idleness is lifted first.
+// written (the kernel refuses it), and lifting idleness resets it to the
+// default, so idleness is lifted first and the weight written after.
 // Best effort: a kernel without cpu.idle (before 5.15) keeps the weights.
 func (cg *sandboxCgroups) writeWeight(total int, idle bool) {
 	total = max(total, 1)

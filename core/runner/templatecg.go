@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 
@@ -37,9 +38,11 @@ const (
 // PlaceTemplateWorkers answers the function that moves a template
 // worker's process into a CPU cgroup of its own among the sandboxes and
 // answers the function that removes that cgroup once the process has
-// exited; nil where sandboxes have no CPU cgroup (the template workers
-// then stay where the server is, at a lower priority).
-func (s *Sandbox) PlaceTemplateWorkers() func(pid int) (release func(), err error) {
+// exited and the one that makes the cgroup idle or not (cpu.idle: a long
+// render is background work, core/templates); nil where sandboxes have no
+// CPU cgroup (the template workers then stay where the server is, at a
+// lower priority).
+func (s *Sandbox) PlaceTemplateWorkers() func(pid int) (release func(), background func(on bool), err error) {
 	if s == nil || !s.active[plugins.MechCPU] {
 		return nil
 	}
@@ -49,35 +52,47 @@ func (s *Sandbox) PlaceTemplateWorkers() func(pid int) (release func(), err erro
 // placeTemplateWorker makes process pid's cgroup and moves it there: on
 // cgroup v1 in the cpu hierarchy alone (its memory and pids stay the
 // server's), on v2 under the sandboxes' parent.
-func placeTemplateWorker(pid int) (func(), error) {
+func placeTemplateWorker(pid int) (func(), func(bool), error) {
 	var dir, weightFile, weight string
 	v2 := cgroupV2()
 	if v2 {
 		parent, err := v2Parent()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		dir, weightFile, weight = filepath.Join(parent, cgroupName()), "cpu.weight", strconv.Itoa(templateWeight)
 	} else {
 		if err := ensureParent(false); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		dir = filepath.Join(cgroupRoot, ctlCPU, parentCgroup, cgroupName())
 		weightFile, weight = "cpu.shares", strconv.Itoa(templateShares)
 	}
 	if err := mkCgroup(dir); err != nil {
-		return nil, fmt.Errorf("make a template worker's cgroup: %w", err)
+		return nil, nil, fmt.Errorf("make a template worker's cgroup: %w", err)
 	}
 	release := func() { removeCgroup(dir) }
 	if !v2 || cgroupfs.Controllers(dir)[ctlCPU] {
 		if err := writeCgroup(dir, weightFile, weight); err != nil {
 			release()
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if err := writeCgroup(dir, "cgroup.procs", strconv.Itoa(pid)); err != nil {
 		release()
-		return nil, err
+		return nil, nil, err
 	}
-	return release, nil
+	// The kernel resets an idle cgroup's weight to the default when it
+	// is no longer idle: the weight is written again.
+	background := func(on bool) {
+		if on {
+			os.WriteFile(filepath.Join(dir, "cpu.idle"), []byte("1"), 0)
+			return
+		}
+		os.WriteFile(filepath.Join(dir, "cpu.idle"), []byte("0"), 0)
+		if !v2 || cgroupfs.Controllers(dir)[ctlCPU] {
+			os.WriteFile(filepath.Join(dir, weightFile), []byte(weight), 0)
+		}
+	}
+	return release, background, nil
 }

@@ -75,7 +75,7 @@ func TestTemplateWorkersJoinTheSandboxes(t *testing.T) {
 	for range 2 {
 		pid := sleeper(t)
 		memBefore := v1CgroupOf(t, pid, ctlMemory)
-		release, err := place(pid)
+		release, background, err := place(pid)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,6 +93,19 @@ func TestTemplateWorkersJoinTheSandboxes(t *testing.T) {
 		}
 		if pids := cgroupfs.Procs(dir); !slices.Equal(pids, []int{pid}) {
 			t.Errorf("the template worker's cgroup holds %v, want %d alone", pids, pid)
+		}
+		// A long render makes it idle (background work), and gives it
+		// back its weight after, as the kernel holds them.
+		for _, on := range []bool{true, false} {
+			background(on)
+			idle, _ := os.ReadFile(filepath.Join(dir, "cpu.idle"))
+			shares, _ := os.ReadFile(filepath.Join(dir, "cpu.shares"))
+			if want := map[bool]string{true: "1", false: "0"}[on]; strings.TrimSpace(string(idle)) != want {
+				t.Errorf("background(%v): the template worker's cpu.idle is %q, want %s", on, idle, want)
+			}
+			if !on && strings.TrimSpace(string(shares)) != strconv.Itoa(tenantShares/2) {
+				t.Errorf("after background(false) the template worker's cpu.shares is %q, want %d", shares, tenantShares/2)
+			}
 		}
 		dirs = append(dirs, dir)
 	}
@@ -131,7 +144,7 @@ func TestCgroupV2TemplateWorkers(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		release, err := placeTemplateWorker(cmd.Process.Pid)
+		release, _, err := placeTemplateWorker(cmd.Process.Pid)
 		if err != nil {
 			cmd.Process.Kill()
 			cmd.Wait()

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -315,12 +316,12 @@ func TestWorkersArePlaced(t *testing.T) {
 			defer r.Close()
 			var placed []int
 			released := make(chan int, 1)
-			r.SetPlace(func(pid int) (func(), error) {
+			r.SetPlace(func(pid int) (func(), func(bool), error) {
 				placed = append(placed, pid)
 				if fails {
-					return nil, errors.New("no cgroup")
+					return nil, nil, errors.New("no cgroup")
 				}
-				return func() { released <- pid }, nil
+				return func() { released <- pid }, nil, nil
 			})
 			res, _, err := r.For("a").RenderMany(context.Background(), []Item{{Template: "{{ 6 * 7 }}"}}, nil)
 			if err != nil || res[0] != "42" {
@@ -360,11 +361,11 @@ func TestKilledWorkerIsReplacedByItsRender(t *testing.T) {
 	defer r.Close()
 	var mu sync.Mutex
 	starts := 0
-	r.SetPlace(func(pid int) (func(), error) {
+	r.SetPlace(func(pid int) (func(), func(bool), error) {
 		mu.Lock()
 		starts++
 		mu.Unlock()
-		return nil, nil
+		return nil, nil, nil
 	})
 	started := func() int { mu.Lock(); defer mu.Unlock(); return starts }
 	ctx := context.Background()
@@ -385,5 +386,57 @@ func TestKilledWorkerIsReplacedByItsRender(t *testing.T) {
 	}
 	if n := started() - before; n != 0 {
 		t.Errorf("b's render after a's killed one started %d workers, want none (the replacement was idle)", n)
+	}
+}
+
+// TestLongRenderInBackground checks that a render running past bulkAfter
+// makes its worker idle through the placement's background (issue 25: a
+// template looping to its deadline kept a quiet tenant's worker and render
+// waiting for the end of its slice), gives the weight back at half its
+// deadline (a long render still has time to finish on a busy machine) and
+// at its end, and that a quick render never touches it.
+func TestLongRenderInBackground(t *testing.T) {
+	r := NewRenderer(toolhostBin, 1, 1200*time.Millisecond, 1<<16)
+	defer r.Close()
+	type call struct {
+		on bool
+		at time.Duration
+	}
+	var mu sync.Mutex
+	var calls []call
+	var began time.Time
+	r.SetPlace(func(pid int) (func(), func(bool), error) {
+		return nil, func(on bool) {
+			mu.Lock()
+			calls = append(calls, call{on, time.Since(began)})
+			mu.Unlock()
+		}, nil
+	})
+	ctx := context.Background()
+	took := func() []call { mu.Lock(); defer mu.Unlock(); return slices.Clone(calls) }
+	began = time.Now()
+	if res, _, err := r.For("a").RenderMany(ctx, []Item{{Template: "{{ 6 * 7 }}"}}, nil); err != nil || res[0] != "42" {
+		t.Fatalf("quick render: %v %v", res, err)
+	}
+	time.Sleep(3 * bulkAfter)
+	if c := took(); len(c) != 0 {
+		t.Fatalf("a quick render made its worker idle: %v", c)
+	}
+	mu.Lock()
+	began = time.Now()
+	mu.Unlock()
+	loop := []Item{{Template: "{% for i in range(100000000) %}{% for j in range(100000000) %}{% endfor %}{% endfor %}"}}
+	if _, _, err := r.For("a").RenderMany(ctx, loop, nil); err == nil || !strings.Contains(err.Error(), "did not finish") {
+		t.Fatalf("the endless loop: %v", err)
+	}
+	c := took()
+	if len(c) != 2 || !c[0].on || c[1].on {
+		t.Fatalf("background calls during a render to the deadline: %v, want on then off", c)
+	}
+	if c[0].at < bulkAfter || c[0].at > 400*time.Millisecond {
+		t.Errorf("the render became idle after %v, want soon after %v", c[0].at, bulkAfter)
+	}
+	if c[1].at < 550*time.Millisecond || c[1].at > 1000*time.Millisecond {
+		t.Errorf("the render got its weight back after %v, want at half its 1.2 s deadline", c[1].at)
 	}
 }

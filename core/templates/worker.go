@@ -125,8 +125,24 @@ type Renderer struct {
 	notBefore map[string]time.Time
 	// place, when set, moves a new worker's process where the tenants'
 	// work runs (SetPlace).
-	place func(pid int) (release func(), err error)
+	place Place
 }
+
+// Place puts a new worker's process (pid) where the tenants' work runs.
+// release, when not nil, runs once the process has exited; background,
+// when not nil, makes the worker's CPU share idle (true) while a render
+// runs long, and gives it back (false).
+type Place func(pid int) (release func(), background func(on bool), err error)
+
+// Long renders are background work (issue 25): a render still running
+// after bulkAfter makes its worker idle in the CPU scheduler (it runs on
+// CPU time nothing else wants, and any other work waking takes the CPU
+// from it at once) until it ends, or for half its deadline at most, so
+// that a long render on a machine kept busy by others' calls still has
+// its time to finish. Beside a tenant whose templates loop to their
+// deadline, a quiet tenant's worker and render waited for that loop's
+// slice to end (a 4 ms tick) on every wake-up.
+const bulkAfter = 20 * time.Millisecond
 
 // SetPlace makes every worker started from now on go through place (the
 // runner's PlaceTemplateWorkers: a cgroup of its own on the sandboxes'
@@ -134,7 +150,7 @@ type Renderer struct {
 // answers one, runs once the worker's process has exited. A worker place
 // fails for still renders, where the server runs, at the lower priority
 // every worker has.
-func (r *Renderer) SetPlace(place func(pid int) (release func(), err error)) {
+func (r *Renderer) SetPlace(place Place) {
 	r.mu.Lock()
 	r.place = place
 	r.mu.Unlock()
@@ -169,6 +185,73 @@ type worker struct {
 	out    io.ReadCloser
 	stderr *head
 	done   chan struct{}
+	// background, when set, makes the worker idle or not (Place). Under
+	// bg: bulk is the worker's timer for long renders (made at its first
+	// render, reset at each), began when the render in progress began
+	// (rendering), idle whether the worker is idle now and until when
+	// (from began) it may stay so.
+	background func(on bool)
+	bg         sync.Mutex
+	bulk       *time.Timer
+	began      time.Time
+	rendering  bool
+	idle       bool
+	idleUntil  time.Duration
+}
+
+// beginRender starts a render's clock for its long-render idleness.
+func (w *worker) beginRender(began time.Time, timeout time.Duration) {
+	if w.background == nil {
+		return
+	}
+	w.bg.Lock()
+	defer w.bg.Unlock()
+	w.began, w.rendering, w.idleUntil = began, true, timeout/2
+	if w.bulk == nil {
+		w.bulk = time.AfterFunc(bulkAfter, w.bulkTick)
+	} else {
+		w.bulk.Reset(bulkAfter)
+	}
+}
+
+// bulkTick makes the render in progress idle once it has run bulkAfter,
+// and gives its weight back at the end of its idle time. A tick that
+// comes early (left from an earlier render) waits again.
+func (w *worker) bulkTick() {
+	w.bg.Lock()
+	defer w.bg.Unlock()
+	if !w.rendering {
+		return
+	}
+	ran := time.Since(w.began)
+	switch {
+	case !w.idle && ran < bulkAfter:
+		w.bulk.Reset(bulkAfter - ran)
+	case !w.idle && ran < w.idleUntil:
+		w.idle = true
+		w.background(true)
+		w.bulk.Reset(w.idleUntil - ran)
+	case w.idle && ran < w.idleUntil:
+		w.bulk.Reset(w.idleUntil - ran)
+	case w.idle:
+		w.idle = false
+		w.background(false)
+	}
+}
+
+// endRender ends the render's idleness.
+func (w *worker) endRender() {
+	if w.background == nil {
+		return
+	}
+	w.bg.Lock()
+	defer w.bg.Unlock()
+	w.rendering = false
+	w.bulk.Stop()
+	if w.idle {
+		w.idle = false
+		w.background(false)
+	}
 }
 
 // head keeps the first bytes a worker writes on stderr: a Go crash says
@@ -221,7 +304,10 @@ func (r *Renderer) start() (*worker, error) {
 	r.mu.Unlock()
 	var release func()
 	if place != nil {
-		release, _ = place(cmd.Process.Pid)
+		var err error
+		if release, w.background, err = place(cmd.Process.Pid); err != nil {
+			release, w.background = nil, nil
+		}
 	}
 	go func() {
 		cmd.Wait()
@@ -296,12 +382,14 @@ func (r *Renderer) renderMany(ctx context.Context, tenant string, items []Item, 
 	defer r.charge(tenant, began)
 	var expired atomic.Bool
 	timer := time.AfterFunc(r.timeout, func() { expired.Store(true); w.cmd.Process.Kill() })
+	w.beginRender(began, r.timeout)
 	err = frame.Write(w.in, request{Items: items, Data: data, MaxOut: r.maxOut})
 	var answers []answer
 	if err == nil {
 		err = frame.Read(w.out, &answers)
 	}
 	fired := !timer.Stop() // the deadline's kill has run, or is running
+	w.endRender()
 	if err == nil && len(answers) != len(items) {
 		err = fmt.Errorf("the renderer answered %d of %d templates", len(answers), len(items))
 	}
