@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -518,4 +519,47 @@ func cpuIdle(t *testing.T, cg *sandboxCgroups) bool {
 		return false
 	}
 	return strings.TrimSpace(string(b)) == "1"
+}
+
+// TestLauncherStartsInItsCgroup: the sandbox's launcher is in its
+// sandbox's cgroups as soon as it has started (the core moves it), not
+// beside the server until it joins them itself: its own start is counted
+// in its tenant's CPU weight (issue 25). Before, at the moment its start
+// returned, the launcher was still in the server's cgroup.
+func TestLauncherStartsInItsCgroup(t *testing.T) {
+	sb := sandbox(t, "deny")
+	needMechanisms(t, sb, plugins.MechCPU)
+	var mu sync.Mutex
+	var seen []string
+	launcherStarted = func(pid int) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+		mu.Lock()
+		seen = append(seen, string(b))
+		mu.Unlock()
+	}
+	defer func() { launcherStarted = nil }()
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "m.py"), []byte("def f(x: int) -> int:\n    return x\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "g.yaml"), []byte("kind: Plugin\nname: Early\ndescription: d\ndependencies: [m.py]\ntools:\n"+
+		"  - {kind: Tool, object_name: F, name: f, description: d, implementation: m.f, parameters: [{name: x, type: int, description: d}]}\n"), 0o644)
+	open(t, filepath.Join(dir, "g.yaml"), Options{Sandbox: sb, Owner: "tenant-early"})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) == 0 {
+		t.Fatal("no launcher was started")
+	}
+	for _, cg := range seen {
+		inSandbox := false
+		for _, line := range strings.Split(strings.TrimSpace(cg), "\n") {
+			// v1: the cpu hierarchy's line; v2: the one line.
+			parts := strings.SplitN(line, ":", 3)
+			if len(parts) == 3 && (parts[1] == "" || slices.Contains(strings.Split(parts[1], ","), ctlCPU)) &&
+				strings.Contains(parts[2], "/"+parentCgroup+"/toolhost-") {
+				inSandbox = true
+			}
+		}
+		if !inSandbox {
+			t.Errorf("the launcher, just started, is not in its sandbox's cpu cgroup:\n%s", cg)
+		}
+	}
 }
