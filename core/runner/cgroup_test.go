@@ -421,27 +421,13 @@ func TestStartingSandboxWeighsLess(t *testing.T) {
 	}
 	type seen struct{ first, second int }
 	var during []seen
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			weights.Lock()
-			for cg := range weights.by[owner] {
-				if cg != first.proc.cg && !cg.serving {
-					during = append(during, seen{first.proc.cg.cpuWeight(), cg.cpuWeight()})
-				}
-			}
-			weights.Unlock()
-			select {
-			case <-stop:
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
+	stop := watchWeights(owner, 20*time.Millisecond, func(cg *sandboxCgroups) {
+		if cg != first.proc.cg && !cg.serving {
+			during = append(during, seen{first.proc.cg.cpuWeight(), cg.cpuWeight()})
 		}
-	}()
+	})
 	second := open(t, group("Second", "import time\ntime.sleep(1)\n"), Options{Sandbox: sb, Owner: owner})
-	close(stop)
-	<-done
+	stop()
 	if len(during) == 0 {
 		t.Fatal("the second sandbox was never seen starting")
 	}
@@ -466,27 +452,13 @@ func TestStartingSandboxWeighsLess(t *testing.T) {
 		wantIdle bool
 	}{{owner, false}, {over, true}} {
 		var idles []bool
-		stop, done = make(chan struct{}), make(chan struct{})
-		go func() {
-			defer close(done)
-			for {
-				weights.Lock()
-				for cg := range weights.by[c.owner] {
-					if !cg.serving {
-						idles = append(idles, cpuIdle(t, cg))
-					}
-				}
-				weights.Unlock()
-				select {
-				case <-stop:
-					return
-				case <-time.After(20 * time.Millisecond):
-				}
+		stop := watchWeights(c.owner, 20*time.Millisecond, func(cg *sandboxCgroups) {
+			if !cg.serving {
+				idles = append(idles, cpuIdle(t, cg))
 			}
-		}()
+		})
 		g := open(t, group("Of"+strings.ReplaceAll(c.owner, "-", ""), "import time\ntime.sleep(1)\n"), Options{Sandbox: sb, Owner: c.owner, Starts: starts})
-		close(stop)
-		<-done
+		stop()
 		if len(idles) == 0 {
 			t.Fatalf("%s: the sandbox was never seen starting", c.owner)
 		}
@@ -505,6 +477,28 @@ func TestStartingSandboxWeighsLess(t *testing.T) {
 			}
 		}
 	}
+}
+
+// watchWeights calls look, under the weights' lock, with each of owner's
+// sandboxes every interval until the function it answers is called.
+func watchWeights(owner string, interval time.Duration, look func(cg *sandboxCgroups)) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			weights.Lock()
+			for cg := range weights.by[owner] {
+				look(cg)
+			}
+			weights.Unlock()
+			select {
+			case <-quit:
+				return
+			case <-time.After(interval):
+			}
+		}
+	}()
+	return func() { close(quit); <-done }
 }
 
 // cpuIdle reads whether the sandbox's CPU cgroup is idle (cpu.idle).

@@ -359,26 +359,10 @@ func TestInstallWeighsInItsTenant(t *testing.T) {
 	buildWheel(t, wheels, "tinylib", "1.0", "def shout(s):\n    return s\n")
 	const owner = "tenant-installing"
 	seen := map[*sandboxCgroups]bool{}
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			weights.Lock()
-			for cg := range weights.by[owner] {
-				seen[cg] = true
-			}
-			weights.Unlock()
-			select {
-			case <-stop:
-				return
-			case <-time.After(2 * time.Millisecond):
-			}
-		}
-	}()
+	stop := watchWeights(owner, 2*time.Millisecond, func(cg *sandboxCgroups) { seen[cg] = true })
 	g := open(t, writeGroup(t, "tinylib==1.0\n"), Options{Sandbox: sb, Owner: owner,
 		Packages: Packages{Wheelhouse: wheels, CacheDir: t.TempDir()}})
-	close(stop)
-	<-done
+	stop()
 	if g.Venv() == "" {
 		t.Fatal("no environment was built")
 	}
