@@ -301,6 +301,9 @@ func newSandboxCgroups(l cgroupLimits, toolUID, toolGID int) (*sandboxCgroups, e
 			{ctlMemory, "memory.kmem.tcp.limit_in_bytes", strconv.Itoa(tcpMemoryBytes)},
 			{ctlCPU, "cpu.cfs_period_us", "100000"},
 			{ctlCPU, "cpu.cfs_quota_us", strconv.Itoa(int(l.CPUs * 100000))},
+			// A starting sandbox's part of a whole tenant's weight
+			// until setOwner splits it.
+			{ctlCPU, "cpu.shares", strconv.Itoa(tenantShares * startingUnits / servingUnits)},
 		}
 		for _, s := range settings {
 			if err := writeCgroup(filepath.Join(cgroupRoot, s.ctl, name), s.file, s.value); err != nil && s.file != "memory.swappiness" && s.file != "memory.kmem.tcp.limit_in_bytes" {

@@ -81,6 +81,25 @@ func (cg *sandboxCgroups) startInBackground() {
 	})
 }
 
+// foregroundStarts ends the idleness of every background start: a start
+// of a tenant within its share waits for a start slot, and idle starts
+// may hold them (Starts.wait).
+func foregroundStarts() {
+	weights.Lock()
+	defer weights.Unlock()
+	for owner, set := range weights.by {
+		changed := false
+		for cg := range set {
+			if cg.background && !cg.serving {
+				cg.background, changed = false, true
+			}
+		}
+		if changed {
+			rewriteWeightsLocked(owner)
+		}
+	}
+}
+
 // weights are the live sandboxes' cgroups by tenant.
 var weights = struct {
 	sync.Mutex
@@ -169,7 +188,8 @@ func (cg *sandboxCgroups) setServing() {
 // servingUnits), or makes it idle. An idle cgroup's weight cannot be
 // written (the kernel refuses it), and lifting idleness resets it to the
 // default, so idleness is lifted first and the weight written after.
-// Best effort: a kernel without cpu.idle (before 5.15) keeps the weights.
+// Best effort: on a kernel without cpu.idle (before 5.15) a background
+// start weighs as any start.
 func (cg *sandboxCgroups) writeWeight(total int, idle bool) {
 	total = max(total, 1)
 	units := cg.units()
@@ -184,10 +204,14 @@ func (cg *sandboxCgroups) writeWeight(total int, idle bool) {
 		return
 	}
 	if idle {
-		if !cg.idle {
-			cg.idle = os.WriteFile(filepath.Join(dir, "cpu.idle"), []byte("1"), 0) == nil
+		if cg.idle {
+			return
 		}
-		return
+		if os.WriteFile(filepath.Join(dir, "cpu.idle"), []byte("1"), 0) == nil {
+			cg.idle = true
+			return
+		}
+		// No cpu.idle (a kernel before 5.15): its part of the weight.
 	}
 	if cg.idle {
 		os.WriteFile(filepath.Join(dir, "cpu.idle"), []byte("0"), 0)

@@ -85,7 +85,9 @@ func (l *launch) clientConfig(stderr io.Writer) (*goplugin.ClientConfig, error) 
 func (l *launch) runner(_ hclog.Logger, spec *exec.Cmd, _ string) (runner.Runner, error) {
 	l.cmd.Env = append(l.cmd.Env, spec.Env...)
 	r := &pluginRunner{cmd: l.cmd}
-	if l.cg != nil {
+	if l.cg != nil && !l.cg.v2 {
+		// On cgroup v2 the launcher moves itself on from the cgroup it
+		// joins (settleV2): a late write of the core's could move it back.
 		r.join = l.cg.join()
 	}
 	if l.cfg == nil {
@@ -134,7 +136,7 @@ func (l *launch) runner(_ hclog.Logger, spec *exec.Cmd, _ string) (runner.Runner
 type pluginRunner struct {
 	cmd            *exec.Cmd
 	stdout, stderr io.ReadCloser
-	// join are the sandbox's cgroups, which the launcher joins first
+	// join are the sandbox's v1 cgroups, which the launcher joins first
 	// thing: Start moves it there as soon as it runs, so that its own
 	// start (a Go runtime's, about 7 ms of CPU here) is counted in them
 	// (its tenant's weight, idle for a background start) and not beside

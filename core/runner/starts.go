@@ -24,6 +24,7 @@ import (
 // started when no tenant is ahead of it in turn.
 type Starts struct {
 	sem *fair.Sem
+	n   int
 	// within is Warm.WithinShare (ShareWith); nil: no tenant is over.
 	within func(owner string) bool
 }
@@ -48,7 +49,7 @@ func NewStarts(n int) *Starts {
 	if n <= 0 {
 		n = max(2, runtime.NumCPU())
 	}
-	return &Starts{sem: fair.New(n, max(1, n-1))}
+	return &Starts{sem: fair.New(n, max(1, n-1)), n: n}
 }
 
 // Running is how many starts are admitted and not yet done.
@@ -60,6 +61,13 @@ func (s *Starts) Running() int { return s.sem.Held() }
 func (s *Starts) wait(ctx context.Context, owner string) (done func(), err error) {
 	if s == nil {
 		return func() {}, nil
+	}
+	if s.sem.Held() >= s.n && !s.background(owner) {
+		// Every slot is taken, maybe by idle starts of tenants over their
+		// share, which a busy machine could hold back for their whole
+		// idle time: this start, of a tenant within its share, does not
+		// wait behind idleness.
+		foregroundStarts()
 	}
 	done, err = s.sem.Acquire(ctx, owner)
 	if err != nil {

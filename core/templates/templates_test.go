@@ -389,12 +389,14 @@ func TestKilledWorkerIsReplacedByItsRender(t *testing.T) {
 	}
 }
 
-// TestLongRenderInBackground checks that a render running past bulkAfter
-// makes its worker idle through the placement's background (issue 25: a
+// TestLongRenderInBackground checks that a render of a slow tenant (its
+// last render was slow) running past bulkAfter makes its worker idle
+// through the placement's background (issue 25: a
 // template looping to its deadline kept a quiet tenant's worker and render
 // waiting for the end of its slice), gives the weight back at half its
 // deadline (a long render still has time to finish on a busy machine) and
-// at its end, and that a quick render never touches it.
+// at its end, and that a quick render, or the first long render of a
+// tenant whose renders were quick, never touches it.
 func TestLongRenderInBackground(t *testing.T) {
 	r := NewRenderer(toolhostBin, 1, 1200*time.Millisecond, 1<<16)
 	defer r.Close()
@@ -422,10 +424,20 @@ func TestLongRenderInBackground(t *testing.T) {
 	if c := took(); len(c) != 0 {
 		t.Fatalf("a quick render made its worker idle: %v", c)
 	}
+	loop := []Item{{Template: "{% for i in range(100000000) %}{% for j in range(100000000) %}{% endfor %}{% endfor %}"}}
+	if _, _, err := r.For("a").RenderMany(ctx, loop, nil); err == nil || !strings.Contains(err.Error(), "did not finish") {
+		t.Fatalf("the endless loop: %v", err)
+	}
+	if c := took(); len(c) != 0 {
+		t.Fatalf("the first long render of a tenant whose renders were quick made its worker idle: %v", c)
+	}
+	// Now a slow tenant (pace holds it): its next long render goes idle.
+	if err := r.pace(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
 	mu.Lock()
 	began = time.Now()
 	mu.Unlock()
-	loop := []Item{{Template: "{% for i in range(100000000) %}{% for j in range(100000000) %}{% endfor %}{% endfor %}"}}
 	if _, _, err := r.For("a").RenderMany(ctx, loop, nil); err == nil || !strings.Contains(err.Error(), "did not finish") {
 		t.Fatalf("the endless loop: %v", err)
 	}

@@ -134,14 +134,18 @@ type Renderer struct {
 // runs long, and gives it back (false).
 type Place func(pid int) (release func(), background func(on bool), err error)
 
-// Long renders are background work (issue 25): a render still running
-// after bulkAfter makes its worker idle in the CPU scheduler (it runs on
-// CPU time nothing else wants, and any other work waking takes the CPU
-// from it at once) until it ends, or for half its deadline at most, so
-// that a long render on a machine kept busy by others' calls still has
-// its time to finish. Beside a tenant whose templates loop to their
-// deadline, a quiet tenant's worker and render waited for that loop's
-// slice to end (a 4 ms tick) on every wake-up.
+// Long renders of slow tenants are background work (issue 25): a render
+// of a tenant whose last render was slow (SlowRender: pace holds it) that
+// is still running after bulkAfter makes its worker idle in the CPU
+// scheduler (it runs on CPU time nothing else wants, and any other work
+// waking takes the CPU from it at once) from then until it ends, or until
+// half its deadline at most, so that a long render on a machine kept busy
+// by others' calls still has its time to finish. A tenant whose renders
+// are quick is never idle, even when a busy machine stretches one past
+// bulkAfter (the time is a wall clock's, not the render's CPU). Beside a
+// tenant whose templates loop to their deadline, a quiet tenant's worker
+// and render waited for that loop's slice to end (a 4 ms tick) on every
+// wake-up.
 const bulkAfter = 20 * time.Millisecond
 
 // SetPlace makes every worker started from now on go through place (the
@@ -199,9 +203,10 @@ type worker struct {
 	idleUntil  time.Duration
 }
 
-// beginRender starts a render's clock for its long-render idleness.
-func (w *worker) beginRender(began time.Time, timeout time.Duration) {
-	if w.background == nil {
+// beginRender starts a render's clock for its long-render idleness, when
+// the render is a slow tenant's (slow).
+func (w *worker) beginRender(began time.Time, timeout time.Duration, slow bool) {
+	if w.background == nil || !slow {
 		return
 	}
 	w.bg.Lock()
@@ -247,7 +252,9 @@ func (w *worker) endRender() {
 	w.bg.Lock()
 	defer w.bg.Unlock()
 	w.rendering = false
-	w.bulk.Stop()
+	if w.bulk != nil {
+		w.bulk.Stop()
+	}
 	if w.idle {
 		w.idle = false
 		w.background(false)
@@ -382,7 +389,10 @@ func (r *Renderer) renderMany(ctx context.Context, tenant string, items []Item, 
 	defer r.charge(tenant, began)
 	var expired atomic.Bool
 	timer := time.AfterFunc(r.timeout, func() { expired.Store(true); w.cmd.Process.Kill() })
-	w.beginRender(began, r.timeout)
+	r.mu.Lock()
+	_, slow := r.notBefore[tenant]
+	r.mu.Unlock()
+	w.beginRender(began, r.timeout, slow)
 	err = frame.Write(w.in, request{Items: items, Data: data, MaxOut: r.maxOut})
 	var answers []answer
 	if err == nil {
