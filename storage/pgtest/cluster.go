@@ -219,9 +219,12 @@ func (c *Cluster) run(started chan<- error) {
 	for attempt := 1; ; attempt++ {
 		err := c.startServer()
 		if err == nil {
+			// Read here, before started: Resume replaces c.exited once
+			// this server has exited, and this goroutine still waits.
+			exited := c.exited
 			c.ReadyTime = time.Since(t1)
 			started <- nil
-			<-c.exited
+			<-exited
 			return
 		}
 		if attempt == 3 || !strings.Contains(c.logTail(), "could not bind") {
@@ -277,9 +280,10 @@ func (c *Cluster) Resume() error {
 	go func() {
 		runtime.LockOSThread() // as in run: the server's Pdeathsig is this thread's
 		err := c.startServerOn(c.Port)
+		exited := c.exited // before started, as in run
 		started <- err
 		if err == nil {
-			<-c.exited
+			<-exited
 		}
 	}()
 	return <-started
