@@ -633,10 +633,15 @@ func TestLauncherStartsInItsCgroup(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "g.yaml"), []byte("kind: Plugin\nname: Early\ndescription: d\ndependencies: [m.py]\ntools:\n"+
 		"  - {kind: Tool, object_name: F, name: f, description: d, implementation: m.f, parameters: [{name: x, type: int, description: d}]}\n"), 0o644)
 	open(t, filepath.Join(dir, "g.yaml"), Options{Sandbox: sb, Owner: "tenant-early"})
+	// A pip install's launcher too.
+	wheels := t.TempDir()
+	buildWheel(t, wheels, "tinylib", "1.0", "def shout(s):\n    return s\n")
+	open(t, writeGroup(t, "tinylib==1.0\n"), Options{Sandbox: sb, Owner: "tenant-early",
+		Packages: Packages{Wheelhouse: wheels, CacheDir: t.TempDir()}})
 	mu.Lock()
 	defer mu.Unlock()
-	if len(seen) == 0 {
-		t.Fatal("no launcher was started")
+	if len(seen) < 3 {
+		t.Fatalf("%d launchers seen, want 3 (a group's, an install's, the installed group's)", len(seen))
 	}
 	for _, cg := range seen {
 		inSandbox := false

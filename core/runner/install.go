@@ -115,6 +115,9 @@ func (s *Sandbox) installInSandbox(ctx context.Context, py *Python, build string
 	if err := cmd.Start(); err != nil {
 		return "", err
 	}
+	if !cg.v2 {
+		moveLauncher(cmd.Process.Pid, cg.join()) // as pluginRunner.Start
+	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	tick := time.NewTicker(500 * time.Millisecond)

@@ -164,16 +164,21 @@ func (r *pluginRunner) Start(context.Context) error {
 	if err != nil {
 		return err
 	}
-	// Not yet waited for, the launcher's pid is its own. A failure here
-	// is the launcher's to report, when it joins the same cgroups.
-	pid := strconv.Itoa(r.cmd.Process.Pid)
-	for _, d := range r.join {
-		os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(pid), 0)
+	moveLauncher(r.cmd.Process.Pid, r.join)
+	return nil
+}
+
+// moveLauncher moves a launcher just started (pid) into its sandbox's v1
+// cgroups (join; pluginRunner.join). Not yet waited for, the launcher's
+// pid is its own. A failure here is the launcher's to report, when it
+// joins the same cgroups.
+func moveLauncher(pid int, join []string) {
+	for _, d := range join {
+		os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0)
 	}
 	if launcherStarted != nil {
-		launcherStarted(r.cmd.Process.Pid)
+		launcherStarted(pid)
 	}
-	return nil
 }
 
 // Diagnose implements runner.Runner.
