@@ -115,7 +115,7 @@ func (s *Sandbox) installInSandbox(ctx context.Context, py *Python, build string
 	if err := cmd.Start(); err != nil {
 		return "", err
 	}
-	if !cg.v2 {
+	if cg != nil && !cg.v2 {
 		moveLauncher(cmd.Process.Pid, cg.join()) // as pluginRunner.Start
 	}
 	done := make(chan error, 1)
