@@ -249,10 +249,14 @@ func Probe(exe string) []plugins.Mechanism {
 		cfg.Network, cfg.Slirp, cfg.Blocked = plugins.NetworkAllow, slirp, blockedNets()
 	}
 	ms, err := launchProbe(exe, &cfg)
-	if err != nil {
-		// A machine under heavy load can fail one start; a second failure
-		// is the machine's answer.
-		time.Sleep(200 * time.Millisecond)
+	for _, wait := range []time.Duration{200 * time.Millisecond, time.Second} {
+		if err == nil {
+			break
+		}
+		// A machine under heavy load can fail a start (slirp4netns once
+		// left two starts in a row of a rootless server's probe, in CI);
+		// a third failure is the machine's answer.
+		time.Sleep(wait)
 		ms, err = launchProbe(exe, &cfg)
 	}
 	var egressErr error
