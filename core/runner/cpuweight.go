@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"toolhost/plugins/cgroupfs"
@@ -71,14 +72,30 @@ func (cg *sandboxCgroups) startInBackground() {
 		return
 	}
 	cg.background = true
+	backgroundStarts.Add(1)
 	time.AfterFunc(backgroundLimit, func() {
 		weights.Lock()
 		defer weights.Unlock()
-		cg.background = false
+		if !cg.background {
+			return
+		}
+		cg.endBackgroundLocked()
 		if cg.owner != "" && !cg.serving {
 			rewriteWeightsLocked(cg.owner)
 		}
 	})
+}
+
+// backgroundStarts counts the sandboxes still marked background, so that
+// a start that waits for a slot looks for them (foregroundStarts) only
+// when there are some.
+var backgroundStarts atomic.Int64
+
+// endBackgroundLocked ends the sandbox's background mark (under weights'
+// lock, with the mark set).
+func (cg *sandboxCgroups) endBackgroundLocked() {
+	cg.background = false
+	backgroundStarts.Add(-1)
 }
 
 // foregroundStarts ends the idleness of every background start: a start
@@ -91,7 +108,8 @@ func foregroundStarts() {
 		changed := false
 		for cg := range set {
 			if cg.background && !cg.serving {
-				cg.background, changed = false, true
+				cg.endBackgroundLocked()
+				changed = true
 			}
 		}
 		if changed {
@@ -129,6 +147,9 @@ func (cg *sandboxCgroups) setOwner(owner string) {
 	}
 	cg.owner = owner
 	if owner == "" {
+		if cg.background {
+			cg.endBackgroundLocked() // removed (or never a tenant's)
+		}
 		cg.writeWeight(servingUnits, false)
 		return
 	}
@@ -176,6 +197,9 @@ func (cg *sandboxCgroups) setServing() {
 		return
 	}
 	cg.serving = true
+	if cg.background {
+		cg.endBackgroundLocked()
+	}
 	if cg.owner == "" {
 		cg.writeWeight(servingUnits, false)
 		return

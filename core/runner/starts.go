@@ -62,7 +62,7 @@ func (s *Starts) wait(ctx context.Context, owner string) (done func(), err error
 	if s == nil {
 		return func() {}, nil
 	}
-	if s.sem.Held() >= s.n && !s.background(owner) {
+	if backgroundStarts.Load() > 0 && s.sem.Held() >= s.n && !s.background(owner) {
 		// Every slot is taken, maybe by idle starts of tenants over their
 		// share, which a busy machine could hold back for their whole
 		// idle time: this start, of a tenant within its share, does not
