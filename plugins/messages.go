@@ -133,6 +133,11 @@ type LoadRequest struct {
 	// Python is the interpreter the cpython runtime runs (a venv's python
 	// when the group has requirements).
 	Python string `json:"python,omitempty"`
+	// RunnerCode is the file of the cpython worker's runner compiled ahead
+	// by the host's interpreter (SandboxRunnerCode in a sandbox), which
+	// workers run in place of compiling the runner's source; empty when
+	// there is none.
+	RunnerCode string `json:"runner_code,omitempty"`
 	// Scratch is the folder tool code may write to.
 	Scratch string `json:"scratch"`
 	Limits  Limits `json:"limits"`

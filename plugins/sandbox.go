@@ -145,6 +145,9 @@ const (
 	SandboxScratch = "/tmp"
 	// SandboxExe is the toolhost binary inside the sandbox.
 	SandboxExe = "/.toolhost/toolhost"
+	// SandboxRunnerCode is the cpython worker's runner compiled by the
+	// host's interpreter (LoadRequest.RunnerCode), read-only.
+	SandboxRunnerCode = "/.toolhost/runner.code"
 	// SandboxSocketDir is where the plugin process makes its go-plugin
 	// socket (a tiny tmpfs of its own).
 	SandboxSocketDir = "/run/plugin"

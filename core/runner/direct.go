@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -221,8 +220,8 @@ func (d *direct) clean(b *borrowed) bool {
 		d.pids = f
 	}
 	var buf [32]byte
-	n, err := d.pids.ReadAt(buf[:], 0)
-	if n == 0 && err != nil {
+	n, err := readOnce(d.pids, buf[:])
+	if n == 0 || err != nil {
 		return false
 	}
 	tasks, err := strconv.Atoi(strings.TrimSpace(string(buf[:n])))
@@ -293,8 +292,8 @@ func (d *direct) cleanByProc(b *borrowed) bool {
 // children's pids, separated by spaces.
 func readChildren(f *os.File) (string, bool) {
 	var buf [256]byte
-	n, err := f.ReadAt(buf[:], 0)
-	if n == 0 && err != nil && err != io.EOF {
+	n, err := readOnce(f, buf[:])
+	if err != nil {
 		return "", false
 	}
 	if n == len(buf) {
@@ -620,8 +619,28 @@ func (d *direct) pluginKilled(thorough bool) bool {
 // gone when nothing could be read (the process is gone, or the file was
 // closed with it).
 func readProcFile(f *os.File, buf []byte) (b []byte, gone bool) {
-	n, err := f.ReadAt(buf, 0)
-	return buf[:n], n == 0 && err != nil
+	n, err := readOnce(f, buf)
+	return buf[:n], n == 0 || err != nil
+}
+
+// readOnce reads a /proc or cgroup file kept open from its start in one
+// pread(2), which fills buf when the file fits (os.File.ReadAt reads on
+// until it meets the end: a second system call for every read, and
+// these files are read around each call).
+func readOnce(f *os.File, buf []byte) (int, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var n int
+	var rerr error
+	if err := rc.Control(func(fd uintptr) { n, rerr = unix.Pread(int(fd), buf, 0) }); err != nil {
+		return 0, err
+	}
+	if rerr != nil {
+		return 0, rerr
+	}
+	return n, nil
 }
 
 // sigkill is SIGKILL's bit in a mask of signals.
@@ -783,8 +802,8 @@ func (b *borrowed) procStat() (pid, ppid, threads int, ok bool) {
 		return 0, 0, 0, false
 	}
 	var buf [1024]byte
-	n, err := b.stat.ReadAt(buf[:], 0)
-	if n == 0 && err != nil {
+	n, err := readOnce(b.stat, buf[:])
+	if n == 0 || err != nil {
 		return 0, 0, 0, false
 	}
 	return parseStat(buf[:n])

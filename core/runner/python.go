@@ -2,10 +2,19 @@ package runner
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
+
+	"toolhost/plugins"
+	"toolhost/pyhost/cpython"
 )
 
 // Python describes the machine's python3: the real interpreter (not a
@@ -15,6 +24,10 @@ type Python struct {
 	Version    string   `json:"version"`
 	Prefixes   []string `json:"prefixes"`
 	Paths      []string `json:"paths"`
+	// RunnerCode is the file of the workers' runner compiled by this
+	// interpreter (see compileRunner), or "" when it could not be made:
+	// workers then compile the runner's source at their start.
+	RunnerCode string `json:"-"`
 }
 
 const probeScript = `
@@ -54,5 +67,71 @@ func ProbePython(path string) (*Python, error) {
 	if err := json.Unmarshal(out, &p); err != nil || p.Executable == "" {
 		return nil, fmt.Errorf("%s did not describe itself: %q", path, out)
 	}
+	p.RunnerCode, _ = compileRunner(p.Executable)
 	return &p, nil
+}
+
+// compileRunner compiles the cpython workers' runner with the interpreter
+// at python, on the host, and keeps it in a file of toolhost's runtime
+// folder named by its content, which every cpython sandbox mounts
+// read-only (plugins.SandboxRunnerCode): each worker's start reads the
+// code in place of compiling the runner's source, about 20 ms of CPU
+// less on every cold start here. The file is made by this process alone
+// (a folder of its user's that no one else may enter, a new file renamed
+// into place) and holds only the runner, which is the same for every
+// group: no group's code or data, and nothing a sandbox wrote.
+func compileRunner(python string) (string, error) {
+	cmd := exec.Command(python, "-I", "-S", "-B", "-c", cpython.CompileRunner)
+	cmd.Env = baseEnv()
+	cmd.Stdin = strings.NewReader(cpython.RunnerSource())
+	code, err := cmd.Output()
+	if err != nil || len(code) == 0 {
+		return "", fmt.Errorf("compile the runner with %s: %v", python, err)
+	}
+	run, err := plugins.RuntimeDir()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(run, "toolhost-runner")
+	if err := privateFolder(dir); err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(code)
+	name := filepath.Join(dir, hex.EncodeToString(sum[:12])+".code")
+	f, err := os.CreateTemp(dir, "new-*")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(f.Name())
+	_, err = f.Write(code)
+	if err == nil {
+		err = f.Chmod(0o644)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), name)
+	}
+	if err != nil {
+		return "", err
+	}
+	return name, nil
+}
+
+// privateFolder makes dir (mode 0700) when it is missing and checks that
+// it is a real folder of this process's user that no one else may enter.
+func privateFolder(dir string) error {
+	if err := os.Mkdir(dir, 0o700); err != nil && !os.IsExist(err) {
+		return err
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || !ok || int(st.Uid) != os.Geteuid() || fi.Mode().Perm()&0o077 != 0 {
+		return fmt.Errorf("%s is not a private folder of this user's", dir)
+	}
+	return nil
 }

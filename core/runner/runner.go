@@ -517,6 +517,7 @@ func (g *Group) loadRequest() *plugins.LoadRequest {
 	}
 	if g.opts.Python != nil {
 		req.Python = g.opts.Python.Executable
+		req.RunnerCode = g.opts.Python.RunnerCode
 	}
 	return req
 }

@@ -457,6 +457,9 @@ func (s *Sandbox) command(g *Group) (*launch, error) {
 	if g.venv != "" {
 		cfg.Binds = append(cfg.Binds, plugins.Bind{Source: g.venv, Target: plugins.SandboxVenvDir})
 	}
+	if g.load.RunnerCode != "" && g.opts.Python != nil && g.opts.Python.RunnerCode != "" {
+		cfg.Binds = append(cfg.Binds, plugins.Bind{Source: g.opts.Python.RunnerCode, Target: plugins.SandboxRunnerCode})
+	}
 	cfg.Env = g.pluginEnv()
 	cg, err := s.cgroups(&cfg, limits)
 	if err != nil {
@@ -484,6 +487,9 @@ func (s *Sandbox) command(g *Group) (*launch, error) {
 func (s *Sandbox) insidePaths(req *plugins.LoadRequest, venv string) {
 	req.Root = plugins.SandboxGroupDir
 	req.Scratch = plugins.SandboxScratch
+	if req.RunnerCode != "" {
+		req.RunnerCode = plugins.SandboxRunnerCode
+	}
 	if venv != "" {
 		req.Python = filepath.Join(plugins.SandboxVenvDir, "bin", "python")
 	}

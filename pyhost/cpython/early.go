@@ -38,7 +38,7 @@ func StartEarly(req *plugins.LoadRequest, env []string) *Early {
 	p := New(req, env)
 	e := &Early{key: p.earlyKey(), done: make(chan struct{})}
 	deadline := time.Now().Add(startTimeout)
-	w, err := spawnWorker(p.python, p.env, p.init.Scratch, nil, nil)
+	w, err := spawnWorker(p.python, p.code, p.env, p.init.Scratch, nil, nil)
 	if err != nil {
 		e.err = err
 		close(e.done)
@@ -66,7 +66,7 @@ func StartWaiting(req *plugins.LoadRequest, env []string) *Early {
 	e := &Early{key: p.waitingKey(), done: make(chan struct{}), waiting: true}
 	go func() {
 		defer close(e.done)
-		e.w, e.err = spawnWorker(p.python, p.env, p.init.Scratch, nil, nil)
+		e.w, e.err = spawnWorker(p.python, p.code, p.env, p.init.Scratch, nil, nil)
 		if e.err == nil {
 			if e.err = e.w.prepare(time.Now().Add(startTimeout)); e.err != nil {
 				e.w = nil

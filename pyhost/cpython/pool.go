@@ -19,6 +19,9 @@ const startTimeout = 30 * time.Second
 // workers, each serving one call at a time.
 type Pool struct {
 	python string
+	// code is the runner compiled by the host's interpreter
+	// (LoadRequest.RunnerCode), or "".
+	code   string
 	env    []string
 	init   initFrame
 	limits plugins.Limits
@@ -53,6 +56,7 @@ func New(req *plugins.LoadRequest, env []string) *Pool {
 	limits := req.Limits.WithDefaults()
 	p := &Pool{
 		python: req.Python,
+		code:   req.RunnerCode,
 		env:    env,
 		init:   initFrame{Root: req.Root, Modules: req.Modules, Scratch: req.Scratch, Limits: limits},
 		limits: limits,
@@ -274,7 +278,7 @@ func (p *Pool) start(ctx context.Context) (*worker, error) {
 		return w, nil
 	}
 	var pid int
-	w, err := startWorker(p.python, p.env, p.init, proto.Deadline(ctx, startTimeout), func(n int) {
+	w, err := startWorker(p.python, p.code, p.env, p.init, proto.Deadline(ctx, startTimeout), func(n int) {
 		pid = n
 		p.mu.Lock()
 		p.pids[n] = true

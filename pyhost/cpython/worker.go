@@ -27,6 +27,51 @@ import (
 //go:embed runner.py
 var runnerSource string
 
+// RunnerSource is the Python source of the cpython worker's runner, which
+// the host compiles ahead (see runnerArgs).
+func RunnerSource() string { return runnerSource }
+
+// runnerBoot starts a worker from the runner compiled ahead by the host's
+// interpreter: argv[1] is its file, marshal's (sys.hexversion, code);
+// argv[2] is the runner's source, compiled as "python -c" would when the
+// file cannot be read or was made by another interpreter version. The
+// compilation costs a worker's start about 20 ms of CPU here (the
+// compiler's memory: about 500 page faults of a 1,400 in all).
+// Nothing is left of it for tool code: sys.argv is "-c" alone, as with
+// "python -c", and the runner runs in __main__ as it does there.
+const runnerBoot = `def _runner():
+    import marshal, sys
+    try:
+        with open(sys.argv[1], "rb") as f:
+            version, code = marshal.loads(f.read())
+        if version == sys.hexversion:
+            return code
+    except Exception:
+        pass
+    return compile(sys.argv[2], "<string>", "exec")
+_code = _runner()
+del _runner, __import__("sys").argv[1:]
+exec(_code)
+`
+
+// runnerArgs is the worker interpreter's arguments: the runner from its
+// compiled file code, or from its source when code is "".
+func runnerArgs(code string) []string {
+	if code == "" {
+		return []string{"-I", "-S", "-B", "-c", runnerSource}
+	}
+	return []string{"-I", "-S", "-B", "-c", runnerBoot, code, runnerSource}
+}
+
+// CompileRunner is the Python program that compiles the runner's source,
+// read from standard input, into the file runnerBoot reads: run by the
+// host's interpreter (never in a sandbox: a worker runs this file before
+// it reads anything of its group, in every group's sandbox), it writes
+// the marshalled (sys.hexversion, code) to standard output.
+const CompileRunner = `import marshal, sys
+sys.stdout.buffer.write(marshal.dumps((sys.hexversion, compile(sys.stdin.read(), "<string>", "exec"))))
+`
+
 //go:embed toolhost.py
 var helperCore string
 
@@ -75,12 +120,12 @@ type worker struct {
 // signatures of a group's callables).
 const describeFrameLimit = 16 << 20
 
-// startWorker starts a worker and waits for it to be ready (its modules
-// imported) until the deadline. started, if set, is told the worker's pid
+// startWorker starts a worker (see spawnWorker) and waits for it to be
+// ready (its modules imported) until the deadline. started, if set, is told the worker's pid
 // as soon as its process exists (so that the after-call sweep knows it
 // for a live worker); run is held across the start.
-func startWorker(python string, env []string, init initFrame, deadline time.Time, started func(pid int), run *sync.RWMutex) (*worker, error) {
-	w, err := spawnWorker(python, env, init.Scratch, started, run)
+func startWorker(python, code string, env []string, init initFrame, deadline time.Time, started func(pid int), run *sync.RWMutex) (*worker, error) {
+	w, err := spawnWorker(python, code, env, init.Scratch, started, run)
 	if err != nil {
 		return nil, err
 	}
@@ -94,9 +139,11 @@ func startWorker(python string, env []string, init initFrame, deadline time.Time
 // and returns once its process exists and has joined the workers'
 // cgroups. The interpreter sets itself up (the runner's own imports, no
 // group's) and then waits for its first frame: it has read nothing of any
-// group until initialise sends one. started and run are as for
-// startWorker.
-func spawnWorker(python string, env []string, dir string, started func(pid int), run *sync.RWMutex) (*worker, error) {
+// group until initialise sends one. code, when set, is the file of the
+// runner compiled by the host's interpreter (plugins.LoadRequest's
+// RunnerCode), which the worker runs in place of compiling the runner's
+// source. started and run are as for startWorker.
+func spawnWorker(python, code string, env []string, dir string, started func(pid int), run *sync.RWMutex) (*worker, error) {
 	reqR, reqW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -119,7 +166,7 @@ func spawnWorker(python string, env []string, dir string, started func(pid int),
 		respW.Close()
 		return nil, err
 	}
-	cmd := exec.Command(python, "-I", "-S", "-B", "-c", runnerSource)
+	cmd := exec.Command(python, runnerArgs(code)...)
 	cmd.Env = env
 	cmd.Dir = dir
 	cmd.ExtraFiles = []*os.File{reqR, respW}
