@@ -26,7 +26,6 @@ import (
 	"slices"
 	"unsafe"
 
-	"github.com/elastic/go-seccomp-bpf/arch"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
@@ -314,17 +313,16 @@ func refusedInt(name string, arg int, refused []uint64) argRule {
 // numbers (socket(AF_PACKET | 16<<32, SOCK_RAW) matched ioctl's number and
 // was allowed), and its default action cannot be an errno but EPERM.
 func seccompProgram() ([]bpf.Instruction, error) {
-	info, err := arch.GetInfo("")
-	if err != nil {
-		return nil, err
+	if auditArch == 0 {
+		return nil, fmt.Errorf("no system call table for %s", runtime.GOARCH)
 	}
 	prog := []bpf.Instruction{
 		bpf.LoadAbsolute{Off: 4, Size: 4}, // seccomp_data.arch
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(info.ID), SkipTrue: 1},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: auditArch, SkipTrue: 1},
 		bpf.RetConstant{Val: retENOSYS},
 		bpf.LoadAbsolute{Off: 0, Size: 4}, // seccomp_data.nr
 	}
-	if info.ID == arch.X86_64.ID {
+	if onX86_64 {
 		prog = append(prog,
 			bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: x32Bit, SkipFalse: 1},
 			bpf.RetConstant{Val: retENOSYS})
@@ -518,14 +516,3 @@ func loadSeccomp() error {
 	return nil
 }
 
-// syscallNumber returns a system call's number on this architecture and
-// whether the seccomp library knows it there (some, like iopl or open,
-// exist only on some architectures).
-func syscallNumber(name string) (int, bool) {
-	info, err := arch.GetInfo("")
-	if err != nil {
-		return 0, false
-	}
-	n, ok := info.SyscallNames[name]
-	return n, ok
-}
