@@ -515,4 +515,3 @@ func loadSeccomp() error {
 	}
 	return nil
 }
-
