@@ -14,7 +14,7 @@ GO       ?= go
 export GOFLAGS := $(GOFLAGS) -tags=sqlite_fts5
 BIN      := bin/toolhost
 # The sandbox's helper and the plugin process, built beside bin/toolhost.
-HELPERS  := ./pyhost/cmd/toolhost-sandbox ./pyhost/cmd/toolhost-pyhost
+HELPERS  := ./pyhost/cmd/toolhost-sandbox ./pyhost/cmd/toolhost-pyhost ./pyhost/cmd/toolhost-cpython
 SAMPLES  := $(sort $(wildcard sample_groups/*/*.yaml))
 # The sample tool groups (kind: Plugin); the other samples are agents.
 SAMPLE_GROUPS := $(shell grep -l '^kind: *Plugin *$$' $(SAMPLES))
@@ -42,7 +42,8 @@ all: build
 # The toolhost binary and, beside it, the sandbox's helper (its launcher and
 # init, linked without the rest of toolhost: see docs/decisions.md) and the
 # plugin process's (toolhost-pyhost: the plugin process alone, which starts
-# faster on every cold start). The two helpers are linked statically
+# faster on every cold start; toolhost-cpython: the same without gpython,
+# for cpython groups). The helpers are linked statically
 # (CGO_ENABLED=0: they need no C): no dynamic loader and no libc to map at
 # each of their starts, two of them per sandbox (about 2 ms of CPU each
 # here, where a page fault costs some 30 µs).

@@ -1,6 +1,7 @@
 // Package pyhost is toolhost's plugin process ("toolhost pyhost", started
 // by go-plugin inside the sandbox): it holds one group and runs its
-// callables on the cpython worker pool or the embedded gpython runtime.
+// callables on the cpython worker pool or the embedded gpython runtime
+// (when the binary links it: see GPython).
 package pyhost
 
 import (
@@ -19,11 +20,10 @@ import (
 	"toolhost/plugins/channel"
 	"toolhost/plugins/service"
 	"toolhost/pyhost/cpython"
-	"toolhost/pyhost/gpython"
 )
 
-// runtime is what a group runs on.
-type runtime interface {
+// Runtime is what a group runs on.
+type Runtime interface {
 	Load(ctx context.Context, callables []plugins.Callable) (*plugins.LoadResponse, error)
 	Call(ctx context.Context, req *plugins.CallRequest) *plugins.CallResponse
 	Close()
@@ -32,7 +32,7 @@ type runtime interface {
 // Server implements plugins.Host.
 type Server struct {
 	mu   sync.Mutex
-	rt   runtime
+	rt   Runtime
 	last *plugins.LoadResponse
 	// data is the data channel the core calls over: its calls'
 	// toolhost.call_tool requests go back over it too. Without one (a
@@ -46,7 +46,17 @@ type Server struct {
 	// kills what the call left behind and returns how many processes it
 	// killed. (gpython code cannot start processes.)
 	AfterCall func(worker int, live []int) int
+	// gpython makes a gpython group's runtime; nil in a plugin binary
+	// without it.
+	gpython GPython
 }
+
+// GPython makes the gpython runtime of a load request, with the callbacks
+// that serve toolhost.call_tool. The gpython interpreter is linked only
+// into plugin binaries that give one to Serve (its packages' set-up costs
+// every start of the process about 4 ms of CPU and 150 page faults here):
+// a cpython group's sandbox runs a binary without it.
+type GPython func(req *plugins.LoadRequest, cb plugins.Callbacks) Runtime
 
 // Load implements plugins.Host.
 func (s *Server) Load(ctx context.Context, req *plugins.LoadRequest) (*plugins.LoadResponse, error) {
@@ -62,7 +72,7 @@ func (s *Server) Load(ctx context.Context, req *plugins.LoadRequest) (*plugins.L
 		// The core reads no frame past the group's answer bound.
 		s.data.SetMaxFrame(req.Limits.AnswerBytes())
 	}
-	var rt runtime
+	var rt Runtime
 	switch req.Runtime {
 	case plugins.RuntimeCPython:
 		if req.Python == "" {
@@ -78,9 +88,10 @@ func (s *Server) Load(ctx context.Context, req *plugins.LoadRequest) (*plugins.L
 		rt = p
 	case plugins.RuntimeGPython:
 		s.dropEarly()
-		g := gpython.New(req)
-		g.Callbacks = callbacks
-		rt = g
+		if s.gpython == nil {
+			return nil, &plugins.ToolError{Kind: plugins.ErrLoad, Message: "this plugin process runs cpython groups only: it was started without the gpython runtime"}
+		}
+		rt = s.gpython(req, callbacks)
 	default:
 		s.dropEarly()
 		return nil, fmt.Errorf("unknown runtime %q", req.Runtime)
@@ -218,8 +229,9 @@ func (s *Server) Shutdown(context.Context, *plugins.Empty) (*plugins.Empty, erro
 }
 
 // Serve runs the plugin process: it answers go-plugin's handshake on
-// stdout and serves until the core goes away.
-func Serve(afterCall func(worker int, live []int) int) {
+// stdout and serves until the core goes away. gpython, if not nil, runs
+// gpython groups; without it they fail to load.
+func Serve(afterCall func(worker int, live []int) int, gpython GPython) {
 	// First of all, the process becomes non-dumpable: its /proc files
 	// (mem, environ, fd, ...) belong to root, and ptrace-style access
 	// (open /proc/PID/mem, process_vm_readv, pidfd_getfd) needs
@@ -231,7 +243,7 @@ func Serve(afterCall func(worker int, live []int) int) {
 		fmt.Fprintf(os.Stderr, "toolhost pyhost: cannot make the process non-dumpable: %v\n", err)
 		os.Exit(1)
 	}
-	srv := &Server{AfterCall: afterCall}
+	srv := &Server{AfterCall: afterCall, gpython: gpython}
 	if f := channel.Inherited(); f != nil {
 		srv.data = channel.NewServer(f, srv.Call)
 		srv.data.SetLender(srv)

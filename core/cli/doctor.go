@@ -47,10 +47,12 @@ func runDoctor(env *Env, args []string) int {
 		} else {
 			fmt.Fprintf(env.Stdout, "Sandbox launcher: toolhost itself (%s is not beside it: sandboxes start about 40 ms slower; make build puts it there)\n", runner.HelperName)
 		}
-		if plugin := runner.PluginBinary(exe); plugin != exe {
-			fmt.Fprintf(env.Stdout, "Plugin process: %s\n", plugin)
-		} else {
-			fmt.Fprintf(env.Stdout, "Plugin process: toolhost itself (%s is not beside it: plugin processes start slower; make build puts it there)\n", runner.PluginHelperName)
+		for _, p := range []struct{ runtime, helper string }{{"cpython", runner.CPythonHelperName}, {"gpython", runner.PluginHelperName}} {
+			if plugin := runner.PluginBinary(exe, p.runtime); plugin != exe {
+				fmt.Fprintf(env.Stdout, "Plugin process (%s groups): %s\n", p.runtime, plugin)
+			} else {
+				fmt.Fprintf(env.Stdout, "Plugin process (%s groups): toolhost itself (%s is not beside it: plugin processes start slower; make build puts it there)\n", p.runtime, p.helper)
+			}
 		}
 		if pyErr == nil {
 			fmt.Fprintf(env.Stdout, "Python: %s (%s) — the cpython runtime is available\n", py.Executable, py.Version)

@@ -135,16 +135,27 @@ func Launcher(exe string) string {
 // (pyhost/cmd/toolhost-pyhost), looked for beside the toolhost binary.
 const PluginHelperName = "toolhost-pyhost"
 
-// PluginBinary is the binary a group's sandbox runs as its plugin process
-// ("pyhost") for the toolhost binary exe: the helper beside it when it is
-// trusted as Launcher's is (it links the plugin process's code alone, and
-// so starts faster, on the way to every cold start), else exe itself. It
-// is mounted read-only where the sandbox expects toolhost
+// CPythonHelperName is the plugin process's helper binary for cpython
+// groups (pyhost/cmd/toolhost-cpython: toolhost-pyhost without gpython),
+// looked for beside the toolhost binary.
+const CPythonHelperName = "toolhost-cpython"
+
+// PluginBinary is the binary a sandbox of a group on runtime runs as its
+// plugin process ("pyhost") for the toolhost binary exe: a helper beside
+// it when it is trusted as Launcher's is (it links the plugin process's
+// code alone, and so starts faster, on the way to every cold start):
+// toolhost-cpython for a cpython group, else toolhost-pyhost; else exe
+// itself. It is mounted read-only where the sandbox expects toolhost
 // (plugins.SandboxExe).
-func PluginBinary(exe string) string {
-	helper := filepath.Join(filepath.Dir(exe), PluginHelperName)
-	if trustedHelper(exe, helper) {
-		return helper
+func PluginBinary(exe, runtime string) string {
+	names := []string{PluginHelperName}
+	if runtime == plugins.RuntimeCPython {
+		names = []string{CPythonHelperName, PluginHelperName}
+	}
+	for _, name := range names {
+		if helper := filepath.Join(filepath.Dir(exe), name); trustedHelper(exe, helper) {
+			return helper
+		}
 	}
 	return exe
 }
@@ -442,7 +453,7 @@ func (s *Sandbox) command(g *Group) (*launch, error) {
 	limits := g.opts.Limits.WithDefaults()
 	cfg := s.config(g.opts.Executable, g.opts.Python, limits)
 	// The plugin process is its own helper binary where there is one.
-	plugin := PluginBinary(g.opts.Executable)
+	plugin := PluginBinary(g.opts.Executable, g.runtime)
 	for i, b := range cfg.Binds {
 		if b.Target == plugins.SandboxExe {
 			cfg.Binds[i].Source = plugin

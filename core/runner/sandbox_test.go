@@ -523,8 +523,27 @@ func TestLauncher(t *testing.T) {
 				tt.helper(t, plugin)
 			}
 			want = map[string]string{"helper": plugin, "exe": exe}[tt.want]
-			if got := PluginBinary(exe); got != want {
-				t.Errorf("PluginBinary = %s, want %s", got, want)
+			if got := PluginBinary(exe, plugins.RuntimeGPython); got != want {
+				t.Errorf("PluginBinary(gpython) = %s, want %s", got, want)
+			}
+			// A cpython group's: toolhost-cpython, by the same rules, and
+			// toolhost-pyhost when it is not there.
+			if got := PluginBinary(exe, plugins.RuntimeCPython); got != want {
+				t.Errorf("PluginBinary(cpython) without toolhost-cpython = %s, want %s", got, want)
+			}
+			realCPython := filepath.Join(filepath.Dir(toolhostBin), CPythonHelperName)
+			cplugin := filepath.Join(dir, CPythonHelperName)
+			if tt.want == "helper" {
+				place(t, realCPython, cplugin, 0o755)
+			} else {
+				tt.helper(t, cplugin)
+			}
+			want = map[string]string{"helper": cplugin, "exe": exe}[tt.want]
+			if got := PluginBinary(exe, plugins.RuntimeCPython); got != want {
+				t.Errorf("PluginBinary(cpython) = %s, want %s", got, want)
+			}
+			if got := PluginBinary(exe, plugins.RuntimeGPython); got == cplugin {
+				t.Errorf("a gpython group's plugin process is %s, which has no gpython", got)
 			}
 		})
 	}
@@ -570,7 +589,7 @@ func TestSandboxWithAndWithoutHelper(t *testing.T) {
 			}
 			wantPlugin := tt.exe
 			if tt.launcher == HelperName {
-				wantPlugin = filepath.Join(filepath.Dir(tt.exe), PluginHelperName)
+				wantPlugin = filepath.Join(filepath.Dir(tt.exe), CPythonHelperName)
 			}
 			want, err := os.Stat(wantPlugin)
 			if err != nil {

@@ -17,7 +17,7 @@ func TestHelpersAreStatic(t *testing.T) {
 	if os.Getenv("TOOLHOST_TEST_RACE") != "" {
 		t.Skip("make race links the helpers with cgo, for the race detector")
 	}
-	for _, name := range []string{HelperName, PluginHelperName} {
+	for _, name := range []string{HelperName, PluginHelperName, CPythonHelperName} {
 		path := filepath.Join(filepath.Dir(toolhostBin), name)
 		f, err := elf.Open(path)
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"toolhost/core/templates"
 	"toolhost/plugins"
 	"toolhost/pyhost"
+	"toolhost/pyhost/gpyhost"
 	"toolhost/pyhost/sandbox"
 )
 
@@ -21,7 +22,7 @@ func main() {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
 		case plugins.EntryPyhost:
-			pyhost.Serve(sandbox.Sweep)
+			pyhost.Serve(sandbox.Sweep, gpyhost.New)
 			return
 		case plugins.EntrySandboxInit:
 			sandbox.Init()

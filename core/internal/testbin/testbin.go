@@ -25,7 +25,8 @@ import (
 
 // Build compiles core/cmd/toolhost (with SQLite's FTS5; with the race
 // detector when TOOLHOST_TEST_RACE is set) and the helpers,
-// pyhost/cmd/toolhost-sandbox and pyhost/cmd/toolhost-pyhost, and returns
+// pyhost/cmd/toolhost-sandbox, pyhost/cmd/toolhost-pyhost and
+// pyhost/cmd/toolhost-cpython, and returns
 // the toolhost binary's path and a function to call when the tests are
 // done. With EnvBin set, it returns that binary instead (the rootless run
 // of the hostile tests, make rootless, sets it: the ordinary user it runs
@@ -52,7 +53,7 @@ func Build() (string, func()) {
 	dir, unlock, cleanup := sharedDir(root, race)
 	defer unlock()
 	toolhost := filepath.Join(root, "core", "cmd", "toolhost")
-	helpers := []string{filepath.Join(root, "pyhost", "cmd", "toolhost-sandbox"), filepath.Join(root, "pyhost", "cmd", "toolhost-pyhost")}
+	helpers := []string{filepath.Join(root, "pyhost", "cmd", "toolhost-sandbox"), filepath.Join(root, "pyhost", "cmd", "toolhost-pyhost"), filepath.Join(root, "pyhost", "cmd", "toolhost-cpython")}
 	bin := filepath.Join(dir, "toolhost")
 	args := []string{"build", "-tags", "sqlite_fts5", "-o", dir + string(filepath.Separator)}
 	var builds []*exec.Cmd
@@ -77,7 +78,7 @@ func Build() (string, func()) {
 	// go build leaves a binary that is up to date as it found it: a test
 	// that changed its mode (an attack on it that should have failed) is
 	// not carried into the next package's tests.
-	for _, name := range []string{"toolhost", "toolhost-sandbox", "toolhost-pyhost"} {
+	for _, name := range []string{"toolhost", "toolhost-sandbox", "toolhost-pyhost", "toolhost-cpython"} {
 		os.Chmod(filepath.Join(dir, name), 0o755)
 	}
 	return bin, cleanup

@@ -15,12 +15,13 @@ import (
 
 	"toolhost/plugins"
 	"toolhost/pyhost"
+	"toolhost/pyhost/gpyhost"
 	"toolhost/pyhost/sandbox"
 )
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == plugins.EntryPyhost {
-		pyhost.Serve(sandbox.Sweep)
+		pyhost.Serve(sandbox.Sweep, gpyhost.New)
 		return
 	}
 	fmt.Fprintln(os.Stderr, "toolhost-pyhost is started by toolhost in a sandbox, not by hand")
