@@ -115,6 +115,9 @@ type sandboxCgroups struct {
 	// was last written 1. Both under weights' lock.
 	background bool
 	idle       bool
+	// backgroundEnd ends the background mark after backgroundLimit; it is
+	// stopped when the mark ends before (setServing, removal).
+	backgroundEnd *time.Timer
 }
 
 // configure tells the launcher (cfg) about the sandbox's cgroups.

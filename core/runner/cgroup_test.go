@@ -226,22 +226,10 @@ func TestStaleFrozenSandboxIsCleaned(t *testing.T) {
 // server's sandboxes get on cgroup v1, and TestStartingSandboxWeighsLess
 // reads a real sandbox's weight while it starts.
 func TestCPUWeightSplit(t *testing.T) {
-	root := t.TempDir()
-	os.WriteFile(filepath.Join(root, "cgroup.controllers"), []byte("cpu memory pids\n"), 0o644)
-	old := cgroupRoot
-	cgroupRoot = root
-	defer func() { cgroupRoot = old }()
-	mkdirHook = func(dir string) {
-		os.WriteFile(filepath.Join(dir, "cgroup.procs"), nil, 0o644)
-		os.WriteFile(filepath.Join(dir, "cgroup.controllers"), []byte("cpu memory pids\n"), 0o644)
-	}
-	defer func() { mkdirHook = nil }()
+	newCgroups := standInCgroups(t)
 	// mk makes a sandbox's cgroups for owner, as launch does: starting.
 	mk := func(owner string) *sandboxCgroups {
-		cg, err := newSandboxCgroups(cgroupLimits{Processes: 64, WorkerProcesses: 32, MemoryBytes: 1 << 30, CPUs: 1}, os.Getuid(), os.Getgid())
-		if err != nil {
-			t.Fatal(err)
-		}
+		cg := newCgroups()
 		cg.setOwner(owner)
 		return cg
 	}
@@ -252,10 +240,7 @@ func TestCPUWeightSplit(t *testing.T) {
 	}
 	// background makes one as launch does for a tenant over its share.
 	background := func(owner string) *sandboxCgroups {
-		cg, err := newSandboxCgroups(cgroupLimits{Processes: 64, WorkerProcesses: 32, MemoryBytes: 1 << 30, CPUs: 1}, os.Getuid(), os.Getgid())
-		if err != nil {
-			t.Fatal(err)
-		}
+		cg := newCgroups()
 		cg.startInBackground()
 		cg.setOwner(owner)
 		return cg
@@ -358,21 +343,10 @@ func TestRemoveCgroupGivesUpWhenNotAllowed(t *testing.T) {
 // idle for backgroundLimit at most, then weighs as any start (on the v2
 // stand-in, as TestCPUWeightSplit).
 func TestBackgroundStartIsBounded(t *testing.T) {
-	root := t.TempDir()
-	os.WriteFile(filepath.Join(root, "cgroup.controllers"), []byte("cpu memory pids\n"), 0o644)
-	old, oldLimit := cgroupRoot, backgroundLimit
-	cgroupRoot, backgroundLimit = root, 100*time.Millisecond
-	defer func() { cgroupRoot, backgroundLimit = old, oldLimit }()
-	mkdirHook = func(dir string) {
-		os.WriteFile(filepath.Join(dir, "cgroup.procs"), nil, 0o644)
-		os.WriteFile(filepath.Join(dir, "cgroup.controllers"), []byte("cpu memory pids\n"), 0o644)
-	}
-	defer func() { mkdirHook = nil }()
-	cg, err := newSandboxCgroups(cgroupLimits{Processes: 64, WorkerProcesses: 32, MemoryBytes: 1 << 30, CPUs: 1}, os.Getuid(), os.Getgid())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cg.setOwner(""); os.RemoveAll(cg.top) }()
+	oldLimit := backgroundLimit
+	backgroundLimit = 100 * time.Millisecond
+	defer func() { backgroundLimit = oldLimit }()
+	cg := standInCgroups(t)()
 	cg.startInBackground()
 	cg.setOwner("over")
 	read := func(file string) string {

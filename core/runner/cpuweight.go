@@ -71,9 +71,11 @@ func (cg *sandboxCgroups) startInBackground() {
 	if cg == nil {
 		return
 	}
+	weights.Lock()
+	defer weights.Unlock()
 	cg.background = true
 	backgroundStarts.Add(1)
-	time.AfterFunc(backgroundLimit, func() {
+	cg.backgroundEnd = time.AfterFunc(backgroundLimit, func() {
 		weights.Lock()
 		defer weights.Unlock()
 		if !cg.background {
@@ -96,6 +98,9 @@ var backgroundStarts atomic.Int64
 func (cg *sandboxCgroups) endBackgroundLocked() {
 	cg.background = false
 	backgroundStarts.Add(-1)
+	if cg.backgroundEnd != nil {
+		cg.backgroundEnd.Stop()
+	}
 }
 
 // foregroundStarts ends the idleness of every background start: a start
@@ -107,7 +112,7 @@ func foregroundStarts() {
 	for owner, set := range weights.by {
 		changed := false
 		for cg := range set {
-			if cg.background && !cg.serving {
+			if cg.background { // setServing ends the mark
 				cg.endBackgroundLocked()
 				changed = true
 			}
@@ -171,7 +176,7 @@ func rewriteWeightsLocked(owner string) {
 		total += cg.units()
 	}
 	for cg := range set {
-		cg.writeWeight(total, cg.background && !cg.serving)
+		cg.writeWeight(total, cg.background)
 	}
 }
 
