@@ -254,12 +254,16 @@ func stage(cfg *plugins.SandboxConfig) (unstage func(), err error) {
 	}
 	os.Chmod(plugins.SandboxStageDir, 0o711)
 	os.Chmod(dir, 0o711)
-	var mounted []string
+	// The stage goes in one lazy unmount of its own bind mount, which
+	// detaches every source staged under it: one system call (and one
+	// round of the kernel's mount teardown) in place of one per source,
+	// on the way from init's start to its configuration.
+	mounted := false
 	unstage = func() {
-		for i := len(mounted) - 1; i >= 0; i-- {
-			unix.Unmount(mounted[i], unix.MNT_DETACH)
+		if mounted {
+			unix.Unmount(dir, unix.MNT_DETACH)
+			mounted = false
 		}
-		mounted = nil
 	}
 	fail := func(err error) (func(), error) {
 		unstage()
@@ -271,7 +275,7 @@ func stage(cfg *plugins.SandboxConfig) (unstage func(), err error) {
 	if err := unix.Mount(dir, dir, "", unix.MS_BIND, ""); err != nil {
 		return fail(fmt.Errorf("mount the stage: %w", err))
 	}
-	mounted = append(mounted, dir)
+	mounted = true
 	if err := unix.Mount("", dir, "", unix.MS_PRIVATE, ""); err != nil {
 		return fail(fmt.Errorf("make the stage private: %w", err))
 	}
@@ -293,7 +297,6 @@ func stage(cfg *plugins.SandboxConfig) (unstage func(), err error) {
 		if err := unix.Mount(src, at, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 			return fail(fmt.Errorf("stage %s: %w", src, err))
 		}
-		mounted = append(mounted, at)
 		cfg.Binds[i].Staged = at
 	}
 	return unstage, nil
