@@ -514,14 +514,18 @@ func TestLauncher(t *testing.T) {
 			if got := Launcher(exe); got != want {
 				t.Errorf("Launcher = %s, want %s", got, want)
 			}
-			// The plugin process's helper is trusted by the same rules.
-			realPlugin := filepath.Join(filepath.Dir(toolhostBin), PluginHelperName)
-			plugin := filepath.Join(dir, PluginHelperName)
-			if tt.want == "helper" {
-				place(t, realPlugin, plugin, 0o755)
-			} else {
-				tt.helper(t, plugin)
+			// The plugin process's helpers are trusted by the same rules:
+			// beside exe, a copy of the real one or what tt makes.
+			placeHelper := func(name string) string {
+				p := filepath.Join(dir, name)
+				if tt.want == "helper" {
+					place(t, filepath.Join(filepath.Dir(toolhostBin), name), p, 0o755)
+				} else {
+					tt.helper(t, p)
+				}
+				return p
 			}
+			plugin := placeHelper(PluginHelperName)
 			want = map[string]string{"helper": plugin, "exe": exe}[tt.want]
 			if got := PluginBinary(exe, plugins.RuntimeGPython); got != want {
 				t.Errorf("PluginBinary(gpython) = %s, want %s", got, want)
@@ -531,13 +535,7 @@ func TestLauncher(t *testing.T) {
 			if got := PluginBinary(exe, plugins.RuntimeCPython); got != want {
 				t.Errorf("PluginBinary(cpython) without toolhost-cpython = %s, want %s", got, want)
 			}
-			realCPython := filepath.Join(filepath.Dir(toolhostBin), CPythonHelperName)
-			cplugin := filepath.Join(dir, CPythonHelperName)
-			if tt.want == "helper" {
-				place(t, realCPython, cplugin, 0o755)
-			} else {
-				tt.helper(t, cplugin)
-			}
+			cplugin := placeHelper(CPythonHelperName)
 			want = map[string]string{"helper": cplugin, "exe": exe}[tt.want]
 			if got := PluginBinary(exe, plugins.RuntimeCPython); got != want {
 				t.Errorf("PluginBinary(cpython) = %s, want %s", got, want)
