@@ -76,10 +76,11 @@ func ProbePython(path string) (*Python, error) {
 // folder named by its content, which every cpython sandbox mounts
 // read-only (plugins.SandboxRunnerCode): each worker's start reads the
 // code in place of compiling the runner's source, about 20 ms of CPU
-// less on every cold start here. The file is made by this process alone
-// (a folder of its user's that no one else may enter, a new file renamed
-// into place) and holds only the runner, which is the same for every
-// group: no group's code or data, and nothing a sandbox wrote.
+// less on every cold start here. The file is made by toolhost processes
+// of this user alone (a folder that no one else may enter, a new file
+// linked into place, never one replaced while it holds the runner) and
+// holds only the runner, which is the same for every group: no group's
+// code or data, and nothing a sandbox wrote.
 func compileRunner(python string) (string, error) {
 	cmd := exec.Command(python, "-I", "-S", "-B", "-c", cpython.CompileRunner)
 	cmd.Env = baseEnv()
@@ -98,6 +99,12 @@ func compileRunner(python string) (string, error) {
 	}
 	sum := sha256.Sum256(code)
 	name := filepath.Join(dir, hex.EncodeToString(sum[:12])+".code")
+	// A file of that name is never replaced: other toolhost processes
+	// (each makes it at its start) may be mounting it into sandboxes, and
+	// a bind mount of a file renamed over fails (the old one is gone).
+	if same(name, code) {
+		return name, nil
+	}
 	f, err := os.CreateTemp(dir, "new-*")
 	if err != nil {
 		return "", err
@@ -111,12 +118,22 @@ func compileRunner(python string) (string, error) {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(f.Name(), name)
+		if err = os.Link(f.Name(), name); os.IsExist(err) && same(name, code) {
+			err = nil // another process made it first
+		} else if os.IsExist(err) {
+			err = os.Rename(f.Name(), name) // not the runner: replaced
+		}
 	}
 	if err != nil {
 		return "", err
 	}
 	return name, nil
+}
+
+// same reports whether the file at name holds code.
+func same(name string, code []byte) bool {
+	b, err := os.ReadFile(name)
+	return err == nil && bytes.Equal(b, code)
 }
 
 // privateFolder makes dir (mode 0700) when it is missing and checks that
