@@ -39,9 +39,13 @@ _site_packages()
 import io  # noqa: E402 (after the import path is set)
 import os
 import resource
-import struct
 import time
-import types
+
+# The types the runner checks and makes, without importing the struct and
+# types modules (each costs a worker's start a module to find and load).
+FunctionType = type(lambda: None)
+CodeType = type(FunctionType.__code__)
+ModuleType = type(sys)
 
 try:
     # JSON straight from the json module's C accelerator: the json module
@@ -157,7 +161,7 @@ def read_frame():
         if not chunk:
             return None
         buf += chunk
-    (n,) = struct.unpack_from(">I", buf)
+    n = int.from_bytes(buf[:4], "big")
     end = 4 + n
     while len(buf) < end:
         chunk = REQ.read(max(4096, end - len(buf)))
@@ -182,7 +186,7 @@ def write_frame(obj, raw_result=None):
     if raw_result is not None:
         body = '{"result":' + raw_result + "," + body[1:]
     body = body.encode("utf-8")
-    RESP.write(struct.pack(">I", len(body)) + body)
+    RESP.write(len(body).to_bytes(4, "big") + body)
 
 
 class BoundedOutput(io.TextIOBase):
@@ -410,7 +414,7 @@ def source_of(fn):
     while getattr(fn, "__wrapped__", None) is not None and seen < 100:
         fn, seen = fn.__wrapped__, seen + 1
     code = getattr(fn, "__code__", None)
-    if type(code) is not types.CodeType:
+    if type(code) is not CodeType:
         return None
     path = code.co_filename
     root = ROOT[0] + os.sep
@@ -428,8 +432,8 @@ def parameters_of(fn):
     through inspect."""
     code = getattr(fn, "__code__", None)
     if (
-        type(fn) is not types.FunctionType
-        or type(code) is not types.CodeType
+        type(fn) is not FunctionType
+        or type(code) is not CodeType
         or "__wrapped__" in fn.__dict__
         or "__signature__" in fn.__dict__
     ):
@@ -482,7 +486,7 @@ class Worker:
             os.environ["HOME"] = scratch
 
     def install_helper(self, source):
-        mod = types.ModuleType("toolhost")
+        mod = ModuleType("toolhost")
         mod.__file__ = "<toolhost>"
         code = PREPARED[1] if source == PREPARED[0] else compile(source, "<toolhost>", "exec")
         exec(code, mod.__dict__)
