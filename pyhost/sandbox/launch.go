@@ -299,6 +299,13 @@ func stage(cfg *plugins.SandboxConfig) (unstage func(), err error) {
 		}
 		cfg.Binds[i].Staged = at
 	}
+	// A source under a shared mount (systemd makes / shared) is bound into
+	// its peer group, mounts under it included: the stage's unmount would
+	// then spread to the host's own mounts below the source and unmount
+	// them there. Made private, the staged copies go alone.
+	if err := unix.Mount("", dir, "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fail(fmt.Errorf("make the stage private: %w", err))
+	}
 	return unstage, nil
 }
 
