@@ -73,22 +73,18 @@ func ProbePython(path string) (*Python, error) {
 
 // compileRunner compiles the cpython workers' runner with the interpreter
 // at python, on the host, and keeps it in a file of toolhost's runtime
-// folder named by its content, which every cpython sandbox mounts
-// read-only (plugins.SandboxRunnerCode): each worker's start reads the
-// code in place of compiling the runner's source, about 20 ms of CPU
-// less on every cold start here. The file is made by toolhost processes
-// of this user alone (a folder that no one else may enter, a new file
-// linked into place, never one replaced while it holds the runner) and
-// holds only the runner, which is the same for every group: no group's
-// code or data, and nothing a sandbox wrote.
+// folder, which every cpython sandbox mounts read-only
+// (plugins.SandboxRunnerCode): each worker's start reads the code in
+// place of compiling the runner's source, about 20 ms of CPU less on
+// every cold start here. The file is named by the interpreter (its path,
+// inode, size and modification time) and the runner's source, so that a
+// process finds it made without starting the interpreter (about 45 ms
+// here); it is made by toolhost processes of this user alone (a folder
+// that no one else may enter, a new file linked into place) and never
+// replaced, since other processes may be mounting it. It holds only the
+// runner, the same for every group: no group's code or data, and nothing
+// a sandbox wrote.
 func compileRunner(python string) (string, error) {
-	cmd := exec.Command(python, "-I", "-S", "-B", "-c", cpython.CompileRunner)
-	cmd.Env = baseEnv()
-	cmd.Stdin = strings.NewReader(cpython.RunnerSource())
-	code, err := cmd.Output()
-	if err != nil || len(code) == 0 {
-		return "", fmt.Errorf("compile the runner with %s: %v", python, err)
-	}
 	run, err := plugins.RuntimeDir()
 	if err != nil {
 		return "", err
@@ -97,13 +93,26 @@ func compileRunner(python string) (string, error) {
 	if err := privateFolder(dir); err != nil {
 		return "", err
 	}
-	sum := sha256.Sum256(code)
+	fi, err := os.Stat(python)
+	if err != nil {
+		return "", err
+	}
+	st, _ := fi.Sys().(*syscall.Stat_t)
+	if st == nil {
+		return "", fmt.Errorf("stat %s: no inode", python)
+	}
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d\x00%d\x00%d\x00%d\x00%s\x00%s", python, st.Dev, st.Ino, fi.Size(),
+		fi.ModTime().UnixNano(), cpython.CompileRunner, cpython.RunnerSource())))
 	name := filepath.Join(dir, hex.EncodeToString(sum[:12])+".code")
-	// A file of that name is never replaced: other toolhost processes
-	// (each makes it at its start) may be mounting it into sandboxes, and
-	// a bind mount of a file renamed over fails (the old one is gone).
-	if same(name, code) {
+	if made, err := os.Lstat(name); err == nil && made.Mode().IsRegular() && made.Size() > 0 {
 		return name, nil
+	}
+	cmd := exec.Command(python, "-I", "-S", "-B", "-c", cpython.CompileRunner)
+	cmd.Env = baseEnv()
+	cmd.Stdin = strings.NewReader(cpython.RunnerSource())
+	code, err := cmd.Output()
+	if err != nil || len(code) == 0 {
+		return "", fmt.Errorf("compile the runner with %s: %v", python, err)
 	}
 	f, err := os.CreateTemp(dir, "new-*")
 	if err != nil {
@@ -118,22 +127,15 @@ func compileRunner(python string) (string, error) {
 		err = cerr
 	}
 	if err == nil {
-		if err = os.Link(f.Name(), name); os.IsExist(err) && same(name, code) {
-			err = nil // another process made it first
-		} else if os.IsExist(err) {
-			err = os.Rename(f.Name(), name) // not the runner: replaced
+		// Never over a file of that name: another process made it first.
+		if err = os.Link(f.Name(), name); os.IsExist(err) {
+			err = nil
 		}
 	}
 	if err != nil {
 		return "", err
 	}
 	return name, nil
-}
-
-// same reports whether the file at name holds code.
-func same(name string, code []byte) bool {
-	b, err := os.ReadFile(name)
-	return err == nil && bytes.Equal(b, code)
 }
 
 // privateFolder makes dir (mode 0700) when it is missing and checks that

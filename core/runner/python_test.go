@@ -4,6 +4,9 @@ import (
 	"os"
 	"sync"
 	"testing"
+
+	"toolhost/core/definition"
+	"toolhost/plugins"
 )
 
 // TestRunnerCodeKept: every toolhost process compiles the runner at its
@@ -45,5 +48,32 @@ func TestRunnerCodeKept(t *testing.T) {
 	}
 	if before.Mode().Perm() != 0o644 {
 		t.Errorf("%s has mode %o, want 0644 (read by the sandboxes' tool user)", first, before.Mode().Perm())
+	}
+}
+
+// TestRunnerCodeOnlyForSandboxes: a load request names the compiled
+// runner only for a cpython group in a sandbox, which mounts it
+// read-only; tool code run without a sandbox could write the file every
+// sandbox of this user mounts, and gpython has no use for it.
+func TestRunnerCodeOnlyForSandboxes(t *testing.T) {
+	py := &Python{Executable: "/usr/bin/python3", RunnerCode: "/run/toolhost-runner/x.code"}
+	confined := &Sandbox{namespaces: true}
+	tests := []struct {
+		name    string
+		runtime string
+		sb      *Sandbox
+		want    string
+	}{
+		{"cpython in a sandbox", plugins.RuntimeCPython, confined, py.RunnerCode},
+		{"cpython without a sandbox", plugins.RuntimeCPython, nil, ""},
+		{"gpython in a sandbox", plugins.RuntimeGPython, confined, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := &Group{def: &definition.Group{}, runtime: tt.runtime, opts: Options{Python: py, Sandbox: tt.sb}}
+			if got := g.loadRequest().RunnerCode; got != tt.want {
+				t.Errorf("RunnerCode = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }

@@ -517,7 +517,11 @@ func (g *Group) loadRequest() *plugins.LoadRequest {
 	}
 	if g.opts.Python != nil {
 		req.Python = g.opts.Python.Executable
-		req.RunnerCode = g.opts.Python.RunnerCode
+		// Only sandboxes mount it (read-only): tool code run without one
+		// could write the file every sandbox of this user mounts.
+		if g.runtime == plugins.RuntimeCPython && g.opts.Sandbox.confined() {
+			req.RunnerCode = g.opts.Python.RunnerCode
+		}
 	}
 	return req
 }

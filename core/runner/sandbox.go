@@ -468,8 +468,13 @@ func (s *Sandbox) command(g *Group) (*launch, error) {
 	if g.venv != "" {
 		cfg.Binds = append(cfg.Binds, plugins.Bind{Source: g.venv, Target: plugins.SandboxVenvDir})
 	}
+	// The compiled runner, when it is there: a worker without it compiles
+	// the runner's source (a file removed from the runtime folder must not
+	// keep sandboxes from starting).
 	if g.load.RunnerCode != "" && g.opts.Python != nil && g.opts.Python.RunnerCode != "" {
-		cfg.Binds = append(cfg.Binds, plugins.Bind{Source: g.opts.Python.RunnerCode, Target: plugins.SandboxRunnerCode})
+		if _, err := os.Stat(g.opts.Python.RunnerCode); err == nil {
+			cfg.Binds = append(cfg.Binds, plugins.Bind{Source: g.opts.Python.RunnerCode, Target: plugins.SandboxRunnerCode})
+		}
 	}
 	cfg.Env = g.pluginEnv()
 	cg, err := s.cgroups(&cfg, limits)

@@ -128,7 +128,7 @@ func TestMinimalWorld(t *testing.T) {
 		{name: "chmod a group file", code: "import os; os.chmod('/group/attack.py', 0o777)", fails: "Error"},
 		{name: "chmod the toolhost binary", code: "import os; os.chmod('/.toolhost/toolhost', 0)", fails: "Error"},
 		{name: "the runner compiled by the host, for this interpreter",
-			code: "import marshal, sys; v, c = marshal.loads(open('/.toolhost/runner.code', 'rb').read()); out = [v == sys.hexversion, open('/proc/self/cmdline', 'rb').read().split(b'\\0')[6].decode()]",
+			code: "import marshal, sys; f = open('/.toolhost/runner.code', 'rb'); v = marshal.load(f); c = marshal.load(f); out = [v == sys.hexversion and type(c).__name__ == 'code', open('/proc/self/cmdline', 'rb').read().split(b'\\0')[6].decode()]",
 			want: `[true,"/.toolhost/runner.code"]`},
 		{name: "write the runner's code", code: "open('/.toolhost/runner.code', 'ab').write(b'x')", fails: "Read-only file system|PermissionError"},
 		{name: "chown scratch", code: "import os; os.chown('/tmp', 0, 0)", fails: rootRefused},

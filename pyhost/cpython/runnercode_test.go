@@ -22,7 +22,7 @@ func TestRunnerFromCompiledCode(t *testing.T) {
 		// says it ran from the file; version replaces sys.hexversion.
 		prog := CompileRunner
 		if version != "" {
-			prog = strings.Replace(prog, "(sys.hexversion,", "("+version+",", 1)
+			prog = strings.Replace(prog, "marshal.dumps(sys.hexversion)", "marshal.dumps("+version+")", 1)
 		}
 		cmd := exec.Command(py, "-I", "-S", "-B", "-c", prog)
 		cmd.Stdin = strings.NewReader(src)
@@ -34,17 +34,19 @@ func TestRunnerFromCompiledCode(t *testing.T) {
 		os.WriteFile(f, out, 0o644)
 		return f
 	}
-	const fromFile = "import sys; print('file', sys.argv)"
-	const fromSource = "import sys; print('source', sys.argv)"
+	// Each says where it came from, what sys.argv tool code sees, and
+	// whether anything of the boot is left in __main__.
+	const fromFile = "import sys; print('file', sys.argv, [k for k in globals() if k in ('_code', '_runner')])"
+	const fromSource = "import sys; print('source', sys.argv, [k for k in globals() if k in ('_code', '_runner')])"
 	garbage := filepath.Join(dir, "garbage")
 	os.WriteFile(garbage, []byte("not marshal data"), 0o644)
 	tests := []struct {
 		name, code, want string
 	}{
-		{"compiled by this interpreter", compileWith(t, fromFile, ""), "file ['-c']"},
-		{"compiled by another version", compileWith(t, fromFile, "0x30100f0"), "source ['-c']"},
-		{"no file", filepath.Join(dir, "missing"), "source ['-c']"},
-		{"not compiled code", garbage, "source ['-c']"},
+		{"compiled by this interpreter", compileWith(t, fromFile, ""), "file ['-c'] []"},
+		{"compiled by another version", compileWith(t, fromFile, "0x30100f0"), "source ['-c'] []"},
+		{"no file", filepath.Join(dir, "missing"), "source ['-c'] []"},
+		{"not compiled code", garbage, "source ['-c'] []"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -32,26 +32,26 @@ var runnerSource string
 func RunnerSource() string { return runnerSource }
 
 // runnerBoot starts a worker from the runner compiled ahead by the host's
-// interpreter: argv[1] is its file, marshal's (sys.hexversion, code);
-// argv[2] is the runner's source, compiled as "python -c" would when the
-// file cannot be read or was made by another interpreter version. The
-// compilation costs a worker's start about 20 ms of CPU here (the
-// compiler's memory: about 500 page faults of a 1,400 in all).
-// Nothing is left of it for tool code: sys.argv is "-c" alone, as with
-// "python -c", and the runner runs in __main__ as it does there.
+// interpreter: argv[1] is its file, marshal's sys.hexversion then the code
+// (the code is read only when this interpreter's version made it); argv[2]
+// is the runner's source, compiled as "python -c" would when the file
+// cannot be read or was made by another version. The compilation costs a
+// worker's start about 20 ms of CPU here (the compiler's memory: about 500
+// page faults of 1,400 in all). sys.argv is "-c" alone for tool code, as
+// with "python -c", and the runner runs in __main__ as it does there, with
+// nothing of the boot left in it (its frame stays below the runner's).
 const runnerBoot = `def _runner():
     import marshal, sys
     try:
         with open(sys.argv[1], "rb") as f:
-            version, code = marshal.loads(f.read())
-        if version == sys.hexversion:
-            return code
+            if marshal.load(f) == sys.hexversion:
+                return marshal.load(f)
     except Exception:
         pass
     return compile(sys.argv[2], "<string>", "exec")
 _code = _runner()
 del _runner, __import__("sys").argv[1:]
-exec(_code)
+exec(globals().pop("_code"))
 `
 
 // runnerArgs is the worker interpreter's arguments: the runner from its
@@ -67,9 +67,10 @@ func runnerArgs(code string) []string {
 // read from standard input, into the file runnerBoot reads: run by the
 // host's interpreter (never in a sandbox: a worker runs this file before
 // it reads anything of its group, in every group's sandbox), it writes
-// the marshalled (sys.hexversion, code) to standard output.
+// marshal's sys.hexversion, then the code, to standard output.
 const CompileRunner = `import marshal, sys
-sys.stdout.buffer.write(marshal.dumps((sys.hexversion, compile(sys.stdin.read(), "<string>", "exec"))))
+code = compile(sys.stdin.read(), "<string>", "exec")
+sys.stdout.buffer.write(marshal.dumps(sys.hexversion) + marshal.dumps(code))
 `
 
 //go:embed toolhost.py
