@@ -43,8 +43,8 @@ import time
 
 # The types the runner checks and makes, without importing the struct and
 # types modules (each costs a worker's start a module to find and load).
-FunctionType = type(lambda: None)
-CodeType = type(FunctionType.__code__)
+FunctionType = type(_site_packages)
+CodeType = type(_site_packages.__code__)
 ModuleType = type(sys)
 
 try:
