@@ -40,20 +40,20 @@ func findRuntimeDir() (string, error) {
 	uid := os.Geteuid()
 	if x := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(x) && privateDir(x, uid) == nil {
 		dir := filepath.Join(x, "toolhost")
-		if err := ensurePrivateDir(dir, uid); err == nil {
+		if err := EnsurePrivateDir(dir, uid); err == nil {
 			return dir, nil
 		}
 	}
 	dir := filepath.Join(os.TempDir(), "toolhost-"+strconv.Itoa(uid))
-	if err := ensurePrivateDir(dir, uid); err != nil {
+	if err := EnsurePrivateDir(dir, uid); err != nil {
 		return "", fmt.Errorf("toolhost's runtime folder: %w", err)
 	}
 	return dir, nil
 }
 
-// ensurePrivateDir makes dir (mode 0700) when it is missing and checks
+// EnsurePrivateDir makes dir (mode 0700) when it is missing and checks
 // that it is a folder of uid's that no one else may enter.
-func ensurePrivateDir(dir string, uid int) error {
+func EnsurePrivateDir(dir string, uid int) error {
 	if err := os.Mkdir(dir, 0o700); err != nil && !os.IsExist(err) {
 		return err
 	}

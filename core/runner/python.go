@@ -90,7 +90,7 @@ func compileRunner(python string) (string, error) {
 		return "", err
 	}
 	dir := filepath.Join(run, "toolhost-runner")
-	if err := privateFolder(dir); err != nil {
+	if err := plugins.EnsurePrivateDir(dir, os.Geteuid()); err != nil {
 		return "", err
 	}
 	fi, err := os.Stat(python)
@@ -136,21 +136,4 @@ func compileRunner(python string) (string, error) {
 		return "", err
 	}
 	return name, nil
-}
-
-// privateFolder makes dir (mode 0700) when it is missing and checks that
-// it is a real folder of this process's user that no one else may enter.
-func privateFolder(dir string) error {
-	if err := os.Mkdir(dir, 0o700); err != nil && !os.IsExist(err) {
-		return err
-	}
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return err
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !fi.IsDir() || !ok || int(st.Uid) != os.Geteuid() || fi.Mode().Perm()&0o077 != 0 {
-		return fmt.Errorf("%s is not a private folder of this user's", dir)
-	}
-	return nil
 }

@@ -471,7 +471,8 @@ func (s *Sandbox) command(g *Group) (*launch, error) {
 	// The compiled runner, when it is there: a worker without it compiles
 	// the runner's source (a file removed from the runtime folder must not
 	// keep sandboxes from starting).
-	if g.load.RunnerCode != "" && g.opts.Python != nil && g.opts.Python.RunnerCode != "" {
+	// (loadRequest names it only from g.opts.Python.RunnerCode.)
+	if g.load.RunnerCode != "" {
 		if _, err := os.Stat(g.opts.Python.RunnerCode); err == nil {
 			cfg.Binds = append(cfg.Binds, plugins.Bind{Source: g.opts.Python.RunnerCode, Target: plugins.SandboxRunnerCode})
 		}
