@@ -349,7 +349,11 @@ func TestBackgroundStartIsBounded(t *testing.T) {
 	cg := standInCgroups(t)()
 	cg.startInBackground()
 	cg.setOwner("over")
+	// Read under the weights' lock, which the writer holds across lifting
+	// idleness and writing the weight after it.
 	read := func(file string) string {
+		weights.Lock()
+		defer weights.Unlock()
 		b, _ := os.ReadFile(filepath.Join(cg.top, file))
 		return strings.TrimSpace(string(b))
 	}
