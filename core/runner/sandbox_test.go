@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -796,4 +797,63 @@ func pyhostOf(t *testing.T, launcher int) int {
 	}
 	t.Fatalf("no plugin process under %d", launcher)
 	return 0
+}
+
+// TestProbeWithLateSlirpReady: a probe's init ends as soon as slirp4netns
+// has set tap0's default route, which slirp4netns does before it writes
+// its ready byte. Rootless, the holder that started slirp4netns used to
+// kill it at init's end, and on a loaded machine the launcher then read
+// EOF instead of ready: the probe failed ("slirp4netns did not come up:
+// EOF", seen in CI) and the server reported no egress. Here slirp4netns's
+// ready byte comes 300 ms after its own, and only while it still runs.
+func TestProbeWithLateSlirpReady(t *testing.T) {
+	real, err := exec.LookPath("slirp4netns")
+	if err != nil {
+		t.Fatal("this test needs slirp4netns (make test installs it)")
+	}
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Fatal("this test needs bash")
+	}
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755)
+	late := filepath.Join(dir, "slirp4netns")
+	// slirp4netns readies on descriptor 5, read by a subshell that passes
+	// the byte on to descriptor 3 late, if slirp4netns ($$ once exec'd)
+	// still runs.
+	script := "#!" + bash + "\n" +
+		"args=(\"${@/--ready-fd=3/--ready-fd=5}\")\n" +
+		"exec 5> >(b=$(head -c1); sleep 0.3; [ -n \"$b\" ] && [ \"$(cut -d' ' -f3 /proc/$$/stat 2>/dev/null)\" != Z ] && kill -0 $$ 2>/dev/null && printf 1 >&3)\n" +
+		"exec " + real + " \"${args[@]}\"\n"
+	if err := os.WriteFile(late, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := plugins.SandboxConfig{
+		Identity: identity(), Network: plugins.NetworkAllow, Slirp: late, Blocked: blockedNets(),
+		Binds:        []plugins.Bind{{Source: toolhostBin, Target: plugins.SandboxExe}},
+		ScratchBytes: 1 << 20, ScratchInodes: 64, Hostname: "toolhost-probe",
+		Landlock: true, Seccomp: true, Rlimits: true, Limits: plugins.Limits{}.WithDefaults(),
+		Probe: true,
+	}
+	cfg.HostUID, cfg.HostToolUID = hostIDs()
+	cfg.HostGID, cfg.HostToolGID = cfg.HostUID, cfg.HostToolUID
+	for i := 0; i < 3; i++ {
+		c := cfg
+		ms, err := launchProbe(toolhostBin, &c)
+		if err != nil {
+			t.Fatalf("probe %d: %v", i, err)
+		}
+		found := false
+		for _, m := range ms {
+			if m.Name == plugins.MechEgress {
+				found = true
+				if !m.Active {
+					t.Fatalf("probe %d: egress inactive: %s", i, m.Detail)
+				}
+			}
+		}
+		if !found {
+			t.Fatalf("probe %d: no egress in the report %+v", i, ms)
+		}
+	}
 }

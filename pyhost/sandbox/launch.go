@@ -193,10 +193,16 @@ func Launch() {
 		close(relayed)
 	}()
 	cmd.Wait() // how init ended is in ProcessState
-	// What init and its command printed last is still in the pipe.
+	// What init and its command printed last is still in the pipe (and
+	// its relay may wait for slirp4netns's ready: a probe's init can end
+	// before slirp4netns says it; it is killed only below).
+	within := time.Second
+	if cmd.ProcessState.Success() {
+		within = 5 * time.Second
+	}
 	select {
 	case <-relayed:
-	case <-time.After(time.Second):
+	case <-time.After(within):
 	}
 	if slirp != nil {
 		slirp.Process.Kill()

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"strconv"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -103,15 +104,10 @@ func Hold() {
 		f.Close()
 	}
 	var slirp *exec.Cmd
+	slirpSaid := make(chan struct{}) // slirp4netns's ready (or end) passed on
 	if len(os.Args) > 3 {
 		readyW, errW := os.NewFile(uintptr(3+n+1), "slirp-ready"), os.NewFile(uintptr(3+n+2), "slirp-errors")
-		slirp = slirpCommand(os.Args[3], cmd.Process.Pid, readyW, errW)
-		err := slirp.Start()
-		if err != nil {
-			fmt.Fprintf(errW, "start slirp4netns: %v\n", err)
-			slirp = nil
-		}
-		readyW.Close()
+		slirp = startHeldSlirp(os.Args[3], cmd.Process.Pid, readyW, errW, slirpSaid)
 		errW.Close()
 	}
 	fmt.Fprintf(pidW, "%d\n", cmd.Process.Pid)
@@ -119,6 +115,16 @@ func Hold() {
 	forwardSignals(cmd.Process)
 	cmd.Wait()
 	if slirp != nil {
+		// A probe's init ends as soon as slirp4netns has set tap0's
+		// default route, which it does before it says it is ready: killed
+		// then, it would never say so, and the launcher would take the
+		// sandbox for one whose network did not come up (seen in CI).
+		if cmd.ProcessState.Success() {
+			select {
+			case <-slirpSaid:
+			case <-time.After(5 * time.Second):
+			}
+		}
 		slirp.Process.Kill()
 		slirp.Wait()
 	}
@@ -135,4 +141,40 @@ func readHeldPid(r *os.File) (int, error) {
 		return 0, fmt.Errorf("the sandbox's holder did not start init")
 	}
 	return pid, nil
+}
+
+// startHeldSlirp starts slirp4netns for the network namespace of pid with
+// errs as its stderr, and passes its ready byte on to ready, closing said
+// once it has (or once slirp4netns has ended without it). The holder reads
+// it itself so that it knows whether slirp4netns is up before it ends it.
+// It returns nil when slirp4netns cannot start (the launcher reads why on
+// errs).
+func startHeldSlirp(bin string, pid int, ready, errs *os.File, said chan<- struct{}) *exec.Cmd {
+	r, w, err := os.Pipe()
+	if err != nil {
+		fmt.Fprintf(errs, "start slirp4netns: %v\n", err)
+		ready.Close()
+		close(said)
+		return nil
+	}
+	slirp := slirpCommand(bin, pid, w, errs)
+	err = slirp.Start()
+	w.Close()
+	if err != nil {
+		fmt.Fprintf(errs, "start slirp4netns: %v\n", err)
+		r.Close()
+		ready.Close()
+		close(said)
+		return nil
+	}
+	go func() {
+		var b [1]byte
+		if n, _ := r.Read(b[:]); n == 1 {
+			ready.Write(b[:])
+		}
+		r.Close()
+		ready.Close()
+		close(said)
+	}()
+	return slirp
 }
