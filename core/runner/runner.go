@@ -413,6 +413,9 @@ func Open(ctx context.Context, def *definition.Group, root string, opts Options)
 				return nil, err
 			}
 			// A spare that failed on its own: the usual start.
+			if opts.Log != nil {
+				opts.Log.Warn("spare sandbox not adopted; starting a new one", "group", g.def.Name, "error", err)
+			}
 		}
 	}
 	if err := g.start(ctx, true); err != nil {

@@ -87,31 +87,42 @@ func TestSparesAcrossTenants(t *testing.T) {
 		s.waitStatus(tok, "Ask", "Ready")
 	}
 	group(tokA, "A")
-	// The spare A's Open started.
-	spare := 0
+	// The spare A's Open started, once it is ready: its plugin process
+	// answers the handshake only once its worker waits. Looked for before
+	// that, the spare's tree may hold a second process that shows the
+	// plugin's command line and its empty /group: the worker between its
+	// fork and its exec (a vfork child shares the plugin's memory, hence
+	// its /proc/PID/cmdline), whose pid is python3's a moment later.
 	deadline := time.Now().Add(30 * time.Second)
-	for spare == 0 && time.Now().Before(deadline) {
-		for p, ask := range pyhosts(s) {
-			if ask == "" {
-				spare = p
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if spare == 0 {
-		t.Fatal("no spare was started after tenant A's group loaded")
-	}
-	// Its plugin process exists before the spare is ready: it answers
-	// the handshake once its worker waits.
 	for s.metric("toolhost_spare_sandboxes") != 1 {
 		if time.Now().After(deadline) {
-			t.Fatal("the spare did not become ready")
+			t.Fatal("no spare became ready after tenant A's group loaded")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	spare := 0
+	for spare == 0 {
+		var empty []int
+		for p, ask := range pyhosts(s) {
+			if ask == "" {
+				empty = append(empty, p)
+			}
+		}
+		if len(empty) == 1 {
+			spare = empty[0]
+		} else if time.Now().After(deadline) {
+			t.Fatalf("want one spare plugin process after tenant A's group loaded, found %v", empty)
+		} else {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 	group(tokB, "B")
 	if got := pyhosts(s)[spare]; !strings.Contains(got, `"B"`) {
-		t.Fatalf("tenant B's group is not in the spare A's Open started (it shows %q)", got)
+		// "" is the spare still empty (B's group did not take it), or the
+		// process gone (its adoption failed, or it died before): say which.
+		cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", spare))
+		t.Fatalf("tenant B's group is not in the spare A's Open started (it shows %q; pid %d: %.60q; spares ready: %d)\nserver: %s",
+			got, spare, cmd, s.metric("toolhost_spare_sandboxes"), lastBytes(s.errs.String(), 4096))
 	}
 	for _, c := range []struct{ tok, want string }{{tokB, `"content":{"me":"B"}`}, {tokA, `"content":{"me":"A"}`}, {tokB, `"content":{"me":"B"}`}} {
 		if code, a := s.call(c.tok, "/v1/calls", "ask", ""); code != 200 || !strings.Contains(a.seen(), c.want) {
