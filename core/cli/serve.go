@@ -26,6 +26,7 @@ import (
 	"toolhost/core/console"
 	"toolhost/core/definition"
 	"toolhost/core/geoip"
+	"toolhost/core/internal/procs"
 	"toolhost/core/mcpserver"
 	"toolhost/core/registry"
 	"toolhost/core/relpath"
@@ -203,6 +204,10 @@ func runServe(env *Env, args []string) int {
 	srv.RegisterOnShutdown(apiServer.Console.Close)
 	fmt.Fprintf(env.Stdout, "listening on http://%s\n", ln.Addr())
 	log.Info("listening", "addr", ln.Addr().String(), "data", *data)
+	// The server's own Ps follow its work, from one (see core/internal/procs).
+	go procs.Run(ctx, func(n int, s procs.Sample) {
+		log.Debug("GOMAXPROCS", "procs", n, "server_cpus", s.Server, "idle_cpus", s.Idle)
+	})
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	select {
