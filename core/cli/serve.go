@@ -205,6 +205,8 @@ func runServe(env *Env, args []string) int {
 	fmt.Fprintf(env.Stdout, "listening on http://%s\n", ln.Addr())
 	log.Info("listening", "addr", ln.Addr().String(), "data", *data)
 	// The server's own Ps follow its work, from one (see core/internal/procs).
+	// It starts last: what is sized by runtime.GOMAXPROCS(0) (the template
+	// renderers, --max-calls' default) has read the runtime's default.
 	go procs.Run(ctx, func(n int, s procs.Sample) {
 		log.Debug("GOMAXPROCS", "procs", n, "server_cpus", s.Server, "idle_cpus", s.Idle)
 	})

@@ -5,19 +5,20 @@
 // comes in, a frame goes to the worker, the answer comes back, the answer
 // goes out. Each time a goroutine becomes runnable while a P is idle, the
 // runtime wakes a second thread to look for work ("spinning"), which finds
-// none and sleeps again: two context switches on another CPU for nothing.
-// Measured on a 2-vCPU machine (toolhost bench --doors and --http-scaling,
-// alternated), a server held at one P spent 35-45% less CPU per call on
-// POST /v1/calls, answered with a p50 30-50% lower, and served more calls a
-// second at 8 callers than with two, its worker processes having the other
-// CPU to themselves.
+// none and sleeps again: context switches on another CPU for nothing.
+// Measured on a 2-vCPU machine (toolhost bench --doors, four rounds
+// alternated), a server on one P spent 15-32% less CPU per POST /v1/calls
+// and answered 13-29% sooner at p50 than on two, with calls/s at 8 callers
+// within the machine's noise.
 //
 // A server whose own work needs more CPU gets it: every window (100 ms)
-// the controller compares the CPU the process used with its Ps, and adds
-// one when they were nearly all busy and the machine had a CPU idle, and
-// takes one back when one fewer would have carried the last second's work
-// at 70% at most. A GOMAXPROCS given in the environment is the operator's
-// choice and is kept.
+// the controller compares the CPU the process used with its Ps. It adds
+// one when they were nearly all busy and the CPUs it may run on had one
+// idle, or when they stayed nearly all busy for a second whatever the
+// machine's load (a machine kept busy by tool code must not hold the
+// server to one P), and takes one back when one fewer would have carried
+// the last second's work at 70% at most. A GOMAXPROCS given in the
+// environment is the operator's choice and is kept.
 package procs
 
 import (
@@ -49,9 +50,12 @@ type Rule struct {
 	// Busy: the Ps count as saturated when the process used at least
 	// this share of them.
 	Busy float64
-	// Idle is the idle CPU the machine must have had for a P to be added:
-	// a P more on a machine with none idle only adds switches.
+	// Idle is the idle CPU the machine must have had for a P to be added
+	// at once: a P more on a machine with none idle mostly adds switches.
 	Idle float64
+	// BusyWindows: Ps busy this many windows in a row get one more even
+	// without an idle CPU.
+	BusyWindows int
 	// Low: a P is taken back when one fewer would have been used at most
 	// this share, over LowWindows windows in a row.
 	Low        float64
@@ -60,21 +64,27 @@ type Rule struct {
 
 // DefaultRule is the rule with the runtime's default as its Max.
 func DefaultRule(max int) Rule {
-	return Rule{Max: max, Busy: 0.9, Idle: 0.75, Low: 0.7, LowWindows: 10}
+	return Rule{Max: max, Busy: 0.9, Idle: 0.75, BusyWindows: 10, Low: 0.7, LowWindows: 10}
 }
 
 // State is what the rule keeps between windows.
 type State struct {
 	Procs int // Ps now
 	low   int // windows in a row where one fewer P would have done
+	busy  int // windows in a row with the Ps nearly all busy
 }
 
 // Next is the Ps after a window measured s.
 func (r Rule) Next(st *State, s Sample) int {
 	n := st.Procs
+	if s.Server >= r.Busy*float64(n) {
+		st.busy++
+	} else {
+		st.busy = 0
+	}
 	switch {
-	case n < r.Max && s.Server >= r.Busy*float64(n) && s.Idle >= r.Idle:
-		st.low = 0
+	case n < r.Max && st.busy > 0 && (s.Idle >= r.Idle || st.busy >= r.BusyWindows):
+		st.low, st.busy = 0, 0
 		st.Procs = n + 1
 	case n > 1 && s.Server <= r.Low*float64(n-1):
 		st.low++
@@ -88,21 +98,25 @@ func (r Rule) Next(st *State, s Sample) int {
 	return st.Procs
 }
 
-// Meter measures windows: the process's CPU time (getrusage) and the
-// machine's idle time (/proc/stat), kept open.
+// Meter measures windows: the process's CPU time (getrusage) and the idle
+// time of the CPUs it may run on (/proc/stat's lines of the CPUs in its
+// affinity mask), the file kept open.
 type Meter struct {
 	stat     *os.File
 	buf      []byte
+	mask     unix.CPUSet
+	masked   bool
 	lastAt   time.Time
 	lastCPU  time.Duration
-	lastIdle float64 // seconds, all CPUs
+	lastIdle float64 // seconds, summed over the CPUs
 }
 
 // NewMeter starts measuring from now. Without /proc/stat the machine
 // counts as idle enough (Idle is +Inf): the rule then follows the
 // process's own use alone.
 func NewMeter() *Meter {
-	m := &Meter{buf: make([]byte, 512)}
+	m := &Meter{buf: make([]byte, 4096+160*runtime.NumCPU())}
+	m.masked = unix.SchedGetaffinity(0, &m.mask) == nil
 	m.stat, _ = os.Open("/proc/stat")
 	m.lastAt, m.lastCPU, m.lastIdle = time.Now(), processCPU(), m.idle()
 	return m
@@ -115,16 +129,22 @@ func (m *Meter) Close() {
 	}
 }
 
-// Sample measures the window since the last one.
-func (m *Meter) Sample() Sample {
-	now, cpu, idle := time.Now(), processCPU(), m.idle()
+// Sample measures the window since the last one. A window shorter than
+// half of Window (a late tick right before the next one) is not measured,
+// ok false: /proc/stat counts in hundredths of a second.
+func (m *Meter) Sample() (s Sample, ok bool) {
+	now := time.Now()
 	secs := now.Sub(m.lastAt).Seconds()
-	s := Sample{Server: (cpu - m.lastCPU).Seconds() / secs, Idle: (idle - m.lastIdle) / secs}
-	if idle < 0 || m.lastIdle < 0 {
+	if secs < (Window / 2).Seconds() {
+		return Sample{}, false
+	}
+	cpu, idle := processCPU(), m.idle()
+	s = Sample{Server: (cpu - m.lastCPU).Seconds() / secs, Idle: (idle - m.lastIdle) / secs}
+	if idle < 0 || m.lastIdle < 0 || s.Idle < 0 {
 		s.Idle = math.Inf(1)
 	}
 	m.lastAt, m.lastCPU, m.lastIdle = now, cpu, idle
-	return s
+	return s, true
 }
 
 // processCPU is the user and system time of all the process's threads.
@@ -140,24 +160,42 @@ func processCPU() time.Duration {
 // architecture Go supports.
 const clockTicks = 100
 
-// idle is the machine's idle and iowait time in seconds, summed over its
-// CPUs (the first line of /proc/stat), or -1.
+// idle is the idle and iowait time in seconds summed over the CPUs of the
+// affinity mask (all of them, the first line, when the mask is unknown),
+// or -1.
 func (m *Meter) idle() float64 {
 	if m.stat == nil {
 		return -1
 	}
 	n, _ := m.stat.ReadAt(m.buf, 0)
-	line, _, _ := bytes.Cut(m.buf[:n], []byte{'\n'})
-	f := bytes.Fields(line)
-	if len(f) < 6 || string(f[0]) != "cpu" {
+	var ticks uint64
+	found := false
+	for rest := m.buf[:n]; len(rest) > 0; {
+		var line []byte
+		line, rest, _ = bytes.Cut(rest, []byte{'\n'})
+		f := bytes.Fields(line)
+		if len(f) < 6 || !bytes.HasPrefix(f[0], []byte("cpu")) {
+			break // the cpu lines come first
+		}
+		if id := string(f[0][3:]); m.masked == (id == "") {
+			continue // the sum's line with a mask, a CPU's line without one
+		} else if id != "" {
+			if c, err := strconv.Atoi(id); err != nil || !m.mask.IsSet(c) {
+				continue
+			}
+		}
+		idle, err1 := strconv.ParseUint(string(f[4]), 10, 64)
+		iowait, err2 := strconv.ParseUint(string(f[5]), 10, 64)
+		if err1 != nil || err2 != nil {
+			return -1
+		}
+		ticks += idle + iowait
+		found = true
+	}
+	if !found {
 		return -1
 	}
-	idle, err1 := strconv.ParseUint(string(f[4]), 10, 64)
-	iowait, err2 := strconv.ParseUint(string(f[5]), 10, 64)
-	if err1 != nil || err2 != nil {
-		return -1
-	}
-	return float64(idle+iowait) / clockTicks
+	return float64(ticks) / clockTicks
 }
 
 // Controlled reports whether Run would size the Ps: GOMAXPROCS is not set
@@ -189,8 +227,9 @@ func Run(ctx context.Context, changed func(procs int, s Sample)) {
 }
 
 // control sets one P, then, at each tick, the count rule gives for the
-// window measured by sample, whenever it changes.
-func control(ctx context.Context, rule Rule, ticks <-chan time.Time, sample func() Sample, set func(int, Sample)) {
+// window measured by sample (unless it was too short to measure),
+// whenever it changes.
+func control(ctx context.Context, rule Rule, ticks <-chan time.Time, sample func() (Sample, bool), set func(int, Sample)) {
 	st := State{Procs: 1}
 	set(1, Sample{})
 	for {
@@ -199,7 +238,10 @@ func control(ctx context.Context, rule Rule, ticks <-chan time.Time, sample func
 			return
 		case <-ticks:
 		}
-		s := sample()
+		s, ok := sample()
+		if !ok {
+			continue
+		}
 		if n := st.Procs; rule.Next(&st, s) != n {
 			set(st.Procs, s)
 		}

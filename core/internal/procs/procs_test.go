@@ -18,7 +18,10 @@ func TestRuleNext(t *testing.T) {
 	}{
 		{"serial calls stay on one P", 1, []Sample{{Server: 0.8, Idle: 1.0}}, 1},
 		{"one saturated P and a CPU idle: a second", 1, []Sample{{Server: 0.95, Idle: 1.0}}, 2},
-		{"saturated but the machine is full: no more", 1, []Sample{{Server: 1.05, Idle: 0.3}}, 1},
+		{"saturated but the machine is full: no more at once", 1, repeat(Sample{Server: 1.05, Idle: 0.3}, 9), 1},
+		{"saturated for a second on a full machine: one more", 1, repeat(Sample{Server: 1.05, Idle: 0.3}, 10), 2},
+		{"a window below saturation starts the second again", 1,
+			append(append(repeat(Sample{Server: 1.05, Idle: 0.3}, 9), Sample{Server: 0.8, Idle: 0.3}), repeat(Sample{Server: 1.05, Idle: 0.3}, 9)...), 1},
 		{"never past Max", 4, []Sample{{Server: 3.9, Idle: 3}}, 4},
 		{"up again at once", 2, []Sample{{Server: 1.9, Idle: 1}, {Server: 2.8, Idle: 1}}, 4},
 		{"one low window is not enough to go down", 2, []Sample{{Server: 0.2, Idle: 1.5}}, 2},
@@ -60,13 +63,21 @@ func TestMeter(t *testing.T) {
 	burn := processCPU() + 50*time.Millisecond
 	for processCPU() < burn {
 	}
-	s := m.Sample()
+	for time.Since(start) < Window/2 {
+	}
+	s, ok := m.Sample()
 	secs := time.Since(start).Seconds()
+	if !ok {
+		t.Fatal("a window of half Window or more was not measured")
+	}
 	if used := s.Server * secs; used < 0.045 || used > secs*float64(runtime.NumCPU())+0.02 {
 		t.Fatalf("the window shows %.3f s of CPU over %.3f s; 0.05 s were spent", used, secs)
 	}
 	if math.IsInf(s.Idle, 0) || s.Idle < 0 || s.Idle > float64(runtime.NumCPU())+0.5 {
-		t.Fatalf("machine idle %.2f CPUs of %d", s.Idle, runtime.NumCPU())
+		t.Fatalf("idle %.2f CPUs of the %d this process may use", s.Idle, runtime.NumCPU())
+	}
+	if _, ok := m.Sample(); ok {
+		t.Fatal("a window of a few microseconds was measured")
 	}
 }
 
@@ -74,14 +85,18 @@ func TestMeter(t *testing.T) {
 // tick, sets only changes, and stops with its context.
 func TestControl(t *testing.T) {
 	ticks := make(chan time.Time)
-	samples := []Sample{{Server: 0.95, Idle: 1}, {Server: 1.9, Idle: 1}, {Server: 1.9, Idle: 0.1}}
+	samples := []Sample{{Server: 0.95, Idle: 1}, {}, {Server: 1.9, Idle: 1}, {Server: 1.9, Idle: 0.1}}
 	samples = append(samples, repeat(Sample{Server: 0.3, Idle: 1.5}, 10)...)
 	var set []int
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	i := 0
 	go func() {
-		control(ctx, DefaultRule(3), ticks, func() Sample { s := samples[i]; i++; return s }, func(n int, _ Sample) { set = append(set, n) })
+		control(ctx, DefaultRule(3), ticks, func() (Sample, bool) {
+			s := samples[i]
+			i++
+			return s, s != (Sample{}) // an empty one stands for a window too short
+		}, func(n int, _ Sample) { set = append(set, n) })
 		close(done)
 	}()
 	for range samples {
