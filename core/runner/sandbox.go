@@ -247,18 +247,10 @@ func hostIDs() (root, tool int) {
 func Probe(exe string) []plugins.Mechanism {
 	var out []plugins.Mechanism
 	slirp, slirpErr := exec.LookPath("slirp4netns")
-	cfg := plugins.SandboxConfig{
-		Identity: identity(), Network: plugins.NetworkDeny,
-		Binds:        []plugins.Bind{{Source: exe, Target: plugins.SandboxExe}},
-		ScratchBytes: 1 << 20, ScratchInodes: 64, Hostname: "toolhost-probe",
-		Landlock: true, Seccomp: true, Rlimits: true, Limits: plugins.Limits{}.WithDefaults(),
-		Probe: true,
+	if slirpErr != nil {
+		slirp = ""
 	}
-	cfg.HostUID, cfg.HostToolUID = hostIDs()
-	cfg.HostGID, cfg.HostToolGID = cfg.HostUID, cfg.HostToolUID
-	if slirpErr == nil {
-		cfg.Network, cfg.Slirp, cfg.Blocked = plugins.NetworkAllow, slirp, blockedNets()
-	}
+	cfg := probeConfig(exe, slirp)
 	ms, err := launchProbe(exe, &cfg)
 	for _, wait := range []time.Duration{200 * time.Millisecond, time.Second} {
 		if err == nil {
@@ -328,6 +320,25 @@ func mechOrder(name string) int {
 }
 
 // launchProbe runs the launcher in probe mode and reads init's report.
+// probeConfig is a probe's sandbox for the toolhost binary exe: every
+// mechanism asked for, the allow policy through slirp4netns at slirp (deny
+// without one).
+func probeConfig(exe, slirp string) plugins.SandboxConfig {
+	cfg := plugins.SandboxConfig{
+		Identity: identity(), Network: plugins.NetworkDeny,
+		Binds:        []plugins.Bind{{Source: exe, Target: plugins.SandboxExe}},
+		ScratchBytes: 1 << 20, ScratchInodes: 64, Hostname: "toolhost-probe",
+		Landlock: true, Seccomp: true, Rlimits: true, Limits: plugins.Limits{}.WithDefaults(),
+		Probe: true,
+	}
+	cfg.HostUID, cfg.HostToolUID = hostIDs()
+	cfg.HostGID, cfg.HostToolGID = cfg.HostUID, cfg.HostToolUID
+	if slirp != "" {
+		cfg.Network, cfg.Slirp, cfg.Blocked = plugins.NetworkAllow, slirp, blockedNets()
+	}
+	return cfg
+}
+
 func launchProbe(exe string, cfg *plugins.SandboxConfig) ([]plugins.Mechanism, error) {
 	out, err := runLauncher(exe, cfg)
 	if err != nil {

@@ -828,15 +828,7 @@ func TestProbeWithLateSlirpReady(t *testing.T) {
 	if err := os.WriteFile(late, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cfg := plugins.SandboxConfig{
-		Identity: identity(), Network: plugins.NetworkAllow, Slirp: late, Blocked: blockedNets(),
-		Binds:        []plugins.Bind{{Source: toolhostBin, Target: plugins.SandboxExe}},
-		ScratchBytes: 1 << 20, ScratchInodes: 64, Hostname: "toolhost-probe",
-		Landlock: true, Seccomp: true, Rlimits: true, Limits: plugins.Limits{}.WithDefaults(),
-		Probe: true,
-	}
-	cfg.HostUID, cfg.HostToolUID = hostIDs()
-	cfg.HostGID, cfg.HostToolGID = cfg.HostUID, cfg.HostToolUID
+	cfg := probeConfig(toolhostBin, late)
 	for i := 0; i < 3; i++ {
 		c := cfg
 		ms, err := launchProbe(toolhostBin, &c)
