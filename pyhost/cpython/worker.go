@@ -104,6 +104,7 @@ type worker struct {
 	tail    *tail.Buffer
 	pid     int
 	exited  chan struct{}
+	copied  chan struct{} // closed once its output is all in tail
 	waitErr error
 	calls   int
 	// pidfd is a pidfd of the worker made with it (clone's CLONE_PIDFD),
@@ -195,7 +196,7 @@ func spawnWorker(python, code string, env []string, dir string, started func(pid
 		outR.Close()
 		return nil, fmt.Errorf("start %s: %w", python, err)
 	}
-	w := &worker{cmd: cmd, req: reqW, resp: respR, tail: tail.New(4096), pid: cmd.Process.Pid, exited: make(chan struct{}), pidfd: pidfd}
+	w := &worker{cmd: cmd, req: reqW, resp: respR, tail: tail.New(4096), pid: cmd.Process.Pid, exited: make(chan struct{}), copied: make(chan struct{}), pidfd: pidfd}
 	// In the sandbox, the worker joins the workers' cgroup before it runs
 	// any tool code (it waits for its first frame).
 	for _, cg := range workerCgroups() {
@@ -211,6 +212,7 @@ func spawnWorker(python, code string, env []string, dir string, started func(pid
 	go func() {
 		io.Copy(w.tail, outR)
 		outR.Close()
+		close(w.copied)
 	}()
 	w.status, _ = os.Open("/proc/" + strconv.Itoa(w.pid) + "/status")
 	go func() {
@@ -362,6 +364,13 @@ func (w *worker) describeFailure(during string, err error) *plugins.ToolError {
 	}
 	select {
 	case <-w.exited:
+		// Its last output may still be on its way into the tail: the
+		// copy ends when the pipe does, with the worker (or, at most a
+		// second later, when one of its children still holds it).
+		select {
+		case <-w.copied:
+		case <-time.After(time.Second):
+		}
 	case <-time.After(2 * time.Second):
 	}
 	status := "is still running"
