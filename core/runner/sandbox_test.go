@@ -849,3 +849,74 @@ func TestProbeWithLateSlirpReady(t *testing.T) {
 		}
 	}
 }
+
+// routesAtImportPy waits, at import, for slirp4netns's default route (its
+// last step) and judges the forbidden destinations from the same reading
+// of the routing table: the window between that route and init's
+// unreachable ones is where tool code could reach the host's neighbours
+// and metadata services.
+const routesAtImportPy = `import socket, struct, time
+IPS = %s
+def _rejected(routes, ip):
+    a = struct.unpack('<I', socket.inet_aton(ip))[0]
+    best = None
+    for f in routes:
+        dst, flags, mask = int(f[1], 16), int(f[3], 16), int(f[7], 16)
+        if a & mask == dst and (best is None or bin(mask).count('1') > best[0]):
+            best = (bin(mask).count('1'), flags & 0x200 != 0)
+    return best is not None and best[1]
+def _first_routes():
+    end = time.time() + 10
+    while time.time() < end:
+        with open('/proc/net/route') as f:
+            routes = [l.split() for l in f.readlines()[1:]]
+        if any(r[0] == 'tap0' and r[1] == '00000000' for r in routes):
+            return True, [ip for ip in IPS if not _rejected(routes, ip)]
+    return False, None
+ROUTED, SEEN = _first_routes()
+def seen_():
+    return {"routed": ROUTED, "reachable": SEEN}
+`
+
+// TestGroupCodeAfterTheRoutes: under the allow policy init starts the
+// plugin process while slirp4netns is still coming up, and sets the
+// unreachable routes once slirp4netns has set its default route; the
+// plugin process starts nothing of the group's (its early worker imports
+// the group's modules) before init says the routes are in. A module that
+// looks at the routes the moment slirp4netns's default route appears
+// finds every forbidden range unreachable, start after start (without
+// the plugin's wait it caught init in between).
+func TestGroupCodeAfterTheRoutes(t *testing.T) {
+	sb := sandbox(t, "allow")
+	needMechanisms(t, sb, plugins.MechEgress)
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755)
+	// slirp4netns starts 300 ms late: the group's code would be waiting
+	// for its route, and see it as soon as init does.
+	late := filepath.Join(dir, "slirp4netns")
+	os.WriteFile(late, []byte("#!/bin/sh\nsleep 0.3\nexec "+sb.slirp+" \"$@\"\n"), 0o755)
+	sb.slirp = late
+	os.WriteFile(filepath.Join(dir, "routes.py"), []byte(fmt.Sprintf(routesAtImportPy,
+		`["10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1"]`)), 0o644)
+	yaml := filepath.Join(dir, "routes.yaml")
+	os.WriteFile(yaml, []byte("kind: Plugin\nname: Routes\ndescription: d\ndependencies: [routes.py]\ntools:\n"+
+		"  - {kind: Tool, object_name: Seen, name: seen, description: d, implementation: routes.seen_, parameters: []}\n"), 0o644)
+	def := loadDef(t, yaml)
+	n := 15
+	if testing.Short() {
+		n = 5
+	}
+	for i := 0; i < n; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		g, err := Open(ctx, def, dir, Options{Sandbox: sb, Executable: toolhostBin, Limits: plugins.Limits{Workers: 1}})
+		cancel()
+		if err != nil {
+			t.Fatalf("start %d: %v", i, err)
+		}
+		r := call(t, g, "seen", `{}`)
+		g.Close()
+		if !r.OK || string(r.Result) != `{"routed":true,"reachable":[]}` {
+			t.Fatalf("start %d: at import, %s %+v", i, r.Result, r.Error)
+		}
+	}
+}
