@@ -56,42 +56,6 @@ func InheritedDataFD() (fd int, ok bool) {
 	return fd, true
 }
 
-// EnvNetReadyFD names, in the environment of a sandbox's plugin process
-// under the allow policy, the descriptor on which init says, with one
-// byte, that the sandbox's unreachable routes are in place: init starts
-// the plugin process while slirp4netns is still coming up, and the plugin
-// runs nothing of the group's (not even a worker's start: a venv's .pth
-// files run there) before that byte (WaitNetReady).
-const EnvNetReadyFD = "TOOLHOST_NET_READY_FD"
-
-// WaitNetReady waits for init's byte on the descriptor EnvNetReadyFD
-// names, then closes it and removes the variable. Without the variable it
-// returns at once; an end without the byte (init failed to set the
-// routes, and is ending the sandbox) is an error.
-func WaitNetReady() error {
-	v := os.Getenv(EnvNetReadyFD)
-	if v == "" {
-		return nil
-	}
-	os.Unsetenv(EnvNetReadyFD)
-	fd, err := strconv.Atoi(v)
-	if err != nil || fd < 3 {
-		return fmt.Errorf("bad %s %q", EnvNetReadyFD, v)
-	}
-	f := os.NewFile(uintptr(fd), "net-ready")
-	defer f.Close()
-	var b [1]byte
-	for {
-		n, err := f.Read(b[:])
-		if n == 1 {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("the sandbox's network was not set up: %v", err)
-		}
-	}
-}
-
 // SandboxDataFD is the descriptor init inherits the data channel on (after
 // its configuration, 3, and its own binary, 4).
 const SandboxDataFD = 5

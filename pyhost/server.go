@@ -243,14 +243,6 @@ func Serve(afterCall func(worker int, live []int) int, gpython GPython) {
 		fmt.Fprintf(os.Stderr, "toolhost pyhost: cannot make the process non-dumpable: %v\n", err)
 		os.Exit(1)
 	}
-	// Under the allow policy, nothing of the group's runs (a worker's
-	// start, its venv's .pth files, its imports) and no handshake goes out
-	// before init has made the sandbox's forbidden destinations
-	// unreachable: the process has started meanwhile.
-	if err := plugins.WaitNetReady(); err != nil {
-		fmt.Fprintf(os.Stderr, "toolhost pyhost: %v\n", err)
-		os.Exit(70)
-	}
 	srv := &Server{AfterCall: afterCall, gpython: gpython}
 	if f := channel.Inherited(); f != nil {
 		srv.data = channel.NewServer(f, srv.Call)

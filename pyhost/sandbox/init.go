@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -44,13 +43,7 @@ func Init() {
 	}
 	// Nothing in the sandbox may read init's memory or /proc files.
 	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
-	// Under the allow policy the plugin process starts while slirp4netns
-	// is still coming up: init sets the unreachable routes once it is up,
-	// then tells the plugin, which runs nothing of the group's before
-	// (plugins.WaitNetReady). Another command (pip's, a template
-	// worker's) starts only once they are set.
-	deferEgress := !cfg.Probe && len(cfg.Command) == 0 && egressAsked(&cfg)
-	results := build(&cfg, deferEgress)
+	results := build(&cfg)
 	if cfg.Probe {
 		json.NewEncoder(os.Stdout).Encode(results)
 		os.Exit(0)
@@ -68,25 +61,9 @@ func Init() {
 	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		fail("close inherited descriptors: %v", err)
 	}
-	var netReady *os.File
-	var netReadyR *os.File
-	if deferEgress {
-		if netReadyR, netReady, err = os.Pipe(); err != nil {
-			fail("make a pipe: %v", err)
-		}
-	}
-	child, err := startCommand(&cfg, netReadyR)
+	child, err := startCommand(&cfg)
 	if err != nil {
 		fail("%v", err)
-	}
-	if deferEgress {
-		netReadyR.Close()
-		if err := setUpEgress(&cfg); err != nil {
-			child.Kill()
-			fail("%s: %v", plugins.MechEgress, err)
-		}
-		netReady.Write([]byte{1})
-		netReady.Close()
 	}
 	// Init needs no privilege from here on: it only reaps.
 	dropCapabilities()
@@ -116,10 +93,7 @@ func Init() {
 // name, rlimits, the bounding set, landlock, seccomp. A mechanism that
 // fails has Active false and a Detail; one that was not asked for has
 // neither.
-//
-// With deferEgress the unreachable routes are left to the caller
-// (setUpEgress), and egress is not reported.
-func build(cfg *plugins.SandboxConfig, deferEgress bool) []plugins.Mechanism {
+func build(cfg *plugins.SandboxConfig) []plugins.Mechanism {
 	var out []plugins.Mechanism
 	add := func(name string, err error, detail string) {
 		m := plugins.Mechanism{Name: name, Active: err == nil, Detail: detail}
@@ -135,8 +109,18 @@ func build(cfg *plugins.SandboxConfig, deferEgress bool) []plugins.Mechanism {
 	}
 	add(plugins.MechProc, nil, "a /proc of the sandbox's own pid namespace")
 	add(plugins.MechNetNS, setUpLoopback(), "loopback only")
-	if egressAsked(cfg) && !deferEgress {
-		add(plugins.MechEgress, setUpEgress(cfg), fmt.Sprintf("slirp4netns; unreachable: host loopback and %d host and private ranges", len(cfg.Blocked)))
+	if cfg.Network == plugins.NetworkAllow && cfg.Slirp != "" {
+		// slirp4netns configures tap0 with ioctls: its address first, with
+		// the classful mask (10.0.0.0/8, whose prefix route is then there),
+		// then the netmask (which removes that route), then the default
+		// route. The unreachable routes go in once it is done: added in
+		// between, 10.0.0.0/8 met the transient route and was lost (seen
+		// rootless, where slirp4netns starts at once).
+		err := waitForDefaultRoute("tap0", 10*time.Second)
+		if err == nil {
+			err = blockRoutes(cfg.Blocked)
+		}
+		add(plugins.MechEgress, err, fmt.Sprintf("slirp4netns; unreachable: host loopback and %d host and private ranges", len(cfg.Blocked)))
 	}
 	if cfg.Hostname != "" {
 		add(plugins.MechUTSNS, unix.Sethostname([]byte(cfg.Hostname)), "host name "+cfg.Hostname)
@@ -152,27 +136,6 @@ func build(cfg *plugins.SandboxConfig, deferEgress bool) []plugins.Mechanism {
 		add(plugins.MechSeccomp, loadSeccomp(), seccompDetail(nil))
 	}
 	return out
-}
-
-// egressAsked reports whether the sandbox reaches the outside world
-// through slirp4netns.
-func egressAsked(cfg *plugins.SandboxConfig) bool {
-	return cfg.Network == plugins.NetworkAllow && cfg.Slirp != ""
-}
-
-// setUpEgress waits for slirp4netns and sets the unreachable routes.
-// slirp4netns configures tap0 with ioctls: its address first, with the
-// classful mask (10.0.0.0/8, whose prefix route is then there), then the
-// netmask (which removes that route), then the default route. The
-// unreachable routes go in once it is done: added in between, 10.0.0.0/8
-// met the transient route and was lost (seen rootless, where slirp4netns
-// starts at once). Run from init's main thread, whose capabilities allow
-// it until init drops them (seccomp allows route netlink sockets).
-func setUpEgress(cfg *plugins.SandboxConfig) error {
-	if err := waitForDefaultRoute("tap0", 10*time.Second); err != nil {
-		return err
-	}
-	return blockRoutes(cfg.Blocked)
 }
 
 // toolUID is the id the command runs as inside the sandbox: the tool user,
@@ -198,10 +161,7 @@ func writablePaths(cfg *plugins.SandboxConfig) []string {
 
 // startCommand starts the sandbox's command as its tool user, with the
 // configured environment and nothing else.
-//
-// netReady, if not nil, is passed on as the descriptor that
-// plugins.EnvNetReadyFD names (the plugin process only).
-func startCommand(cfg *plugins.SandboxConfig, netReady *os.File) (*os.Process, error) {
+func startCommand(cfg *plugins.SandboxConfig) (*os.Process, error) {
 	argv := cfg.Command
 	env := append([]string{}, cfg.Env...)
 	if len(argv) == 0 {
@@ -226,10 +186,6 @@ func startCommand(cfg *plugins.SandboxConfig, netReady *os.File) (*os.Process, e
 		defer data.Close()
 		cmd.ExtraFiles = []*os.File{data}
 		env = append(env, plugins.EnvDataFD+"=3")
-	}
-	if netReady != nil {
-		cmd.ExtraFiles = append(cmd.ExtraFiles, netReady)
-		env = append(env, plugins.EnvNetReadyFD+"="+strconv.Itoa(2+len(cmd.ExtraFiles)))
 	}
 	cmd.Env = env
 	cmd.Dir = dir
