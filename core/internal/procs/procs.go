@@ -168,6 +168,13 @@ func (m *Meter) idle() float64 {
 		return -1
 	}
 	n, _ := m.stat.ReadAt(m.buf, 0)
+	// The host's CPUs may be many more than this process's: the buffer
+	// grows until the file fits (a cut line would read as a smaller
+	// count).
+	for n == len(m.buf) && len(m.buf) < 4<<20 {
+		m.buf = make([]byte, 2*len(m.buf))
+		n, _ = m.stat.ReadAt(m.buf, 0)
+	}
 	var ticks uint64
 	found := false
 	for rest := m.buf[:n]; len(rest) > 0; {
