@@ -319,7 +319,6 @@ func mechOrder(name string) int {
 	return len(order)
 }
 
-// launchProbe runs the launcher in probe mode and reads init's report.
 // probeConfig is a probe's sandbox for the toolhost binary exe: every
 // mechanism asked for, the allow policy through slirp4netns at slirp (deny
 // without one).
@@ -339,6 +338,7 @@ func probeConfig(exe, slirp string) plugins.SandboxConfig {
 	return cfg
 }
 
+// launchProbe runs the launcher in probe mode and reads init's report.
 func launchProbe(exe string, cfg *plugins.SandboxConfig) ([]plugins.Mechanism, error) {
 	out, err := runLauncher(exe, cfg)
 	if err != nil {

@@ -150,22 +150,22 @@ func readHeldPid(r *os.File) (int, error) {
 // It returns nil when slirp4netns cannot start (the launcher reads why on
 // errs).
 func startHeldSlirp(bin string, pid int, ready, errs *os.File, said chan<- struct{}) *exec.Cmd {
-	r, w, err := os.Pipe()
-	if err != nil {
+	failed := func(err error) *exec.Cmd {
 		fmt.Fprintf(errs, "start slirp4netns: %v\n", err)
 		ready.Close()
 		close(said)
 		return nil
 	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return failed(err)
+	}
 	slirp := slirpCommand(bin, pid, w, errs)
 	err = slirp.Start()
 	w.Close()
 	if err != nil {
-		fmt.Fprintf(errs, "start slirp4netns: %v\n", err)
 		r.Close()
-		ready.Close()
-		close(said)
-		return nil
+		return failed(err)
 	}
 	go func() {
 		var b [1]byte
