@@ -139,6 +139,15 @@ func stdlibHTTP(path string, impl definition.Implementation, args []byte, n, con
 		return BenchResult{}, err
 	}
 	cmd := exec.Command(py.Executable, "-I", "-B", "-c", httpScript, path, impl.Callable)
+	return httpBaseline("python3 stdlib HTTP server", cmd, args, n, conc, callers)
+}
+
+// httpBaseline starts a baseline's HTTP server, cmd, which prints its
+// loopback port on its first line and answers POST /call with
+// {"result": ...}, and measures it as toolhost's HTTP doors are
+// (measureDoor): its CPU time per call is its process's and its
+// children's.
+func httpBaseline(name string, cmd *exec.Cmd, args []byte, n, conc int, callers []int) (BenchResult, error) {
 	stdout, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
 		return BenchResult{}, err
@@ -149,11 +158,11 @@ func stdlibHTTP(path string, impl definition.Implementation, args []byte, n, con
 	}()
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil {
-		return BenchResult{}, fmt.Errorf("the Python HTTP server did not start: %v", err)
+		return BenchResult{}, fmt.Errorf("%s did not start: %v", name, err)
 	}
 	port, err := strconv.Atoi(strings.TrimSpace(line))
 	if err != nil {
-		return BenchResult{}, fmt.Errorf("the Python HTTP server printed %q", line)
+		return BenchResult{}, fmt.Errorf("%s printed %q", name, line)
 	}
 	url := "http://127.0.0.1:" + strconv.Itoa(port) + "/call"
 	most := conc
@@ -168,15 +177,16 @@ func stdlibHTTP(path string, impl definition.Implementation, args []byte, n, con
 			return err
 		}
 		defer resp.Body.Close()
-		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
 			return err
 		}
-		if resp.StatusCode != 200 {
-			return fmt.Errorf("the Python HTTP server answered %s", resp.Status)
+		if resp.StatusCode != 200 || !bytes.HasPrefix(b, []byte(`{"result":`)) {
+			return fmt.Errorf("%s answered %s: %.300s", name, resp.Status, b)
 		}
 		return nil
 	}
-	return measureDoor("python3 stdlib HTTP server", cmd.Process.Pid, call, n, conc, callers)
+	return measureDoor(name, cmd.Process.Pid, call, n, conc, callers)
 }
 
 // goPipe is the floor of one process boundary: this process and a warm

@@ -66,6 +66,11 @@ type BenchResult struct {
 	PinnedCPUUs float64 `json:"pinned_cpu_us,omitempty"`
 	// CPURatio is CPUUs over the Python standard-library server's.
 	CPURatio float64 `json:"cpu_ratio,omitempty"`
+	// FloorRatio is CPUUs over the design floor's (a Go HTTP server and
+	// warm python3 workers on pipes, nothing checked: floor.go), and
+	// PinnedFloorRatio PinnedCPUUs over the floor's.
+	FloorRatio       float64 `json:"cpu_design_floor_ratio,omitempty"`
+	PinnedFloorRatio float64 `json:"pinned_cpu_design_floor_ratio,omitempty"`
 	// CallsPerSByCallers is calls/s with each number of callers at once
 	// (--http-scaling), keyed by that number.
 	CallsPerSByCallers map[string]float64 `json:"calls_per_s_by_callers,omitempty"`
@@ -201,13 +206,28 @@ func runBench(env *Env, args []string) int {
 			fmt.Fprintf(env.Stderr, "toolhost bench: %v\n", err)
 			return ExitFailure
 		}
+		bp.Step("the floor: a Go HTTP server and python3 workers on pipes, nothing checked", 0)
+		floor, err := floorHTTP(filepath.Join(dir, target.impl.File), target.impl, argJSON, *n, *conc, callers)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "toolhost bench: %v\n", err)
+			return ExitFailure
+		}
 		for i := range doors {
 			r := &results[len(results)-len(doors)+i]
 			if py.CPUUs > 0 {
 				r.CPURatio = sig3(r.CPUUs / py.CPUUs)
 			}
+			if floor.CPUUs > 0 {
+				r.FloorRatio = sig3(r.CPUUs / floor.CPUUs)
+			}
+			if floor.PinnedCPUUs > 0 {
+				r.PinnedFloorRatio = sig3(r.PinnedCPUUs / floor.PinnedCPUUs)
+			}
 		}
-		results = append(results, py)
+		if py.CPUUs > 0 {
+			floor.CPURatio = sig3(floor.CPUUs / py.CPUUs)
+		}
+		results = append(results, py, floor)
 		if !*onlyDoors {
 			bp.Step("the baselines (a python3 per call, the pipe round trip, the bare call)", 0)
 			bl, err := measureBaselines(dir, target.impl, argJSON, *n, *conc)
@@ -312,12 +332,14 @@ func printCPU(env *Env, results []BenchResult) {
 			continue
 		}
 		if !header {
-			fmt.Fprintf(env.Stdout, "\n%-34s %10s %10s %10s %10s %10s %10s %10s %10s  %s\n", "CPU per call", "cpu_us", "server_us", "worker_us", "cpu_ratio", "pin_cpu_us", "p50_us", "pin_p50", "pin_p99", "calls/s by callers")
+			fmt.Fprintf(env.Stdout, "\n%-34s %10s %10s %10s %10s %11s %10s %11s %10s %10s %10s  %s\n", "CPU per call", "cpu_us", "server_us", "worker_us", "cpu_ratio", "floor_ratio", "pin_cpu_us", "pin_floor_r", "p50_us", "pin_p50", "pin_p99", "calls/s by callers")
 			header = true
 		}
-		ratio := "-"
-		if r.CPURatio > 0 {
-			ratio = strconv.FormatFloat(r.CPURatio, 'f', -1, 64) + "×"
+		times := func(v float64) string {
+			if v <= 0 {
+				return "-"
+			}
+			return strconv.FormatFloat(v, 'f', -1, 64) + "×"
 		}
 		var by []string
 		var keys []int
@@ -329,8 +351,8 @@ func printCPU(env *Env, results []BenchResult) {
 		for _, c := range keys {
 			by = append(by, fmt.Sprintf("%d:%.0f", c, r.CallsPerSByCallers[strconv.Itoa(c)]))
 		}
-		fmt.Fprintf(env.Stdout, "%-34s %10.1f %10.1f %10.1f %10s %10.1f %10.1f %10.1f %10.1f  %s\n", r.Name, r.CPUUs, r.ServerCPUUs, r.WorkerCPUUs, ratio,
-			r.PinnedCPUUs, r.P50Us, r.PinnedP50Us, r.PinnedP99Us, strings.Join(by, " "))
+		fmt.Fprintf(env.Stdout, "%-34s %10.1f %10.1f %10.1f %10s %11s %10.1f %11s %10.1f %10.1f %10.1f  %s\n", r.Name, r.CPUUs, r.ServerCPUUs, r.WorkerCPUUs, times(r.CPURatio),
+			times(r.FloorRatio), r.PinnedCPUUs, times(r.PinnedFloorRatio), r.P50Us, r.PinnedP50Us, r.PinnedP99Us, strings.Join(by, " "))
 	}
 }
 

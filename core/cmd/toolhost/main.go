@@ -35,6 +35,8 @@ func main() {
 		case plugins.EntryTemplateWorker:
 			templates.ServeStdio()
 			return
+		case cli.EntryBenchFloor:
+			cli.ServeFloor(os.Args[2:])
 		}
 	}
 	code := cli.Main(&cli.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}, os.Args[1:])

@@ -237,7 +237,7 @@ func TestDoctorAndBench(t *testing.T) {
 		}
 		// The HTTP doors and the Python server: CPU per call from the
 		// processes' counters, pinned latency, calls/s by callers (not MCP).
-		if name := fmt.Sprint(r["name"]); strings.Contains(name, "/v1/calls") || strings.Contains(name, "session call") || strings.Contains(name, "MCP") || strings.Contains(name, "stdlib") {
+		if name := fmt.Sprint(r["name"]); strings.Contains(name, "/v1/calls") || strings.Contains(name, "session call") || strings.Contains(name, "MCP") || strings.Contains(name, "stdlib") || strings.Contains(name, "design floor") {
 			for _, k := range []string{"cpu_us", "server_cpu_us", "pinned_p50_us", "pinned_p99_us", "pinned_cpu_us"} {
 				if v, ok := r[k].(float64); !ok || v <= 0 {
 					t.Errorf("%v: %s = %v", name, k, r[k])
@@ -246,8 +246,13 @@ func TestDoctorAndBench(t *testing.T) {
 			if v, _ := r["worker_cpu_us"].(float64); strings.HasPrefix(name, "toolhost") && v <= 0 {
 				t.Errorf("%v: worker_cpu_us = %v: the sandboxes' workers are not counted", name, r["worker_cpu_us"])
 			}
-			if v, _ := r["cpu_ratio"].(float64); strings.HasPrefix(name, "toolhost") && v <= 0 {
+			if v, _ := r["cpu_ratio"].(float64); (strings.HasPrefix(name, "toolhost") || strings.Contains(name, "design floor")) && v <= 0 {
 				t.Errorf("%v: cpu_ratio = %v", name, r["cpu_ratio"])
+			}
+			for _, k := range []string{"cpu_design_floor_ratio", "pinned_cpu_design_floor_ratio"} {
+				if v, _ := r[k].(float64); strings.HasPrefix(name, "toolhost") && v <= 0 {
+					t.Errorf("%v: %s = %v", name, k, r[k])
+				}
 			}
 			by, _ := r["calls_per_s_by_callers"].(map[string]any)
 			if !strings.Contains(name, "MCP") && (len(by) != 2 || by["1"] == nil || by["2"] == nil) {
@@ -258,7 +263,7 @@ func TestDoctorAndBench(t *testing.T) {
 			t.Errorf("%v: p50_ratio = %v", r["name"], r["p50_ratio"])
 		}
 	}
-	if got := strings.Join(names, "|"); got != "toolhost cpython|toolhost cpython, 2 cold starts|toolhost cpython via the plugin process|toolhost cpython, 1 caller|toolhost cpython, 2 callers|toolhost cpython POST /v1/calls|toolhost cpython session call|toolhost cpython MCP tools/call|python3 stdlib HTTP server|python3 process per call|Go↔python3 pipe (the floor)|bare call inside python3|toolhost cpython, 3 warm groups|toolhost serve, 2 warm groups" {
+	if got := strings.Join(names, "|"); got != "toolhost cpython|toolhost cpython, 2 cold starts|toolhost cpython via the plugin process|toolhost cpython, 1 caller|toolhost cpython, 2 callers|toolhost cpython POST /v1/calls|toolhost cpython session call|toolhost cpython MCP tools/call|python3 stdlib HTTP server|Go net/http + python3 pipes (design floor)|python3 process per call|Go↔python3 pipe (the floor)|bare call inside python3|toolhost cpython, 3 warm groups|toolhost serve, 2 warm groups" {
 		t.Errorf("bench --baselines measured %s", got)
 	}
 }
