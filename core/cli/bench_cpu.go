@@ -50,17 +50,28 @@ func parseStatCPU(s string) (time.Duration, error) {
 	return time.Duration(u+st) * clockTick, nil
 }
 
-// tasksCPU answers a process's CPU time to the nanosecond: the sum of
-// its live threads' run times, from /proc/PID/task/TID/schedstat (whose
-// first field is the time the thread has run, in ns). A thread gone
-// meanwhile is not in it: the bench reads it around warm calls, whose
-// threads stay. Where schedstat is missing it falls back on procCPU
-// (10 ms ticks, threads gone included).
-func tasksCPU(pid int) (time.Duration, error) {
+// procSnap is one process's CPU counters at one moment: each live
+// thread's run time to the nanosecond (/proc/PID/task/TID/schedstat,
+// whose first field is the time the thread has run), and the process's
+// utime and stime (procCPU: 10 ms ticks, threads gone included).
+type procSnap struct {
+	threads map[int]time.Duration
+	ticks   time.Duration
+}
+
+// snapProc reads pid's counters.
+func snapProc(pid int) (procSnap, error) {
+	ticks, err := procCPU(pid)
+	if err != nil {
+		return procSnap{}, err
+	}
+	s := procSnap{threads: map[int]time.Duration{}, ticks: ticks}
 	tasks, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/[0-9]*/schedstat")
-	var total time.Duration
-	read := 0
 	for _, t := range tasks {
+		tid, err := strconv.Atoi(filepath.Base(filepath.Dir(t)))
+		if err != nil {
+			continue
+		}
 		b, err := os.ReadFile(t)
 		if err != nil {
 			continue // gone meanwhile
@@ -69,34 +80,91 @@ func tasksCPU(pid int) (time.Duration, error) {
 		if len(f) == 0 {
 			continue
 		}
-		ns, err := strconv.ParseInt(f[0], 10, 64)
-		if err != nil {
-			continue
+		if ns, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+			s.threads[tid] = time.Duration(ns)
 		}
-		total += time.Duration(ns)
-		read++
 	}
-	if read == 0 {
-		return procCPU(pid)
-	}
-	return total, nil
+	return s, nil
 }
 
-// treeCPU answers the CPU time of root itself and that of all its
-// descendants (for toolhost serve: its sandboxes, plugin processes and
-// workers), from one scan of /proc (tasksCPU). A descendant gone
-// meanwhile is left out.
-func treeCPU(root int) (self, below time.Duration, err error) {
-	self, err = tasksCPU(root)
-	if err != nil {
-		return 0, 0, err
+// since answers the CPU time the process spent from before to p: the
+// growth of each thread's run time (a thread started meanwhile counts
+// whole), to the nanosecond. A thread that ended meanwhile takes its run
+// time out of the live threads' sum (a thread per connection, say, in
+// the Python server): the process's ticks are the measure then, as they
+// are where schedstat could not be read.
+func (p procSnap) since(before procSnap) time.Duration {
+	if len(p.threads) == 0 || len(before.threads) == 0 {
+		return p.ticks - before.ticks
 	}
+	var d time.Duration
+	for tid, t0 := range before.threads {
+		t1, ok := p.threads[tid]
+		if !ok {
+			return p.ticks - before.ticks
+		}
+		d += t1 - t0
+	}
+	for tid, t1 := range p.threads {
+		if _, ok := before.threads[tid]; !ok {
+			d += t1
+		}
+	}
+	return d
+}
+
+// whole answers the CPU time the process has spent: its live threads'
+// run times, or its ticks where schedstat could not be read.
+func (p procSnap) whole() time.Duration {
+	if len(p.threads) == 0 {
+		return p.ticks
+	}
+	var d time.Duration
+	for _, t := range p.threads {
+		d += t
+	}
+	return d
+}
+
+// treeSnap is the counters of a process and of all its descendants (for
+// toolhost serve: its sandboxes, plugin processes and workers), by pid.
+type treeSnap struct {
+	root  int
+	procs map[int]procSnap
+}
+
+// snapTree reads root's counters and its descendants', from one scan of
+// /proc. A descendant gone meanwhile is left out.
+func snapTree(root int) (treeSnap, error) {
+	self, err := snapProc(root)
+	if err != nil {
+		return treeSnap{}, err
+	}
+	t := treeSnap{root: root, procs: map[int]procSnap{root: self}}
 	for _, pid := range procChildren().below(root) {
-		if d, err := tasksCPU(pid); err == nil {
+		if s, err := snapProc(pid); err == nil {
+			t.procs[pid] = s
+		}
+	}
+	return t, nil
+}
+
+// since answers the CPU time root spent from before to t, and that of
+// its descendants: a process started meanwhile counts whole, one gone
+// meanwhile not at all (what it spent after before is not known).
+func (t treeSnap) since(before treeSnap) (self, below time.Duration) {
+	for pid, p := range t.procs {
+		d := p.whole()
+		if b, ok := before.procs[pid]; ok {
+			d = p.since(b)
+		}
+		if pid == t.root {
+			self = d
+		} else {
 			below += d
 		}
 	}
-	return self, below, nil
+	return self, below
 }
 
 // below answers root's descendants.

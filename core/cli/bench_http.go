@@ -254,7 +254,7 @@ func measureDoor(name string, root int, call func(caller int) error, n, conc int
 	}
 	r := BenchResult{Name: name, N: n, Concurrency: conc}
 	sequential := func() (p50, p99, cpu, self, below float64, err error) {
-		s0, b0, err := treeCPU(root)
+		before, err := snapTree(root)
 		if err != nil {
 			return
 		}
@@ -266,12 +266,13 @@ func measureDoor(name string, root int, call func(caller int) error, n, conc int
 			}
 			lat[i] = time.Since(t0)
 		}
-		s1, b1, err := treeCPU(root)
+		after, err := snapTree(root)
 		if err != nil {
 			return
 		}
+		own, under := after.since(before)
 		per := func(d time.Duration) float64 { return round(float64(d.Nanoseconds()) / 1000 / float64(n)) }
-		return us(percentile(lat, 50)), us(percentile(lat, 99)), per(s1 - s0 + b1 - b0), per(s1 - s0), per(b1 - b0), nil
+		return us(percentile(lat, 50)), us(percentile(lat, 99)), per(own + under), per(own), per(under), nil
 	}
 	var err error
 	if r.P50Us, r.P99Us, r.CPUUs, r.ServerCPUUs, r.WorkerCPUUs, err = sequential(); err != nil {

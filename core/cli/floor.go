@@ -112,4 +112,4 @@ func floorHTTP(path string, impl definition.Implementation, args []byte, n, conc
 }
 
 // floorName is the floor's row.
-const floorName = "Go net/http + python3 pipes (design floor)"
+const floorName = "design floor (Go HTTP + pipe)"

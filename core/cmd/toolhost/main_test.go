@@ -263,7 +263,7 @@ func TestDoctorAndBench(t *testing.T) {
 			t.Errorf("%v: p50_ratio = %v", r["name"], r["p50_ratio"])
 		}
 	}
-	if got := strings.Join(names, "|"); got != "toolhost cpython|toolhost cpython, 2 cold starts|toolhost cpython via the plugin process|toolhost cpython, 1 caller|toolhost cpython, 2 callers|toolhost cpython POST /v1/calls|toolhost cpython session call|toolhost cpython MCP tools/call|python3 stdlib HTTP server|Go net/http + python3 pipes (design floor)|python3 process per call|Go↔python3 pipe (the floor)|bare call inside python3|toolhost cpython, 3 warm groups|toolhost serve, 2 warm groups" {
+	if got := strings.Join(names, "|"); got != "toolhost cpython|toolhost cpython, 2 cold starts|toolhost cpython via the plugin process|toolhost cpython, 1 caller|toolhost cpython, 2 callers|toolhost cpython POST /v1/calls|toolhost cpython session call|toolhost cpython MCP tools/call|python3 stdlib HTTP server|design floor (Go HTTP + pipe)|python3 process per call|Go↔python3 pipe (the floor)|bare call inside python3|toolhost cpython, 3 warm groups|toolhost serve, 2 warm groups" {
 		t.Errorf("bench --baselines measured %s", got)
 	}
 }
