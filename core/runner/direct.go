@@ -74,7 +74,11 @@ type borrowed struct {
 	id    int // its pid in the sandbox
 	conn  proto.Conn
 	pidfd *os.File
-	stat  *os.File // /proc/HOSTPID/stat
+	// pidfdNum and respNum are the descriptors of pidfd and of the
+	// answer pipe (conn.Resp), for the polls around each call; valid
+	// while the worker is in all (forget takes it out, then closes them).
+	pidfdNum, respNum int32
+	stat              *os.File // /proc/HOSTPID/stat
 	// children is /proc/HOSTPID/task/HOSTPID/children, opened by
 	// cleanByProc.
 	children *os.File
@@ -141,6 +145,17 @@ func (d *direct) Call(ctx context.Context, req *plugins.CallRequest) (*plugins.C
 		d.forget(b)
 		return nil, fmt.Errorf("%w: the plugin process was killed during the call", channel.ErrClosed)
 	}
+	// The checks after an answer, in one poll (clean): nothing more on
+	// the answer pipe (Exchange leaves that to this poll: conn's
+	// AfterChecked), every borrowed worker alive, the workers' cgroup
+	// holding them alone. Bytes after the answer fail the call as
+	// Exchange would have.
+	quiet := false
+	if err == nil {
+		if quiet = d.clean(b, true); !quiet && b.conn.Pending() {
+			err = proto.ErrForeign
+		}
+	}
 	if err != nil {
 		if resp.Error = d.failure(b, during, err); resp.Error == nil {
 			return nil, channel.ErrClosed
@@ -165,7 +180,7 @@ func (d *direct) Call(ctx context.Context, req *plugins.CallRequest) (*plugins.C
 	if tooLarge != nil {
 		d.stop(b, during)
 		d.forget(b)
-	} else if n := d.after(b, req.Callable.String()); n != "" {
+	} else if n := d.after(b, req.Callable.String(), quiet); n != "" {
 		resp.Note = strings.TrimPrefix(resp.Note+"; "+n, "; ")
 	}
 	resp.DurationUs = time.Since(start).Microseconds()
@@ -174,13 +189,14 @@ func (d *direct) Call(ctx context.Context, req *plugins.CallRequest) (*plugins.C
 }
 
 // after gives the worker back to the idle ones when nothing of its call
-// can be left, or asks the plugin's checks first; the worker is forgotten
-// when the plugin stopped it.
-func (d *direct) after(b *borrowed, callable string) string {
+// can be left (clean: what d.clean answered after the call), or asks the
+// plugin's checks first; the worker is forgotten when the plugin stopped
+// it.
+func (d *direct) after(b *borrowed, callable string, clean bool) string {
 	// clean implies that every lent worker has one thread (each alive
 	// one holds at least one of the cgroup's tasks): no /proc read is
 	// needed when it holds.
-	if d.clean(b) {
+	if clean {
 		d.release(b)
 		return ""
 	}
@@ -204,13 +220,19 @@ func (d *direct) after(b *borrowed, callable string) string {
 
 // clean reports whether the workers' cgroup holds no more tasks than the
 // borrowed workers, every one of which is alive (a pidfd is readable once
-// its process has exited). Without a workers' cgroup (rootless, nothing
-// delegated) the processes of b's call are read instead (cleanByProc).
-func (d *direct) clean(b *borrowed) bool {
+// its process has exited), and with pipe whether b's answer pipe is
+// quiet too (no byte waits there, its writer is open): one poll for all.
+// Without a workers' cgroup (rootless, nothing delegated) the processes
+// of b's call are read instead (cleanByProc).
+func (d *direct) clean(b *borrowed, pipe bool) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	resp := int32(-1)
+	if pipe {
+		resp = b.respNum
+	}
 	if d.pidsPath == "" {
-		return d.cleanByProc(b) && d.allAlive()
+		return d.cleanByProc(b) && d.allAlive(resp)
 	}
 	if d.pids == nil {
 		f, err := os.Open(d.pidsPath)
@@ -228,15 +250,21 @@ func (d *direct) clean(b *borrowed) bool {
 	if err != nil || tasks > len(d.all) {
 		return false
 	}
-	return d.allAlive()
+	return d.allAlive(resp)
 }
 
 // allAlive reports whether every borrowed worker is alive (a pidfd is
-// readable once its process has exited).
-func (d *direct) allAlive() bool {
-	fds := make([]unix.PollFd, 0, len(d.all))
+// readable once its process has exited) and, unless resp is -1, whether
+// the answer pipe resp is quiet (readable: bytes wait there, or its
+// writer is closed). d.mu is held.
+func (d *direct) allAlive(resp int32) bool {
+	var room [9]unix.PollFd
+	fds := room[:0]
 	for b := range d.all {
-		fds = append(fds, unix.PollFd{Fd: int32(b.pidfd.Fd()), Events: unix.POLLIN})
+		fds = append(fds, unix.PollFd{Fd: b.pidfdNum, Events: unix.POLLIN})
+	}
+	if resp >= 0 {
+		fds = append(fds, unix.PollFd{Fd: resp, Events: unix.POLLIN})
 	}
 	ready, err := unix.Poll(fds, 0)
 	return err == nil && ready == 0
@@ -463,9 +491,14 @@ func waitEnded(ctx context.Context) *plugins.ToolError {
 // workers, the plugin's checks (and sweep) decide first.
 func (d *direct) usable(b *borrowed, note *string) bool {
 	var why string
+	if d.clean(b, true) {
+		// Its answer pipe is quiet too: Exchange need not ask again.
+		b.conn.Checked = true
+		return true
+	}
 	if b.conn.Pending() {
 		why = "wrote to its answer pipe between calls"
-	} else if d.clean(b) {
+	} else if d.clean(b, false) {
 		// Exchange need not ask the answer pipe again.
 		b.conn.Checked = true
 		return true
@@ -524,7 +557,17 @@ func (d *direct) borrow(ctx context.Context) (*borrowed, error) {
 		return nil, l.Error
 	}
 	b := &borrowed{id: l.Worker, pidfd: l.Files[2], killed: make(chan *channel.Loan, 1)}
-	b.conn = proto.Conn{Req: l.Files[0], Resp: l.Files[1], Stop: func() { d.stop(b, b.during) }}
+	b.conn = proto.Conn{Req: l.Files[0], Resp: l.Files[1], Stop: func() { d.stop(b, b.during) }, AfterChecked: true}
+	var ok bool
+	if b.pidfdNum, ok = fdOf(b.pidfd); ok {
+		b.respNum, ok = fdOf(l.Files[1])
+	}
+	if !ok {
+		for _, f := range l.Files {
+			f.Close()
+		}
+		return nil, errors.New("the lent worker's descriptors cannot be used")
+	}
 	if pid, err := pidOf(b.pidfd); err == nil {
 		b.stat, _ = os.Open("/proc/" + strconv.Itoa(pid) + "/stat")
 	}
@@ -547,33 +590,42 @@ func (d *direct) borrow(ctx context.Context) (*borrowed, error) {
 // pluginKilled reports whether the plugin process is dead or dying: its
 // files cannot be read (it is gone), it is a zombie, exiting, or has a
 // SIGKILL pending. kill() marks the pending signals of a process and of
-// each of its threads at once, before the call that sent it returns.
-// thorough reads /proc/PID/status, where the thread group's mark (ShdPnd)
-// stays until the process has exited: it is read after each call, so
-// that a call whose tool code killed the plugin (os.kill(-1, 9), or its
-// parent's pid) is seen so as soon as it answers, while the plugin may
-// still be exiting and its data channel still open. Otherwise, before
-// each call, the main thread's /proc/PID/task/PID/stat is read first
+// each of its threads at once, and wakes them, before the call that sent
+// it returns. The main thread's /proc/PID/task/PID/stat is read first
 // (half the kernel's work of status): the main thread's own mark, then
 // its PF_SIGNALED and PF_EXITING flags once it has taken the signal, then
 // its zombie state. Between taking its mark and setting PF_SIGNALED the
 // main thread shows none of them, running in the kernel's get_signal
 // (about 1 kill in 250 was read so, state R, under no load): a main
-// thread that is running is asked again through status. (stat's fields
-// are not read at one instant: a main thread read as sleeping that takes
-// its signal between the reading of flags and of the pending signals
-// shows neither; before a call that only sends the call to a dying
-// sandbox, which answers crash, and after a call status is read.)
-// Without the files (they could not be opened) the data channel's end is
-// all there is.
+// thread that is running is asked again through /proc/PID/status, where
+// the thread group's mark (ShdPnd) stays until the process has exited.
+//
+// thorough is the check after each call, which must see a plugin that
+// the call's tool code killed (os.kill(-1, 9), or its parent's pid) as
+// soon as the call answers, while the plugin may still be exiting and its
+// data channel still open. A SIGKILL sent to the main thread alone
+// (tgkill, tkill: tool code may call them) marks no thread group: a
+// running main thread that status shows nothing of either is read from
+// stat once more, by when it has set PF_SIGNALED (status first, then
+// stat, as before, gave it one read's time; this gives it two). A main
+// thread read as sleeping was not killed before the read began: the kill
+// woke it (state R), or left its mark while it waits uninterruptibly
+// (state D). So the call's kill is seen from stat alone unless the main
+// thread is running, and status, the dearer file, is read only then.
+//
+// stat's fields are not read at one instant: a main thread read as
+// sleeping that takes its signal between the reading of flags and of the
+// pending signals shows neither. That is a kill sent during the read (or
+// a D wait ending then): before a call it only sends the call to a dying
+// sandbox, which answers crash; after a call it was not the call's
+// answer's doing, and what the call left to send it is what the workers'
+// cgroup check after the call finds. Without the files (they could not be
+// opened) the data channel's end is all there is.
 func (d *direct) pluginKilled(thorough bool) bool {
 	d.mu.Lock()
-	first, second := d.pluginStat, d.pluginStatus
+	stat, status := d.pluginStat, d.pluginStatus
 	d.mu.Unlock()
-	if thorough {
-		first, second = second, first
-	}
-	if first == nil {
+	if stat == nil {
 		select {
 		case <-d.data.Done():
 			return true
@@ -582,37 +634,25 @@ func (d *direct) pluginKilled(thorough bool) bool {
 		}
 	}
 	var buf [4096]byte
-	b, gone := readProcFile(first, buf[:])
+	b, gone := readProcFile(stat, buf[:])
 	if gone {
 		return true
 	}
-	// The first file's answer, and whether a running main thread makes
-	// the other worth asking.
-	var killed, ask bool
-	if thorough {
-		// A SIGKILL sent to the main thread alone (tgkill, tkill: tool
-		// code may call them) marks no thread group's pending: between
-		// taking it and setting PF_SIGNALED a running main thread shows
-		// nothing in status. Its flags are read from stat then.
-		killed = statusKilled(b)
-		state := statusField(b, stateKey)
-		ask = !killed && len(state) > 0 && state[0] == 'R'
-	} else {
-		var running bool
-		killed, running = statKilled(b)
-		ask = !killed && running
-	}
-	if !ask || second == nil {
+	killed, running := statKilled(b)
+	if killed || !running || status == nil {
 		return killed
 	}
-	if b, gone = readProcFile(second, buf[:]); gone {
+	if b, gone = readProcFile(status, buf[:]); gone || statusKilled(b) {
 		return true
 	}
-	if thorough {
-		killed, _ = statKilled(b)
-		return killed
+	if !thorough {
+		return false
 	}
-	return statusKilled(b)
+	if b, gone = readProcFile(stat, buf[:]); gone {
+		return true
+	}
+	killed, _ = statKilled(b)
+	return killed
 }
 
 // readProcFile reads a /proc file kept open from its start into buf;
@@ -826,4 +866,18 @@ func pidOf(pidfd *os.File) (int, error) {
 		}
 	}
 	return 0, errors.New("no Pid in the pidfd's fdinfo")
+}
+
+// fdOf is f's descriptor, read without changing its mode (File.Fd puts a
+// pollable descriptor back in blocking mode).
+func fdOf(f *os.File) (int32, bool) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return -1, false
+	}
+	fd := int32(-1)
+	if err := rc.Control(func(u uintptr) { fd = int32(u) }); err != nil {
+		return -1, false
+	}
+	return fd, fd >= 0
 }

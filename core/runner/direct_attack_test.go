@@ -270,3 +270,59 @@ func TestDirectPathWithoutCgroups(t *testing.T) {
 		})
 	}
 }
+
+// TestBytesAfterTheAnswer: tool code that writes to the worker's answer
+// pipe after its answer. Right after it, in the same write (a patched
+// runner; the answer is past the core's first read of 4 KiB, so that the
+// core reads the answer's frame to its end and the bytes after it stay on
+// the pipe), the call fails as not the worker's answer, its worker is
+// replaced, and the next call answers on a new one; later, between calls
+// (a timer's signal handler), the next call goes to a new worker and says
+// why. On the direct path the core asks the pipe after the answer and
+// before each call in the poll of the workers' pidfds (no FIONREAD of its
+// own): without the check after the answer the call answered success.
+func TestBytesAfterTheAnswer(t *testing.T) {
+	const trailing = `import __main__
+RESP = __main__.RESP
+class Trailing:
+    def write(self, b):
+        RESP.write(b + b'\x00\x00\x00\x02{}')
+        return len(b)
+__main__.RESP = Trailing()
+out = 'x' * 10000`
+	const timer = `import os, signal
+signal.signal(signal.SIGALRM, lambda *a: os.write(4, b'\x00\x00\x00\x02{}'))
+signal.setitimer(signal.ITIMER_REAL, 0.2)
+out = 'armed'`
+	for _, viaPlugin := range []bool{false, true} {
+		t.Run(fmt.Sprintf("right after the answer, via the plugin %v", viaPlugin), func(t *testing.T) {
+			t.Parallel()
+			g := open(t, attackYAML, Options{Sandbox: sandbox(t, "deny"), ViaPlugin: viaPlugin, Limits: plugins.Limits{Workers: 1}})
+			for round := 0; round < 5; round++ {
+				r := callWithin(t, g, trailing, nil, 10*time.Second, 30*time.Second)
+				if r.OK || r.Error.Kind != plugins.ErrCrash || !strings.Contains(r.Error.Message, "does not belong to the call") {
+					t.Fatalf("round %d: a call whose worker wrote after its answer: OK %v %+v", round, r.OK, r.Error)
+				}
+				if n := callWithin(t, g, "out = 1", nil, 10*time.Second, 30*time.Second); !n.OK || string(n.Result) != "1" || n.Worker == r.Worker {
+					t.Fatalf("round %d: the next call (worker %d after %d): %s %+v", round, n.Worker, r.Worker, n.Result, n.Error)
+				}
+			}
+		})
+	}
+	t.Run("between calls, direct", func(t *testing.T) {
+		t.Parallel()
+		g := open(t, attackYAML, Options{Sandbox: sandbox(t, "deny"), Limits: plugins.Limits{Workers: 1}})
+		r := callWithin(t, g, timer, nil, 10*time.Second, 30*time.Second)
+		if !r.OK {
+			t.Fatalf("arm: %+v", r.Error)
+		}
+		time.Sleep(600 * time.Millisecond)
+		n := callWithin(t, g, "import os\nout = os.getpid()", nil, 10*time.Second, 30*time.Second)
+		if !n.OK || !strings.Contains(n.Note, "wrote to its answer pipe between calls; it was replaced") {
+			t.Fatalf("the call after bytes between calls: %s %+v (note %q)", n.Result, n.Error, n.Note)
+		}
+		if n.Worker == r.Worker {
+			t.Errorf("the call after bytes between calls ran on worker %d again", n.Worker)
+		}
+	})
+}

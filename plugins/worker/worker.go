@@ -120,6 +120,13 @@ type Conn struct {
 	// nothing, before the next Exchange: that Exchange does not ask again
 	// (a system call) and clears it.
 	Checked bool
+	// AfterChecked is set by a caller that asks the answer pipe itself
+	// after every exchange that answered, before it takes the answer and
+	// before the worker serves anything else (the core's direct path
+	// polls it with the workers' pidfds): Exchange does not ask it after
+	// the answer, and the caller fails the exchange with ErrForeign when
+	// bytes wait there.
+	AfterChecked bool
 
 	// timer is the Conn's one deadline timer, made at its first exchange
 	// and reset for each: a Conn kept for the worker's life (the core's
@@ -252,7 +259,7 @@ func (c *Conn) Exchange(ctx context.Context, req Request, maxFrame int, deadline
 		}
 		switch a.Op {
 		case "":
-			if c.Pending() {
+			if !c.AfterChecked && c.Pending() {
 				return fail(ErrForeign)
 			}
 			if timeout, cancel := end(); timeout || cancel {
