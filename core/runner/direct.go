@@ -229,6 +229,11 @@ func (d *direct) clean(b *borrowed, pipe bool) bool {
 	defer d.mu.Unlock()
 	resp := int32(-1)
 	if pipe {
+		if !d.all[b] {
+			// Forgotten meanwhile (its sandbox replaced): its descriptors
+			// are closed, and their numbers may be another file's.
+			return false
+		}
 		resp = b.respNum
 	}
 	if d.pidsPath == "" {
@@ -563,6 +568,12 @@ func (d *direct) borrow(ctx context.Context) (*borrowed, error) {
 		b.respNum, ok = fdOf(l.Files[1])
 	}
 	if !ok {
+		// Not to happen (the files are new): the worker is stopped, as
+		// one that failed a call would be.
+		unix.PidfdSendSignal(int(l.Files[2].Fd()), unix.SIGKILL, nil, 0)
+		kctx, kcancel := context.WithTimeout(context.Background(), pluginWait)
+		d.data.Kill(kctx, l.Worker, "no call")
+		kcancel()
 		for _, f := range l.Files {
 			f.Close()
 		}
@@ -590,42 +601,33 @@ func (d *direct) borrow(ctx context.Context) (*borrowed, error) {
 // pluginKilled reports whether the plugin process is dead or dying: its
 // files cannot be read (it is gone), it is a zombie, exiting, or has a
 // SIGKILL pending. kill() marks the pending signals of a process and of
-// each of its threads at once, and wakes them, before the call that sent
-// it returns. The main thread's /proc/PID/task/PID/stat is read first
+// each of its threads at once, before the call that sent it returns.
+// thorough reads /proc/PID/status, where the thread group's mark (ShdPnd)
+// stays until the process has exited: it is read after each call, so
+// that a call whose tool code killed the plugin (os.kill(-1, 9), or its
+// parent's pid) is seen so as soon as it answers, while the plugin may
+// still be exiting and its data channel still open. Otherwise, before
+// each call, the main thread's /proc/PID/task/PID/stat is read first
 // (half the kernel's work of status): the main thread's own mark, then
 // its PF_SIGNALED and PF_EXITING flags once it has taken the signal, then
 // its zombie state. Between taking its mark and setting PF_SIGNALED the
 // main thread shows none of them, running in the kernel's get_signal
 // (about 1 kill in 250 was read so, state R, under no load): a main
-// thread that is running is asked again through /proc/PID/status, where
-// the thread group's mark (ShdPnd) stays until the process has exited.
-//
-// thorough is the check after each call, which must see a plugin that
-// the call's tool code killed (os.kill(-1, 9), or its parent's pid) as
-// soon as the call answers, while the plugin may still be exiting and its
-// data channel still open. A SIGKILL sent to the main thread alone
-// (tgkill, tkill: tool code may call them) marks no thread group: a
-// running main thread that status shows nothing of either is read from
-// stat once more, by when it has set PF_SIGNALED (status first, then
-// stat, as before, gave it one read's time; this gives it two). A main
-// thread read as sleeping was not killed before the read began: the kill
-// woke it (state R), or left its mark while it waits uninterruptibly
-// (state D). So the call's kill is seen from stat alone unless the main
-// thread is running, and status, the dearer file, is read only then.
-//
-// stat's fields are not read at one instant: a main thread read as
-// sleeping that takes its signal between the reading of flags and of the
-// pending signals shows neither. That is a kill sent during the read (or
-// a D wait ending then): before a call it only sends the call to a dying
-// sandbox, which answers crash; after a call it was not the call's
-// answer's doing, and what the call left to send it is what the workers'
-// cgroup check after the call finds. Without the files (they could not be
-// opened) the data channel's end is all there is.
+// thread that is running is asked again through status. (stat's fields
+// are not read at one instant: a main thread read as sleeping that takes
+// its signal between the reading of flags and of the pending signals
+// shows neither; before a call that only sends the call to a dying
+// sandbox, which answers crash, and after a call status is read.)
+// Without the files (they could not be opened) the data channel's end is
+// all there is.
 func (d *direct) pluginKilled(thorough bool) bool {
 	d.mu.Lock()
-	stat, status := d.pluginStat, d.pluginStatus
+	first, second := d.pluginStat, d.pluginStatus
 	d.mu.Unlock()
-	if stat == nil {
+	if thorough {
+		first, second = second, first
+	}
+	if first == nil {
 		select {
 		case <-d.data.Done():
 			return true
@@ -634,25 +636,37 @@ func (d *direct) pluginKilled(thorough bool) bool {
 		}
 	}
 	var buf [4096]byte
-	b, gone := readProcFile(stat, buf[:])
+	b, gone := readProcFile(first, buf[:])
 	if gone {
 		return true
 	}
-	killed, running := statKilled(b)
-	if killed || !running || status == nil {
+	// The first file's answer, and whether a running main thread makes
+	// the other worth asking.
+	var killed, ask bool
+	if thorough {
+		// A SIGKILL sent to the main thread alone (tgkill, tkill: tool
+		// code may call them) marks no thread group's pending: between
+		// taking it and setting PF_SIGNALED a running main thread shows
+		// nothing in status. Its flags are read from stat then.
+		killed = statusKilled(b)
+		state := statusField(b, stateKey)
+		ask = !killed && len(state) > 0 && state[0] == 'R'
+	} else {
+		var running bool
+		killed, running = statKilled(b)
+		ask = !killed && running
+	}
+	if !ask || second == nil {
 		return killed
 	}
-	if b, gone = readProcFile(status, buf[:]); gone || statusKilled(b) {
+	if b, gone = readProcFile(second, buf[:]); gone {
 		return true
 	}
-	if !thorough {
-		return false
+	if thorough {
+		killed, _ = statKilled(b)
+		return killed
 	}
-	if b, gone = readProcFile(stat, buf[:]); gone {
-		return true
-	}
-	killed, _ = statKilled(b)
-	return killed
+	return statusKilled(b)
 }
 
 // readProcFile reads a /proc file kept open from its start into buf;

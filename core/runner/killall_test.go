@@ -234,16 +234,14 @@ func TestPluginKilled(t *testing.T) {
 // signalled (it runs, with neither the mark nor the flag in stat; a
 // signal sent to the thread group leaves its mark in status's ShdPnd
 // until the process has exited, one sent to the main thread alone, by
-// tgkill or tkill, leaves none). stat is read first; a running main
-// thread is asked through status; after a call (thorough) one that status
-// shows nothing of either is read from stat once more. On the first code
-// the check before a call read stat alone and gave the call to the dying
+// tgkill or tkill, leaves none). Before a call (stat first) a running
+// main thread is asked through status; after a call (status first) a
+// running main thread's flags are read from stat. On the former code the
+// check before a call read stat alone and gave the call to the dying
 // sandbox: CI saw 1 of 20 calls after a kill answer crash
 // (TestCallAfterPluginKilledBetweenCalls), and killing a Go process and
 // reading its main thread's stat at once showed this state in about 1
-// kill in 250; the check after a call read status alone. status, the
-// dearer file, is read only for a running main thread (it was read after
-// every call before: about 6 µs of the server's CPU per call).
+// kill in 250; and the check after a call read status alone.
 func TestPluginKilledWhileTakingTheSignal(t *testing.T) {
 	const running = "12 (toolhost) R 1 12 12 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 6 0 1 1 1 1 1 1 1 1 1 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n"
 	const signalled = "12 (toolhost) R 1 12 12 0 -1 4195584 0 0 0 0 0 0 0 0 20 0 6 0 1 1 1 1 1 1 1 1 1 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n"
@@ -264,10 +262,8 @@ func TestPluginKilledWhileTakingTheSignal(t *testing.T) {
 		{"after: the group's SIGKILL taken", running, dying, true, true},
 		{"after: the thread's SIGKILL taken, PF_SIGNALED set", signalled, alive, true, true},
 		{"after: running, alive", running, alive, true, false},
-		{"after: sleeping, alive", sleeping, asleep, true, false},
-		// As before a call, status is not read for a sleeping main
-		// thread: a kill wakes it.
-		{"after: sleeping, status not read", sleeping, dying, true, false},
+		// stat is not read for a sleeping main thread.
+		{"after: sleeping, stat not read", signalled, asleep, true, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
