@@ -141,7 +141,7 @@ unit:
 # ordinary user, make unit ran everything rootless already.
 ROOTLESS_USER ?= toolhost-rootless
 ROOTLESS_CMD_TESTS := ^(TestDoctorAndBench|TestMCPStdioGroup|TestHostileServer|TestHostileCallCommand|TestHostileSessionCommand|TestValidateRefusesHostileRequirements|TestServerRefusesHostileRequirements|TestCallContract)$$
-ROOTLESS_RUNNER_TESTS := ^(TestMinimalWorld|TestProbeWithLateSlirpReady|TestGroupCodeAfterTheRoutes|TestUnreachableRoutesEveryStart|TestWorkersCannotReplaceThePluginSocket|TestHostileToolsAreContained|TestHeldAnswerPipeAfterTimeout|TestLeftoverSurvivesAKilledWorker|TestNothingStartsBetweenCalls|TestWorkersCannotReadEachOther|TestDirectPath.*|TestNetworkPolicy|TestTemplateWorkersJoinTheSandboxes|TestCloneParentIsSwept|TestHostDoesNotTrustTheWorker|TestGPython.*|TestRequirementsFromWheelhouse|TestInstallRunsInItsSandbox)$$
+ROOTLESS_RUNNER_TESTS := ^(TestMinimalWorld|TestProbeWithLateSlirpReady|TestGroupCodeAfterTheRoutes|TestUnreachableRoutesEveryStart|TestWorkersCannotReplaceThePluginSocket|TestHostileToolsAreContained|TestHeldAnswerPipeAfterTimeout|TestLeftoverSurvivesAKilledWorker|TestNothingStartsBetweenCalls|TestWorkersCannotReadEachOther|TestBytesAfterTheAnswer|TestDirectPath.*|TestNetworkPolicy|TestTemplateWorkersJoinTheSandboxes|TestCloneParentIsSwept|TestHostDoesNotTrustTheWorker|TestGPython.*|TestRequirementsFromWheelhouse|TestInstallRunsInItsSandbox)$$
 rootless:
 	@if [ "$$(id -u)" != 0 ]; then echo "make rootless: make unit ran as an ordinary user, rootless already"; exit 0; fi; \
 	set -e; \

@@ -165,10 +165,7 @@ func httpBaseline(name string, cmd *exec.Cmd, args []byte, n, conc int, callers 
 		return BenchResult{}, fmt.Errorf("%s printed %q", name, line)
 	}
 	url := "http://127.0.0.1:" + strconv.Itoa(port) + "/call"
-	most := conc
-	for _, c := range callers {
-		most = max(most, c)
-	}
+	most := mostCallers(conc, callers)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: most + 1,
 		DialContext: (&net.Dialer{}).DialContext}}
 	call := func(int) error {

@@ -153,10 +153,7 @@ func serveDoors(rf runFlags, file string, target *callTarget, args []byte, n, co
 	if dir == "" {
 		dir = filepath.Dir(file)
 	}
-	most := conc
-	for _, c := range callers {
-		most = max(most, c)
-	}
+	most := mostCallers(conc, callers)
 	s, err := startServe(rf, dir, most, "--workers", fmt.Sprint(max(most, 1)))
 	if err != nil {
 		return nil, err
@@ -245,10 +242,7 @@ func serveDoors(rf runFlags, file string, target *callTarget, args []byte, n, co
 // call's argument is the caller's number, from 0.
 func measureDoor(name string, root int, call func(caller int) error, n, conc int, callers []int) (BenchResult, error) {
 	// Warm: every caller's connection (and session) and every worker.
-	most := conc
-	for _, c := range callers {
-		most = max(most, c)
-	}
+	most := mostCallers(conc, callers)
 	if _, err := throughput(20*most, most, call); err != nil {
 		return BenchResult{}, fmt.Errorf("%s: %v", name, err)
 	}
@@ -434,4 +428,13 @@ func copyGroupFiles(dir, dst string) error {
 		}
 		return os.WriteFile(target, b, 0o644)
 	})
+}
+
+// mostCallers is the largest number of callers a measure has at once:
+// conc, or the largest of callers.
+func mostCallers(conc int, callers []int) int {
+	for _, c := range callers {
+		conc = max(conc, c)
+	}
+	return conc
 }

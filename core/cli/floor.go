@@ -102,10 +102,7 @@ func floorHTTP(path string, impl definition.Implementation, args []byte, n, conc
 	if err != nil {
 		return BenchResult{}, err
 	}
-	most := conc
-	for _, c := range callers {
-		most = max(most, c)
-	}
+	most := mostCallers(conc, callers)
 	cmd := exec.Command(exe, EntryBenchFloor, py.Executable, path, impl.Callable, strconv.Itoa(max(most, 1)))
 	cmd.Stderr = os.Stderr
 	return httpBaseline(floorName, cmd, args, n, conc, callers)

@@ -77,6 +77,8 @@ type borrowed struct {
 	// pidfdNum and respNum are the descriptors of pidfd and of the
 	// answer pipe (conn.Resp), for the polls around each call; valid
 	// while the worker is in all (forget takes it out, then closes them).
+	// respNum is -1 where the pipe's could not be read: the pipe is then
+	// never taken as quiet by a poll, and Pending asks it.
 	pidfdNum, respNum int32
 	stat              *os.File // /proc/HOSTPID/stat
 	// children is /proc/HOSTPID/task/HOSTPID/children, opened by
@@ -229,7 +231,7 @@ func (d *direct) clean(b *borrowed, pipe bool) bool {
 	defer d.mu.Unlock()
 	resp := int32(-1)
 	if pipe {
-		if !d.all[b] {
+		if !d.all[b] || b.respNum < 0 {
 			// Forgotten meanwhile (its sandbox replaced): its descriptors
 			// are closed, and their numbers may be another file's.
 			return false
@@ -563,22 +565,7 @@ func (d *direct) borrow(ctx context.Context) (*borrowed, error) {
 	}
 	b := &borrowed{id: l.Worker, pidfd: l.Files[2], killed: make(chan *channel.Loan, 1)}
 	b.conn = proto.Conn{Req: l.Files[0], Resp: l.Files[1], Stop: func() { d.stop(b, b.during) }, AfterChecked: true}
-	var ok bool
-	if b.pidfdNum, ok = fdOf(b.pidfd); ok {
-		b.respNum, ok = fdOf(l.Files[1])
-	}
-	if !ok {
-		// Not to happen (the files are new): the worker is stopped, as
-		// one that failed a call would be.
-		unix.PidfdSendSignal(int(l.Files[2].Fd()), unix.SIGKILL, nil, 0)
-		kctx, kcancel := context.WithTimeout(context.Background(), pluginWait)
-		d.data.Kill(kctx, l.Worker, "no call")
-		kcancel()
-		for _, f := range l.Files {
-			f.Close()
-		}
-		return nil, errors.New("the lent worker's descriptors cannot be used")
-	}
+	b.pidfdNum, b.respNum = int32(b.pidfd.Fd()), respFd(l.Files[1])
 	if pid, err := pidOf(b.pidfd); err == nil {
 		b.stat, _ = os.Open("/proc/" + strconv.Itoa(pid) + "/stat")
 	}
@@ -882,16 +869,12 @@ func pidOf(pidfd *os.File) (int, error) {
 	return 0, errors.New("no Pid in the pidfd's fdinfo")
 }
 
-// fdOf is f's descriptor, read without changing its mode (File.Fd puts a
-// pollable descriptor back in blocking mode).
-func fdOf(f *os.File) (int32, bool) {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return -1, false
-	}
+// respFd is an answer pipe's descriptor, read without changing its mode
+// (File.Fd puts a pollable descriptor back in blocking mode), or -1.
+func respFd(f *os.File) int32 {
 	fd := int32(-1)
-	if err := rc.Control(func(u uintptr) { fd = int32(u) }); err != nil {
-		return -1, false
+	if rc, err := f.SyscallConn(); err == nil {
+		rc.Control(func(u uintptr) { fd = int32(u) })
 	}
-	return fd, fd >= 0
+	return fd
 }
